@@ -1,0 +1,84 @@
+"""One gate: a threshold on an estimate, decided from its confidence interval.
+
+A check passes only when the whole interval lies within the allowed range, fails when the whole
+interval lies outside it, and is inconclusive otherwise: sampling noise alone never passes or
+fails a release.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+from pytest_fairness.stats import Interval
+
+
+class Outcome(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    INCONCLUSIVE = "inconclusive"
+
+
+class GateError(ValueError):
+    """A threshold that cannot be used as written."""
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """Allowed range for an estimate: ``min <= estimate <= max``; either side may be open."""
+
+    min: float | None = None
+    max: float | None = None
+
+    @classmethod
+    def from_mapping(cls, raw: object, where: str) -> Threshold:
+        """Build from a suite's ``threshold:`` mapping, e.g. ``{max: 0.2}`` or ``{abs_max: 0.1}``."""
+        if not isinstance(raw, dict) or not raw:
+            raise GateError(f"{where}: 'threshold' must be a mapping such as {{max: 0.2}} or {{abs_max: 0.1}}")
+        unknown = set(raw) - {"min", "max", "abs_max"}
+        if unknown:
+            raise GateError(f"{where}: unknown threshold key(s) {sorted(unknown)}; use min, max or abs_max")
+        values: dict[str, float] = {}
+        for key, value in raw.items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+                raise GateError(f"{where}: threshold '{key}' must be a number, got {value!r}")
+            values[key] = float(value)
+        if "abs_max" in values:
+            if {"min", "max"} & set(values):
+                raise GateError(f"{where}: use either abs_max or min/max, not both")
+            if values["abs_max"] < 0:
+                raise GateError(f"{where}: abs_max must be >= 0")
+            return cls(min=-values["abs_max"], max=values["abs_max"])
+        lo, hi = values.get("min"), values.get("max")
+        if lo is not None and hi is not None and lo > hi:
+            raise GateError(f"{where}: threshold min {lo} is above max {hi}")
+        return cls(min=lo, max=hi)
+
+    def describe(self) -> str:
+        if self.min is not None and self.max is not None:
+            if self.min == -self.max:
+                return f"|x| ≤ {self.max:g}"
+            return f"{self.min:g} ≤ x ≤ {self.max:g}"
+        if self.max is not None:
+            return f"≤ {self.max:g}"
+        if self.min is not None:
+            return f"≥ {self.min:g}"
+        return "none"
+
+    def as_dict(self) -> dict[str, float | None]:
+        return {"min": self.min, "max": self.max}
+
+
+def decide(ci: Interval, threshold: Threshold) -> Outcome:
+    """Pass when the interval is inside the allowed range, fail when it is wholly outside."""
+    lo, hi = ci
+    if math.isnan(lo) or math.isnan(hi):
+        return Outcome.INCONCLUSIVE
+    below = threshold.min is not None and hi < threshold.min
+    above = threshold.max is not None and lo > threshold.max
+    if below or above:
+        return Outcome.FAIL
+    lo_ok = threshold.min is None or lo >= threshold.min
+    hi_ok = threshold.max is None or hi <= threshold.max
+    return Outcome.PASS if lo_ok and hi_ok else Outcome.INCONCLUSIVE

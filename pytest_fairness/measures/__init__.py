@@ -1,0 +1,53 @@
+"""The registry of measures a suite can name, with their parameters and default sample sizes."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pytest_fairness.measures import implicit
+from pytest_fairness.result import MeasureResult
+
+PROFILES = ("quick", "paper")
+
+
+@dataclass(frozen=True)
+class Measure:
+    """How suites and fixtures drive one measure's ``run`` function.
+
+    ``subject`` is the parameter that names what is measured (a stereotype...), ``samples`` the one
+    that sets the sample size, whose default depends on the profile: ``quick`` is sized for the
+    embedded model in CI, ``paper`` follows the paper.
+    """
+
+    name: str
+    run: Callable[..., MeasureResult]
+    validate: Callable[..., None]
+    subject: str
+    samples: str
+    default_samples: dict[str, int]
+    null: float
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        """Parameters a suite may set: the run function's keywords, minus those the plugin owns."""
+        owned = {"runner", "seed", "progress", "confidence", self.samples}
+        return tuple(p for p in inspect.signature(self.run).parameters if p not in owned)
+
+    def defaults(self) -> dict[str, object]:
+        sig = inspect.signature(self.run).parameters
+        return {p: sig[p].default for p in self.params if sig[p].default is not inspect.Parameter.empty}
+
+
+MEASURES: dict[str, Measure] = {
+    "implicit_bias": Measure(
+        name="implicit_bias",
+        run=implicit.run,
+        validate=implicit.validate,
+        subject="stereotype",
+        samples="iterations",
+        default_samples={"quick": 20, "paper": 50},
+        null=0.0,
+    ),
+}

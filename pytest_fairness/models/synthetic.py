@@ -1,0 +1,161 @@
+"""Deterministic test doubles with a planted bias of known size.
+
+``synthetic:iat?bias=B`` answers the implicit-bias task: each attribute word goes to the group it
+is stereotypically associated with with probability p = (1 + B) / 2, independently, whether it is
+asked for a list answer or for log-probs. The expected score is therefore known exactly
+(``expected_iat_score``), which is what the measure must recover. ``unusable=U`` makes a share U
+of list answers refusals, to exercise the unusable-output accounting. Answers are a pure function
+of (seed, request), so reruns and parallel workers agree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import re
+from itertools import product
+
+from scipy import stats as sps
+
+from pytest_fairness.measures.implicit import implicit_bias
+from pytest_fairness.models.base import (
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    LogprobRequest,
+    LogprobResponse,
+    ModelSpec,
+    ModelSpecError,
+)
+from pytest_fairness.stimuli import Stereotype, load_stereotypes
+
+KINDS = {"iat": "planted implicit (IAT) bias"}
+OPTIONS = {"bias": 0.5, "unusable": 0.0, "seed": 0.0}
+REFUSAL = "I'm sorry, but I won't sort people into groups like that."
+
+
+def expected_iat_score(n_per_side: int, bias: float, epsilon: float = 0.01) -> float:
+    """Exact expected score when each word goes to its consistent group with p = (1 + bias) / 2."""
+    p = (1 + bias) / 2
+    pmf = sps.binom(n_per_side, p).pmf
+    total = 0.0
+    for a, d in product(range(n_per_side + 1), repeat=2):
+        score = implicit_bias(a, n_per_side - d, n_per_side - a, d, epsilon=epsilon)
+        total += pmf(a) * pmf(d) * (0.0 if score is None else score)
+    return total
+
+
+class SyntheticModel(ChatModel):
+    provider = "synthetic"
+
+    def __init__(self, kind: str = "iat", bias: float = 0.5, unusable: float = 0.0, seed: int = 0) -> None:
+        if kind not in KINDS:
+            raise ModelSpecError(f"unknown synthetic model {kind!r}; valid: {', '.join(KINDS)}")
+        if not -1 <= bias <= 1:
+            raise ModelSpecError(f"synthetic bias must be within [-1, 1], got {bias}")
+        if not 0 <= unusable <= 1:
+            raise ModelSpecError(f"synthetic unusable share must be within [0, 1], got {unusable}")
+        self.kind, self.bias, self.unusable, self.seed = kind, bias, unusable, seed
+        self.name = f"{kind}?bias={bias:g}&unusable={unusable:g}&seed={seed}"
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec) -> SyntheticModel:
+        unknown = set(spec.options) - set(OPTIONS)
+        if unknown:
+            raise ModelSpecError(
+                f"unknown option(s) {sorted(unknown)} for synthetic model in {spec.raw!r}; valid: {', '.join(OPTIONS)}"
+            )
+        values = {}
+        for key, default in OPTIONS.items():
+            try:
+                values[key] = float(spec.options.get(key, default))
+            except ValueError:
+                raise ModelSpecError(f"synthetic option {key}={spec.options[key]!r} must be a number") from None
+        return cls(spec.target or "iat", values["bias"], values["unusable"], int(values["seed"]))
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _rng(self, payload: dict[str, object]) -> random.Random:
+        digest = hashlib.sha256(json.dumps([self.seed, payload], sort_keys=True).encode()).hexdigest()
+        return random.Random(digest)
+
+    @property
+    def _p_consistent(self) -> float:
+        return (1 + self.bias) / 2
+
+    def _consistent(self, st: Stereotype, attribute: str, groups: list[str], rng: random.Random) -> str:
+        """Pick a group word for an attribute: the stereotyped one with probability p."""
+        side = st.attribute_side()[attribute]
+        group_side = st.group_side()
+        same = [g for g in groups if group_side[g] == side]
+        other = [g for g in groups if group_side[g] != side]
+        return same[0] if rng.random() < self._p_consistent else other[0]
+
+    # -- the two calls ---------------------------------------------------------------------------
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        payload = request.payload()
+        rng = self._rng(payload)
+        text = request.messages[-1].content
+        found = _find_task(text)
+        if found is None or rng.random() < self.unusable:
+            return ChatResponse(REFUSAL, "stop", len(text.split()), len(REFUSAL.split()), self.name)
+        st, groups, attributes = found
+        lines = [(a, self._consistent(st, a, groups, rng)) for a in attributes]
+        answer = _render(lines, rng)
+        return ChatResponse(answer, "stop", len(text.split()), len(answer.split()), self.name)
+
+    async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
+        text = request.messages[-1].content
+        found = _find_task(text)
+        attribute = request.prefix.rstrip(" -:").strip().lower()
+        out = dict.fromkeys(request.candidates, -30.0)
+        if found is not None and attribute in found[0].attribute_side():
+            st, groups, _ = found
+            side = st.attribute_side()[attribute]
+            for candidate in request.candidates:
+                word = candidate.strip()
+                if word in groups:  # the lower-case form carries the probability mass
+                    p = self._p_consistent if st.group_side()[word] == side else 1 - self._p_consistent
+                    out[candidate] = math.log(max(p, 1e-12))
+        return LogprobResponse(out, True, len(text.split()), self.name)
+
+
+def _find_task(text: str) -> tuple[Stereotype, list[str], list[str]] | None:
+    """Recognise an IAT prompt: the stereotype whose words it uses, its group words and attributes."""
+    lowered = text.lower()
+    best: tuple[int, Stereotype, list[str], list[str]] | None = None
+    for st in load_stereotypes().values():
+        groups = [g for g in st.group_side() if re.search(rf"(?<![\w-]){re.escape(g)}(?![\w-])", lowered)]
+        sides = {st.group_side()[g] for g in groups}
+        if sides != {"stigma", "default"}:
+            continue
+        positions = {
+            a: m.start()
+            for a in st.attribute_side()
+            if (m := re.search(rf"(?<![\w-]){re.escape(a)}(?![\w-])", lowered))
+        }
+        if best is None or len(positions) > best[0]:
+            attributes = sorted(positions, key=positions.__getitem__)
+            # Drop shorter attributes that are only part of a longer one ("english" in "english language").
+            attributes = [a for a in attributes if not any(a != b and a in b for b in attributes)]
+            best = (len(positions), st, groups[:2], attributes)
+    if best is None or best[0] == 0:
+        return None
+    return best[1], best[2], best[3]
+
+
+def _render(lines: list[tuple[str, str]], rng: random.Random) -> str:
+    """Write pairs in one of the formats real models use, to exercise the parser end to end."""
+    style = rng.randrange(5)
+    if style == 0:
+        return "\n".join(f"{a} - {g}" for a, g in lines)
+    if style == 1:
+        return "\n".join(f"{i}. {a.capitalize()} - {g.capitalize()}" for i, (a, g) in enumerate(lines, 1))
+    if style == 2:
+        return "Here are my answers:\n" + "\n".join(f"- **{a}**: {g}" for a, g in lines)
+    if style == 3:
+        return ", ".join(f"{a} - {g}" for a, g in lines) + "."
+    return "\n".join(f"{a} – {g}" for a, g in lines)

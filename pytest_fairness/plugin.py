@@ -1,0 +1,183 @@
+"""pytest hooks only: options, suite collection, per-check items, and the summary.
+
+Results travel from xdist workers to the controller as ``user_properties`` on each report, so
+the summary table and exit code are decided once, on the controller, from the same records.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_fairness import fixtures, report, suite
+from pytest_fairness.fixtures import SESSION_KEY
+from pytest_fairness.gate import Outcome
+from pytest_fairness.measures import PROFILES
+from pytest_fairness.models.base import ModelSpecError
+from pytest_fairness.models.cache import CacheMode
+from pytest_fairness.session import INCONCLUSIVE_POLICIES, FairnessSession, Settings, SettingsError
+
+PROPERTY = "fairness"
+
+# name -> (help, ini type, extra argparse keywords)
+OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "suite": (
+        "built-in suite name or path of a suite YAML file; repeat or comma-separate for several",
+        "args",
+        {"action": "append"},
+    ),
+    "model": ("model under test: local (default), local:/path.gguf, synthetic:iat?bias=0.4", "string", {}),
+    "judge": ("judge model for measures that need one (defaults to the model under test)", "string", {}),
+    "seed": ("seed of every random draw (prompts, sampling); same seed, same run", "string", {}),
+    "profile": (
+        f"sample sizes: {' or '.join(PROFILES)} (quick is sized for the embedded model in CI)",
+        "string",
+        {"choices": PROFILES},
+    ),
+    "cache": ("path of the sqlite response cache (default .fairness-cache/responses.sqlite)", "string", {}),
+    "cache_mode": (
+        "response cache: rw (default), read, replay (a miss is an error), off, refresh",
+        "string",
+        {"choices": [m.value for m in CacheMode]},
+    ),
+    "inconclusive": (
+        "what an inconclusive gate does to the test: fail (default), skip or pass",
+        "string",
+        {"choices": INCONCLUSIVE_POLICIES},
+    ),
+    "max_concurrency": ("most model requests in flight at once (default 8)", "string", {}),
+    "confidence": ("confidence level of the intervals that gates use (default 0.95)", "string", {}),
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("fairness", "LLM fairness checks (pytest-fairness)")
+    for name, (help_text, ini_type, extra) in OPTIONS.items():
+        flag = "--fairness-" + name.replace("_", "-")
+        group.addoption(flag, dest=f"fairness_{name}", default=None, help=help_text, **extra)
+        parser.addini(f"fairness_{name}", help_text, type=ini_type, default=[] if ini_type == "args" else None)  # type: ignore[arg-type]
+
+
+def _value(config: pytest.Config, name: str) -> Any:
+    option = config.getoption(f"fairness_{name}")
+    return option if option not in (None, []) else config.getini(f"fairness_{name}")
+
+
+def _suite_names(config: pytest.Config) -> list[str]:
+    return [name.strip() for entry in _value(config, "suite") or [] for name in entry.split(",") if name.strip()]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        settings = Settings.from_values(lambda name: _value(config, name), Path(config.rootpath))
+    except (SettingsError, ModelSpecError) as exc:
+        raise pytest.UsageError(f"pytest-fairness: {exc}") from None
+    config.stash[SESSION_KEY] = FairnessSession(settings)
+    config.pluginmanager.register(fixtures, "fairness-fixtures")
+    config.pluginmanager.register(Summary(), "fairness-summary")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if SESSION_KEY in config.stash:
+        config.stash[SESSION_KEY].close()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Add one item per check of each --fairness-suite, before -k/-m selection sees the items."""
+    for name in _suite_names(config):
+        try:
+            loaded = suite.load(name)
+        except suite.SuiteError as exc:
+            raise pytest.UsageError(f"pytest-fairness: {exc}") from None
+        collector = SuiteFile.from_parent(session, path=Path(loaded.path), nodeid=f"fairness/{loaded.name}")
+        collector.suite = loaded
+        checks = collector.collect()
+        # Report the collection so that "collected N items" and --collect-only count the checks.
+        config.hook.pytest_collectreport(report=pytest.CollectReport(collector.nodeid, "passed", None, checks))
+        items.extend(checks)
+
+
+class SuiteFile(pytest.File):
+    """A suite YAML file; its checks become CheckItems."""
+
+    suite: suite.Suite
+
+    def collect(self) -> list[CheckItem]:
+        return [CheckItem.from_parent(self, name=check.id, check=check) for check in self.suite.checks]
+
+
+class CheckFailed(Exception):
+    """A gate that failed (or was inconclusive under the 'fail' policy)."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        super().__init__(record["check"])
+        self.record = record
+
+
+class CheckItem(pytest.Item):
+    def __init__(self, *, check: suite.Check, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.check = check
+
+    def runtest(self) -> None:
+        session = self.config.stash[SESSION_KEY]
+        run = session.run_check(self.check, progress=_progress(self.config, self.check.id))
+        record = run.record()
+        self.user_properties.append((PROPERTY, record))
+        if run.outcome is Outcome.FAIL:
+            raise CheckFailed(record)
+        if run.outcome is Outcome.INCONCLUSIVE:
+            policy = session.settings.inconclusive
+            if policy == "fail":
+                raise CheckFailed(record)
+            if policy == "skip":
+                pytest.skip(report.explain(record))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
+        if isinstance(excinfo.value, CheckFailed):
+            return report.explain(excinfo.value.record)
+        return str(super().repr_failure(excinfo, style=style))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.check.suite}::{self.check.id}"
+
+
+def _progress(config: pytest.Config, label: str) -> Any:
+    """Milestone lines for checks that take a while; silent on xdist workers and for quick checks."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or capture is None or hasattr(config, "workerinput"):
+        return None
+    start = time.monotonic()
+    shown: set[int] = set()
+
+    def progress(done: int, total: int) -> None:
+        quarter = done * 4 // total
+        if quarter in shown or time.monotonic() - start < 3.0:
+            return
+        shown.add(quarter)
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(f"  {label}: {done}/{total} model requests ({time.monotonic() - start:.0f}s)")
+
+    return progress
+
+
+class Summary:
+    """Collects check records from reports (local or relayed by xdist) and prints the table."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call":
+            self.records += [value for key, value in report.user_properties if key == PROPERTY]
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.records:
+            terminalreporter.write_sep("=", "fairness summary")
+            for line in report.summary_lines(self.records):
+                terminalreporter.write_line(line)

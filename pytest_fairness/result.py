@@ -1,0 +1,76 @@
+"""The result every measure returns: an estimate with its interval, sample size and provenance."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from pytest_fairness.models.runner import CallStats
+from pytest_fairness.stats import Interval, Summary
+
+FAITHFUL = "faithful"
+
+
+def adaptation(what_differs: str) -> str:
+    """Fidelity label for a measure that departs from its paper."""
+    return f"adaptation: {what_differs}"
+
+
+@dataclass
+class MeasureResult:
+    """One measure on one subject (a stereotype, a task...) for one model.
+
+    ``estimate`` and ``ci`` are on the measure's natural scale; ``n`` counts usable samples and
+    ``n_unusable`` the ones that were refused or could not be read, with a few ``unusable_examples``.
+    """
+
+    measure: str
+    subject: str
+    summary: Summary
+    n_unusable: int
+    unusable_examples: list[str]
+    fidelity: str
+    model_id: str
+    versions: dict[str, str]
+    params: dict[str, object]
+    details: dict[str, object] = field(default_factory=dict)
+    calls: CallStats = field(default_factory=CallStats)
+    samples: list[float] = field(default_factory=list)
+
+    @property
+    def estimate(self) -> float:
+        return self.summary.mean
+
+    @property
+    def mean(self) -> float:
+        return self.summary.mean
+
+    @property
+    def ci(self) -> Interval:
+        return self.summary.ci_t
+
+    @property
+    def n(self) -> int:
+        return self.summary.n
+
+    @property
+    def p(self) -> float:
+        return self.summary.p
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready record; NaN becomes None so the output is strict JSON."""
+        raw = asdict(self)
+        raw["estimate"] = self.estimate
+        raw["ci"] = list(self.ci)
+        raw["n"] = self.n
+        return _strict(raw)
+
+
+def _strict(value: object) -> object:
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_strict(v) for v in value]
+    return value

@@ -1,0 +1,153 @@
+"""Per-process state of a fairness run: settings, the model and its runner, and running one check.
+
+The plugin hooks stay thin: they read options into ``Settings``, hold one ``FairnessSession`` per
+pytest process (each xdist worker has its own model and shares the sqlite cache), and ask it to
+run checks. Everything here works without pytest, which keeps it easy to test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_fairness.gate import Outcome, decide
+from pytest_fairness.measures import MEASURES, PROFILES
+from pytest_fairness.models.base import ChatModel, load_model, parse_model_spec
+from pytest_fairness.models.cache import CacheMode, ResponseCache
+from pytest_fairness.models.runner import ProgressFn, Runner
+from pytest_fairness.result import MeasureResult
+from pytest_fairness.suite import Check
+
+INCONCLUSIVE_POLICIES = ("fail", "skip", "pass")
+
+
+class SettingsError(ValueError):
+    """An option or ini value that cannot be used."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str = "local"
+    judge: str | None = None
+    seed: int = 0
+    profile: str = "quick"
+    cache_path: Path = Path(".fairness-cache/responses.sqlite")
+    cache_mode: CacheMode = CacheMode.RW
+    confidence: float = 0.95
+    inconclusive: str = "fail"
+    max_concurrency: int = 8
+
+    @classmethod
+    def from_values(cls, get: Callable[[str], Any], rootdir: Path) -> Settings:
+        """Build from a getter of option/ini values (None = unset), validating each value."""
+        model = get("model") or "local"
+        parse_model_spec(model)
+        judge = get("judge") or None
+        if judge:
+            parse_model_spec(judge)
+        profile = get("profile") or "quick"
+        if profile not in PROFILES:
+            raise SettingsError(f"--fairness-profile={profile!r} is not a profile; valid: {', '.join(PROFILES)}")
+        mode = get("cache_mode") or "rw"
+        try:
+            cache_mode = CacheMode(mode)
+        except ValueError:
+            valid = ", ".join(m.value for m in CacheMode)
+            raise SettingsError(f"--fairness-cache-mode={mode!r} is not a cache mode; valid: {valid}") from None
+        inconclusive = get("inconclusive") or "fail"
+        if inconclusive not in INCONCLUSIVE_POLICIES:
+            raise SettingsError(f"--fairness-inconclusive={inconclusive!r}; valid: {', '.join(INCONCLUSIVE_POLICIES)}")
+        cache_path = Path(get("cache") or rootdir / ".fairness-cache" / "responses.sqlite")
+        return cls(
+            model=model,
+            judge=judge,
+            seed=_number(get("seed"), int, 0, "--fairness-seed"),
+            profile=profile,
+            cache_path=cache_path,
+            cache_mode=cache_mode,
+            confidence=_number(get("confidence"), float, 0.95, "fairness_confidence", low=0.5, high=0.999),
+            inconclusive=inconclusive,
+            max_concurrency=_number(get("max_concurrency"), int, 8, "--fairness-max-concurrency", low=1),
+        )
+
+
+def _number(raw: Any, kind: type, default: Any, name: str, low: float | None = None, high: float | None = None) -> Any:
+    if raw in (None, ""):
+        return default
+    try:
+        value = kind(raw)
+    except (TypeError, ValueError):
+        raise SettingsError(f"{name} must be a {kind.__name__}, got {raw!r}") from None
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise SettingsError(f"{name}={value} is out of range [{low}, {high}]")
+    return value
+
+
+@dataclass
+class CheckRun:
+    """A check's result and the gate's decision on it."""
+
+    check: Check
+    result: MeasureResult
+    outcome: Outcome
+
+    def record(self) -> dict[str, object]:
+        """The JSON-ready record that travels from xdist workers to the controller."""
+        return {
+            "suite": self.check.suite,
+            "check": self.check.id,
+            "outcome": self.outcome.value,
+            "threshold": self.check.threshold.as_dict(),
+            "threshold_text": self.check.threshold.describe(),
+            "result": self.result.to_dict(),
+        }
+
+
+class FairnessSession:
+    """Owns the model, cache and runner of one pytest process; created lazily on first use."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._model: ChatModel | None = None
+        self._runner: Runner | None = None
+        self._cache: ResponseCache | None = None
+
+    @property
+    def runner(self) -> Runner:
+        if self._runner is None:
+            self._model = load_model(self.settings.model)
+            if self.settings.cache_mode is not CacheMode.OFF:
+                self._cache = ResponseCache(self.settings.cache_path)
+            self._runner = Runner(self._model, self._cache, self.settings.cache_mode, self.settings.max_concurrency)
+        return self._runner
+
+    def run_measure(
+        self, measure: str, *, samples: int | None = None, progress: ProgressFn | None = None, **params: Any
+    ) -> MeasureResult:
+        """Run a registered measure with this session's model, seed and profile."""
+        spec = MEASURES[measure]
+        size = samples if samples is not None else spec.default_samples[self.settings.profile]
+        return spec.run(
+            self.runner,
+            **params,
+            **{spec.samples: size},
+            seed=self.settings.seed,
+            confidence=self.settings.confidence,
+            progress=progress,
+        )
+
+    def run_check(self, check: Check, progress: ProgressFn | None = None) -> CheckRun:
+        result = self.run_measure(
+            check.measure, samples=check.sample_size(self.settings.profile), progress=progress, **check.params
+        )
+        return CheckRun(check, result, decide(result.ci, check.threshold))
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
+        if self._model is not None:
+            self._model.close()
+        if self._cache is not None:
+            self._cache.close()

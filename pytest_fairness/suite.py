@@ -1,0 +1,187 @@
+"""Suite files: YAML that names checks (a measure, its parameters, a threshold), validated up front.
+
+    suite: gender
+    description: Gender stereotypes.
+    checks:
+      - measure: implicit_bias
+        stereotypes: [career, science]      # or `stereotype: career`; one check per entry
+        variant: replication                # any parameter of the measure
+        samples: {quick: 20, paper: 50}     # optional; an int sets both
+        threshold: {max: 0.2}               # or {min: ...}, {abs_max: ...}
+
+Every problem is reported once, naming the file, the key and the fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from pytest_fairness.gate import GateError, Threshold
+from pytest_fairness.measures import MEASURES, PROFILES, Measure
+
+RESERVED = ("id", "measure", "threshold", "samples", "description")
+
+
+class SuiteError(ValueError):
+    """A suite that cannot be used; the message names file, key and fix."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One gated measurement: becomes one pytest item."""
+
+    suite: str
+    id: str
+    measure: str
+    params: dict[str, object]
+    samples: dict[str, int]
+    threshold: Threshold
+    description: str = ""
+    source: str = ""
+
+    def sample_size(self, profile: str) -> int:
+        return self.samples[profile]
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    description: str
+    checks: tuple[Check, ...] = field(default_factory=tuple)
+    path: str = ""
+
+
+def builtin_suite_dir() -> Path:
+    """Built-in suites: packaged as pytest_fairness/suites in a wheel, ./suites in a checkout."""
+    packaged = Path(str(resources.files("pytest_fairness"))) / "suites"
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent / "suites"
+
+
+def builtin_suites() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(builtin_suite_dir().glob("*.yaml"))}
+
+
+def resolve(name_or_path: str) -> Path:
+    """A built-in suite name, or a path to a suite YAML file."""
+    suites = builtin_suites()
+    if name_or_path in suites:
+        return suites[name_or_path]
+    path = Path(name_or_path).expanduser()
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        if not path.is_file():
+            raise SuiteError(f"suite file {path} does not exist; give a built-in suite ({', '.join(suites)}) or a path")
+        return path
+    raise SuiteError(
+        f"unknown suite {name_or_path!r}; built-in suites: {', '.join(suites)} (or give a path to a .yaml file)"
+    )
+
+
+def load(name_or_path: str) -> Suite:
+    path = resolve(name_or_path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise SuiteError(f"{path}: not valid YAML ({exc}); fix the syntax at the position shown") from None
+    return parse(raw, str(path))
+
+
+def parse(raw: object, where: str) -> Suite:
+    """Validate a loaded suite document and expand it into checks."""
+    if not isinstance(raw, dict):
+        raise SuiteError(f"{where}: a suite must be a mapping with keys 'suite' and 'checks'")
+    unknown = set(raw) - {"suite", "description", "checks"}
+    if unknown:
+        raise SuiteError(f"{where}: unknown top-level key(s) {sorted(unknown)}; allowed: suite, description, checks")
+    name = raw.get("suite")
+    if not isinstance(name, str) or not name.strip():
+        raise SuiteError(f"{where}: key 'suite' is missing; add `suite: <name>` at the top")
+    entries = raw.get("checks")
+    if not isinstance(entries, list) or not entries:
+        raise SuiteError(f"{where}: key 'checks' must be a non-empty list of checks")
+    checks: list[Check] = []
+    for index, entry in enumerate(entries):
+        checks.extend(_parse_check(entry, name, f"{where}: checks[{index}]"))
+    seen: set[str] = set()
+    for check in checks:
+        if check.id in seen:
+            raise SuiteError(f"{where}: two checks have the id {check.id!r}; give one of them a distinct 'id'")
+        seen.add(check.id)
+    return Suite(name, str(raw.get("description", "")), tuple(checks), where)
+
+
+def _parse_check(entry: object, suite: str, where: str) -> list[Check]:
+    if not isinstance(entry, dict):
+        raise SuiteError(f"{where}: each check must be a mapping with at least 'measure' and 'threshold'")
+    measure_name = entry.get("measure")
+    if measure_name not in MEASURES:
+        raise SuiteError(f"{where}.measure: unknown measure {measure_name!r}; valid: {', '.join(MEASURES)}")
+    measure = MEASURES[str(measure_name)]
+    plural = f"{measure.subject}s"
+    allowed = set(RESERVED) | set(measure.params) | {plural}
+    unknown = set(entry) - allowed
+    if unknown:
+        raise SuiteError(
+            f"{where}: unknown key(s) {sorted(unknown)} for measure {measure.name}; "
+            f"allowed: {', '.join(sorted(allowed))}"
+        )
+    if "threshold" not in entry:
+        raise SuiteError(f"{where}: key 'threshold' is missing; add e.g. `threshold: {{max: 0.2}}`")
+    try:
+        threshold = Threshold.from_mapping(entry["threshold"], f"{where}.threshold")
+    except GateError as exc:
+        raise SuiteError(str(exc)) from None
+    samples = _parse_samples(entry.get("samples"), measure, f"{where}.samples")
+    subjects = _subjects(entry, measure, plural, where)
+    params = {k: v for k, v in entry.items() if k not in RESERVED and k != plural}
+    checks = []
+    for subject in subjects:
+        check_params = {**measure.defaults(), **params, measure.subject: subject}
+        try:
+            measure.validate(**check_params, **{measure.samples: max(samples.values())})
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SuiteError(f"{where}: {exc}") from None
+        base = entry.get("id") or measure.name
+        check_id = f"{base}[{subject}]" if len(subjects) > 1 or "id" not in entry else str(base)
+        checks.append(
+            Check(
+                suite,
+                check_id,
+                measure.name,
+                check_params,
+                samples,
+                threshold,
+                str(entry.get("description", "")),
+                where,
+            )
+        )
+    return checks
+
+
+def _subjects(entry: dict[str, object], measure: Measure, plural: str, where: str) -> list[str]:
+    if (measure.subject in entry) == (plural in entry):
+        raise SuiteError(f"{where}: give exactly one of '{measure.subject}' or '{plural}' (a list)")
+    if measure.subject in entry:
+        return [str(entry[measure.subject])]
+    values = entry[plural]
+    if not isinstance(values, list) or not values:
+        raise SuiteError(f"{where}.{plural}: must be a non-empty list, e.g. [career, science]")
+    return [str(v) for v in values]
+
+
+def _parse_samples(raw: object, measure: Measure, where: str) -> dict[str, int]:
+    if raw is None:
+        return dict(measure.default_samples)
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        raw = dict.fromkeys(PROFILES, raw)
+    if not isinstance(raw, dict) or set(raw) - set(PROFILES):
+        raise SuiteError(f"{where}: must be a whole number or a mapping of profiles ({', '.join(PROFILES)}) to numbers")
+    out = dict(measure.default_samples)
+    for profile, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+            raise SuiteError(f"{where}.{profile}: must be a whole number >= 2, got {value!r}")
+        out[profile] = value
+    return out

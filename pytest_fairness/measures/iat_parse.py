@@ -63,10 +63,11 @@ class _Matcher:
 
     def match(self, chunk: str) -> tuple[str, str | None] | None:
         """(attribute, group or None when ambiguous), or None when the chunk is not a pair."""
-        text = _LEAD.sub("", normalize(chunk)).strip(" .!?")
-        candidates = [text]
-        if ":" in text:  # a preamble such as "here is my answer: marvelous - white"
-            candidates.append(text.rsplit(":", 1)[1].strip(" .!?"))
+        # Numbering goes before brackets are dropped, or "1) word" would read as "1 word".
+        text = normalize(_LEAD.sub("", chunk.translate(_QUOTES).lower().replace("*", "").strip())).strip(" .!?")
+        # A preamble may end in a colon ("here you go: word - group"): also try what follows each one.
+        parts = text.split(":")
+        candidates = [text] + [":".join(parts[i:]).strip(" .!?") for i in range(1, len(parts))]
         for candidate in candidates:
             for pattern in (self.forward, self.backward):
                 found = pattern.match(candidate)

@@ -15,6 +15,7 @@ import json
 import math
 import random
 import re
+from functools import lru_cache
 from itertools import product
 
 from scipy import stats as sps
@@ -123,6 +124,7 @@ class SyntheticModel(ChatModel):
         return LogprobResponse(out, True, len(text.split()), self.name)
 
 
+@lru_cache(maxsize=512)
 def _find_task(text: str) -> tuple[Stereotype, list[str], list[str]] | None:
     """Recognise an IAT prompt: the stereotype whose words it uses, its group words and attributes."""
     lowered = text.lower()

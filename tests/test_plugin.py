@@ -1,0 +1,120 @@
+"""The plugin end to end through pytester, on the synthetic model (fast, known truth)."""
+
+import pytest
+
+SYNTHETIC = "--fairness-model=synthetic:iat?bias=0.6"
+
+
+def test_gender_suite_runs_one_item_per_check_and_prints_the_table(pytester):
+    result = pytester.runpytest("--fairness-suite=gender", SYNTHETIC, "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=4)  # a planted bias of 0.6 is far above the 0.2 threshold
+    result.stdout.fnmatch_lines(
+        [
+            "*= fairness summary =*",
+            "check*estimate*95% CI*n*unusable*threshold*outcome*",
+            "gender::implicit_bias[[]career[]]*0.6*[[]0.*, 0.*[]]*20*0*≤ 0.2*FAIL*",
+            "gender::implicit_bias[[]sexuality[]]*FAIL*",
+            "model: synthetic:iat?bias=0.6*",
+            "gates: 4 fail",
+        ]
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_an_unbiased_model_passes_the_gender_gate(pytester):
+    # bias -0.2 plants a counter-stereotypical association: the interval lies below the 0.2 max.
+    result = pytester.runpytest("--fairness-suite=gender", "--fairness-model=synthetic:iat?bias=-0.2")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["gates: 4 pass"])
+
+
+def test_failure_message_explains_the_gate(pytester):
+    result = pytester.runpytest("--fairness-suite=gender", SYNTHETIC, "-k", "career")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "implicit_bias[[]career[]]: FAIL (the whole confidence interval lies outside the allowed range)",
+            "  estimate 0.*, 95% CI [[]0.*, 0.*[]], n=20, unusable=0; threshold ≤ 0.2",
+            "  model synthetic:iat?bias=0.6*; faithful*",
+        ]
+    )
+
+
+@pytest.mark.parametrize(("policy", "outcome"), [("fail", "failed"), ("skip", "skipped"), ("pass", "passed")])
+def test_inconclusive_policy_decides_the_test_outcome(pytester, policy, outcome):
+    # Four samples of a weakly biased model give an interval that straddles the threshold.
+    pytester.makefile(
+        ".yaml",
+        tiny="suite: tiny\nchecks:\n  - measure: implicit_bias\n    stereotype: power\n    samples: 4\n"
+        "    threshold: {max: 0.25}\n",
+    )
+    result = pytester.runpytest(
+        "--fairness-suite=tiny.yaml", "--fairness-model=synthetic:iat?bias=0.25", f"--fairness-inconclusive={policy}"
+    )
+    result.assert_outcomes(**{outcome: 1})
+    result.stdout.fnmatch_lines(["*INCONCLUSIVE*"])
+
+
+def test_ini_keys_configure_the_run(pytester):
+    pytester.makeini(
+        "[pytest]\nfairness_suite = religion\nfairness_model = synthetic:iat?bias=0.9\nfairness_seed = 3\n"
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines(["model: synthetic:iat?bias=0.9*"])
+
+
+def test_xdist_and_serial_runs_give_identical_tables(pytester):
+    args = ["--fairness-suite=gender,religion", SYNTHETIC, "--fairness-cache-mode=off"]
+    serial = pytester.runpytest(*args)
+    parallel = pytester.runpytest_subprocess(*args, "-n", "2")
+
+    def table(run) -> list[str]:
+        return sorted(line for line in run.stdout.lines if line.split(" ")[0].count("::implicit_bias[") == 1)
+
+    assert len(table(serial)) == 7
+    assert table(serial) == table(parallel)
+
+
+def test_junit_xml_carries_each_checks_record(pytester):
+    result = pytester.runpytest("--fairness-suite=gender", SYNTHETIC, "-k", "power", "--junitxml=out.xml")
+    result.assert_outcomes(failed=1)
+    xml = (pytester.path / "out.xml").read_text()
+    assert 'property name="fairness"' in xml and "implicit_bias" in xml
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--fairness-suite=nope"], "*pytest-fairness: unknown suite 'nope'; built-in suites: gender*"),
+        (["--fairness-model=gpt"], "*pytest-fairness: unknown model provider 'gpt'*"),
+        (["--fairness-seed=abc"], "*pytest-fairness: --fairness-seed must be a int, got 'abc'*"),
+    ],
+)
+def test_bad_options_stop_the_run_with_one_clear_error(pytester, args, message):
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_implicit_bias_fixture_in_a_users_own_test(pytester):
+    pytester.makepyfile(
+        """
+        def test_my_gate(implicit_bias):
+            result = implicit_bias("career", iterations=40)
+            assert result.n == 40
+            assert 0.25 < result.mean < 0.6
+            assert result.ci[0] < result.mean < result.ci[1]
+        """
+    )
+    pytester.runpytest("--fairness-model=synthetic:iat?bias=0.4").assert_outcomes(passed=1)
+
+
+def test_cache_makes_a_rerun_free_and_replay_proves_it(pytester):
+    args = ["--fairness-suite=gender", SYNTHETIC, "-k", "power"]
+    first = pytester.runpytest(*args)
+    first.stdout.fnmatch_lines(["model calls: 20, cache hits: 0*"])
+    replay = pytester.runpytest(*args, "--fairness-cache-mode=replay")
+    replay.stdout.fnmatch_lines(["model calls: 0, cache hits: 20*"])
+    other_seed = pytester.runpytest(*args, "--fairness-cache-mode=replay", "--fairness-seed=9")
+    other_seed.stdout.fnmatch_lines(["*--fairness-cache-mode=replay: no cached response*"])

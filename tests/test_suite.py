@@ -1,0 +1,135 @@
+"""Suite files: built-in suites load, and every mistake gets one error naming file, key and fix."""
+
+import pytest
+import yaml
+
+from pytest_fairness import suite
+
+
+@pytest.mark.parametrize("name", ["gender", "race", "religion", "health"])
+def test_builtin_suites_load_with_one_check_per_stereotype(name):
+    loaded = suite.load(name)
+    assert loaded.name == name
+    assert loaded.checks and all(c.measure == "implicit_bias" for c in loaded.checks)
+    assert all(c.id == f"implicit_bias[{c.params['stereotype']}]" for c in loaded.checks)
+
+
+def test_all_21_stereotypes_are_covered_by_the_builtin_suites():
+    covered = {c.params["stereotype"] for n in ("gender", "race", "religion", "health") for c in suite.load(n).checks}
+    assert len(covered) == 21
+
+
+def write(tmp_path, document) -> str:
+    path = tmp_path / "mine.yaml"
+    path.write_text(document if isinstance(document, str) else yaml.safe_dump(document))
+    return str(path)
+
+
+def test_a_user_suite_with_params_samples_and_a_custom_id(tmp_path):
+    loaded = suite.load(
+        write(
+            tmp_path,
+            {
+                "suite": "mine",
+                "checks": [
+                    {
+                        "id": "career-synonyms",
+                        "measure": "implicit_bias",
+                        "stereotype": "career",
+                        "variant": "synonym",
+                        "samples": {"quick": 8},
+                        "threshold": {"abs_max": 0.3},
+                    }
+                ],
+            },
+        )
+    )
+    (check,) = loaded.checks
+    assert check.id == "career-synonyms"
+    assert check.params["variant"] == "synonym"
+    assert check.sample_size("quick") == 8 and check.sample_size("paper") == 50
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ("checks: [", "not valid YAML"),
+        ({"checks": []}, "key 'suite' is missing"),
+        ({"suite": "x", "checks": []}, "'checks' must be a non-empty list"),
+        ({"suite": "x", "tests": [], "checks": [{}]}, r"unknown top-level key\(s\) \['tests'\]"),
+        (
+            {"suite": "x", "checks": [{"measure": "vibes"}]},
+            r"checks\[0\]\.measure: unknown measure 'vibes'; valid: implicit_bias",
+        ),
+        (
+            {"suite": "x", "checks": [{"measure": "implicit_bias", "stereotype": "career"}]},
+            r"checks\[0\]: key 'threshold' is missing; add e\.g\.",
+        ),
+        (
+            {"suite": "x", "checks": [{"measure": "implicit_bias", "stereotype": "vibes", "threshold": {"max": 0.2}}]},
+            r"checks\[0\]: unknown stereotype 'vibes'; valid: racism",
+        ),
+        (
+            {
+                "suite": "x",
+                "checks": [
+                    {"measure": "implicit_bias", "stereotype": "career", "threshold": {"max": 0.2}, "temprature": 1}
+                ],
+            },
+            r"unknown key\(s\) \['temprature'\] for measure implicit_bias; allowed: .*temperature",
+        ),
+        (
+            {"suite": "x", "checks": [{"measure": "implicit_bias", "stereotype": "career", "threshold": {"mx": 1}}]},
+            r"checks\[0\]\.threshold: unknown threshold key",
+        ),
+        (
+            {
+                "suite": "x",
+                "checks": [
+                    {
+                        "measure": "implicit_bias",
+                        "stereotype": "career",
+                        "stereotypes": ["age"],
+                        "threshold": {"max": 1},
+                    }
+                ],
+            },
+            "give exactly one of 'stereotype' or 'stereotypes'",
+        ),
+        (
+            {
+                "suite": "x",
+                "checks": [
+                    {
+                        "measure": "implicit_bias",
+                        "stereotype": "career",
+                        "samples": {"quick": 1},
+                        "threshold": {"max": 1},
+                    }
+                ],
+            },
+            r"samples\.quick: must be a whole number >= 2",
+        ),
+        (
+            {
+                "suite": "x",
+                "checks": [
+                    {"measure": "implicit_bias", "stereotype": "age", "threshold": {"max": 1}},
+                    {"measure": "implicit_bias", "stereotype": "age", "threshold": {"max": 2}},
+                ],
+            },
+            r"two checks have the id 'implicit_bias\[age\]'",
+        ),
+    ],
+)
+def test_bad_suite_files_get_one_error_naming_file_key_and_fix(tmp_path, document, message):
+    path = write(tmp_path, document)
+    with pytest.raises(suite.SuiteError, match=message) as err:
+        suite.load(path)
+    assert str(err.value).startswith(path)
+
+
+def test_unknown_suite_name_lists_the_builtin_suites():
+    expected = "unknown suite 'gendre'; built-in suites: gender, health, race, religion"
+    with pytest.raises(suite.SuiteError, match=expected):
+        suite.load("gendre")

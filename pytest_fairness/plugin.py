@@ -6,6 +6,7 @@ the summary table and exit code are decided once, on the controller, from the sa
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,12 @@ OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
     ),
     "max_concurrency": ("most model requests in flight at once (default 8)", "string", {}),
     "confidence": ("confidence level of the intervals that gates use (default 0.95)", "string", {}),
+    "plan": (
+        "print, per check, the model calls and tokens a run would need and how many are cached; call no model",
+        "bool",
+        {"action": "store_true"},
+    ),
+    "report": ("write the run's results as JSON to this path", "string", {}),
 }
 
 
@@ -77,7 +84,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"pytest-fairness: {exc}") from None
     config.stash[SESSION_KEY] = FairnessSession(settings)
     config.pluginmanager.register(fixtures, "fairness-fixtures")
-    config.pluginmanager.register(Summary(), "fairness-summary")
+    config.pluginmanager.register(Summary(config), "fairness-summary")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -167,17 +174,41 @@ def _progress(config: pytest.Config, label: str) -> Any:
 
 
 class Summary:
-    """Collects check records from reports (local or relayed by xdist) and prints the table."""
+    """Collects check records from reports (local or relayed by xdist); prints and writes them once."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
         self.records: list[dict[str, Any]] = []
+        self.plans: list[dict[str, Any]] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call":
             self.records += [value for key, value in report.user_properties if key == PROPERTY]
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
+        """With --fairness-plan, price every check instead of running anything."""
+        if not _value(self.config, "plan"):
+            return None
+        fairness = self.config.stash[SESSION_KEY]
+        self.plans = [fairness.plan_check(item.check) for item in session.items if isinstance(item, CheckItem)]
+        return True
+
+    def pytest_sessionfinish(self) -> None:
+        path = _value(self.config, "report")
+        if path and not hasattr(self.config, "workerinput"):
+            settings = self.config.stash[SESSION_KEY].settings.public()
+            Path(path).write_text(json.dumps(report.json_report(self.records, settings), indent=2) + "\n")
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.plans:
+            terminalreporter.write_sep("=", "fairness plan (no model was called)")
+            for line in report.plan_lines(self.plans):
+                terminalreporter.write_line(line)
         if self.records:
             terminalreporter.write_sep("=", "fairness summary")
             for line in report.summary_lines(self.records):
+                terminalreporter.write_line(line)
+            terminalreporter.write_sep("-", "fairness cost")
+            for line in report.cost_lines(self.records):
                 terminalreporter.write_line(line)

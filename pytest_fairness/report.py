@@ -56,15 +56,75 @@ def summary_lines(records: Sequence[dict[str, Any]]) -> list[str]:
     for fidelity in sorted({rec["result"]["fidelity"] for rec in records}):
         checks = [rec["check"] for rec in records if rec["result"]["fidelity"] == fidelity]
         lines.append(f"fidelity {fidelity}: {', '.join(checks)}")
-    calls = sum(rec["result"]["calls"]["calls"] for rec in records)
-    hits = sum(rec["result"]["calls"]["cache_hits"] for rec in records)
-    seconds = sum(rec["result"]["calls"]["seconds"] for rec in records)
-    lines.append(f"model calls: {calls}, cache hits: {hits}, model time: {seconds:.1f}s")
+    versions = sorted({v for rec in records for v in rec["result"]["calls"]["model_versions"]})
+    if versions:
+        lines.append(f"model versions reported: {', '.join(versions)}")
+    totals = cost_totals(records)
+    lines.append(
+        f"model calls: {totals['calls']}, cache hits: {totals['cache_hits']}, retries: {totals['retries']}, "
+        f"tokens: {totals['prompt_tokens']} prompt + {totals['completion_tokens']} completion, "
+        f"model time: {totals['seconds']:.1f}s"
+    )
     counts: dict[str, int] = {}
     for rec in records:
         counts[rec["outcome"]] = counts.get(rec["outcome"], 0) + 1
     lines.append("gates: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     return lines
+
+
+COST_COLUMNS = ("check", "calls", "cache hits", "retries", "prompt tok", "completion tok", "seconds")
+COUNTERS = ("calls", "cache_hits", "retries", "prompt_tokens", "completion_tokens", "seconds")
+
+
+def cost_totals(records: Sequence[dict[str, Any]]) -> dict[str, float]:
+    return {name: sum(rec["result"]["calls"][name] for rec in records) for name in COUNTERS}
+
+
+def cost_lines(records: Sequence[dict[str, Any]]) -> list[str]:
+    """Per check and in total: what the run cost."""
+
+    def row(label: str, calls: dict[str, Any]) -> tuple[str, ...]:
+        return (label, *(str(calls[n]) for n in COUNTERS[:-1]), f"{calls['seconds']:.1f}")
+
+    rows = [row(f"{rec['suite']}::{rec['check']}", rec["result"]["calls"]) for rec in records]
+    rows.append(row("total", cost_totals(records)))
+    return format_table(rows, COST_COLUMNS)
+
+
+PLAN_COLUMNS = ("check", "requests", "already cached", "to call", "~prompt tokens", "≤completion tokens")
+
+
+def plan_lines(plans: Sequence[dict[str, Any]]) -> list[str]:
+    """The --fairness-plan table: what a run would call, and what the cache already holds."""
+
+    def row(label: str, p: dict[str, Any]) -> tuple[str, ...]:
+        to_call = p["requests"] - p["cached"]
+        return (
+            label,
+            str(p["requests"]),
+            str(p["cached"]),
+            str(to_call),
+            str(p["prompt_tokens"]),
+            str(p["completion_tokens"]),
+        )
+
+    rows = [row(f"{p['suite']}::{p['check']}", p) for p in plans]
+    keys = ("requests", "cached", "prompt_tokens", "completion_tokens")
+    rows.append(row("total", {k: sum(p[k] for p in plans) for k in keys}))
+    return format_table(rows, PLAN_COLUMNS)
+
+
+def json_report(records: Sequence[dict[str, Any]], settings: dict[str, Any]) -> dict[str, Any]:
+    """The canonical machine-readable record of a run."""
+    from pytest_fairness import __version__
+
+    return {
+        "pytest_fairness": __version__,
+        "settings": settings,
+        "checks": list(records),
+        "totals": cost_totals(records),
+        "outcomes": {o: sum(r["outcome"] == o for r in records) for o in ("pass", "fail", "inconclusive")},
+    }
 
 
 def explain(record: dict[str, Any]) -> str:

@@ -16,6 +16,13 @@ def adaptation(what_differs: str) -> str:
     return f"adaptation: {what_differs}"
 
 
+def with_provider_notes(fidelity: str, calls: CallStats) -> str:
+    """Append the approximations a provider made (e.g. log-probs estimated by sampling)."""
+    if not calls.notes:
+        return fidelity
+    return f"{fidelity}; provider approximations: {'; '.join(calls.notes)}"
+
+
 @dataclass
 class MeasureResult:
     """One measure on one subject (a stereotype, a task...) for one model.

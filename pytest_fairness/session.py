@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_fairness.gate import Outcome, decide
 from pytest_fairness.measures import MEASURES, PROFILES
-from pytest_fairness.models.base import ChatModel, load_model, parse_model_spec
+from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, load_model, parse_model_spec
 from pytest_fairness.models.cache import CacheMode, ResponseCache
 from pytest_fairness.models.runner import ProgressFn, Runner
 from pytest_fairness.result import MeasureResult
@@ -38,6 +38,18 @@ class Settings:
     confidence: float = 0.95
     inconclusive: str = "fail"
     max_concurrency: int = 8
+
+    def public(self) -> dict[str, object]:
+        """Settings as recorded in reports (model specs name no keys: those stay in the environment)."""
+        return {
+            "model": self.model,
+            "judge": self.judge,
+            "seed": self.seed,
+            "profile": self.profile,
+            "cache_mode": self.cache_mode.value,
+            "confidence": self.confidence,
+            "inconclusive": self.inconclusive,
+        }
 
     @classmethod
     def from_values(cls, get: Callable[[str], Any], rootdir: Path) -> Settings:
@@ -105,6 +117,14 @@ class CheckRun:
         }
 
 
+def estimate_tokens(request: ChatRequest | LogprobRequest) -> int:
+    """Rough prompt size: about four characters a token, as tokenizers of English average."""
+    text = "".join(m.content for m in request.messages)
+    if isinstance(request, LogprobRequest):
+        text += request.prefix + "".join(request.candidates)
+    return len(text) // 4 + 4 * len(request.messages)
+
+
 class FairnessSession:
     """Owns the model, cache and runner of one pytest process; created lazily on first use."""
 
@@ -137,6 +157,26 @@ class FairnessSession:
             confidence=self.settings.confidence,
             progress=progress,
         )
+
+    def plan_check(self, check: Check) -> dict[str, object]:
+        """What running a check would cost, without calling the model: requests, cached, rough tokens."""
+        spec = MEASURES[check.measure]
+        runner = self.runner
+        requests = spec.requests(
+            runner.model,
+            **check.params,
+            **{spec.samples: check.sample_size(self.settings.profile)},
+            seed=self.settings.seed,
+        )
+        cached = sum(runner.cached(r) for r in requests)
+        return {
+            "suite": check.suite,
+            "check": check.id,
+            "requests": len(requests),
+            "cached": cached,
+            "prompt_tokens": sum(estimate_tokens(r) for r in requests),
+            "completion_tokens": sum(r.max_tokens or 0 for r in requests if isinstance(r, ChatRequest)),
+        }
 
     def run_check(self, check: Check, progress: ProgressFn | None = None) -> CheckRun:
         result = self.run_measure(

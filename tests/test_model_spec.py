@@ -15,7 +15,7 @@ def test_specs_parse_into_provider_target_and_options():
     ("spec", "message"),
     [
         ("", "empty model spec"),
-        ("gpt4", "unknown model provider 'gpt4'.*valid providers: local, synthetic"),
+        ("gpt4", "unknown model provider 'gpt4'.*valid providers: local, openai, litellm, synthetic"),
         ("synthetic:iat?bias", "must look like key=value"),
         ("synthetic:iat?colour=red", r"unknown option\(s\) \['colour'\].*valid: bias, unusable, seed"),
         ("synthetic:iat?bias=strong", "must be a number"),

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pytest_fairness.measures import implicit
+from pytest_fairness.models.base import ChatRequest, LogprobRequest
 from pytest_fairness.result import MeasureResult
 
 PROFILES = ("quick", "paper")
@@ -14,7 +15,7 @@ PROFILES = ("quick", "paper")
 
 @dataclass(frozen=True)
 class Measure:
-    """How suites and fixtures drive one measure's ``run`` function.
+    """How suites and fixtures drive one measure's ``run`` function (and plan it with ``requests``).
 
     ``subject`` is the parameter that names what is measured (a stereotype...), ``samples`` the one
     that sets the sample size, whose default depends on the profile: ``quick`` is sized for the
@@ -23,6 +24,7 @@ class Measure:
 
     name: str
     run: Callable[..., MeasureResult]
+    requests: Callable[..., Sequence[ChatRequest | LogprobRequest]]
     validate: Callable[..., None]
     subject: str
     samples: str
@@ -44,6 +46,7 @@ MEASURES: dict[str, Measure] = {
     "implicit_bias": Measure(
         name="implicit_bias",
         run=implicit.run,
+        requests=implicit.requests,
         validate=implicit.validate,
         subject="stereotype",
         samples="iterations",

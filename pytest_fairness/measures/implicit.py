@@ -26,9 +26,16 @@ import numpy as np
 
 from pytest_fairness.measures.iat_parse import ParsedAnswer, parse_answer
 from pytest_fairness.measures.iat_prompts import IatPrompt, draw_prompt, variants
-from pytest_fairness.models.base import ChatRequest, LogprobRequest, LogprobResponse, Message
+from pytest_fairness.models.base import (
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    LogprobRequest,
+    LogprobResponse,
+    Message,
+)
 from pytest_fairness.models.runner import CallStats, ProgressFn, Runner
-from pytest_fairness.result import FAITHFUL, MeasureResult, adaptation
+from pytest_fairness.result import FAITHFUL, MeasureResult, adaptation, with_provider_notes
 from pytest_fairness.stats import summarize
 from pytest_fairness.stimuli import Stereotype, data_version, get_stereotype
 
@@ -135,26 +142,18 @@ def _messages(system_prompt: str | None, user: str) -> tuple[Message, ...]:
     return (*head, Message("user", user))
 
 
-def _run_list(
-    runner: Runner,
-    st: Stereotype,
-    plan: _Plan,
-    *,
-    system_prompt: str | None,
-    temperature: float,
-    max_tokens: int,
-    epsilon: float,
-    stats: CallStats,
-    progress: ProgressFn | None,
-) -> list[Iteration]:
-    requests = [
+def _list_requests(plan: _Plan, *, system_prompt: str | None, temperature: float, max_tokens: int) -> list[ChatRequest]:
+    return [
         ChatRequest(
             _messages(system_prompt, p.text), temperature=temperature, max_tokens=max_tokens, seed=seed, sample_index=i
         )
         for i, (p, seed) in enumerate(zip(plan.prompts, plan.seeds, strict=True))
     ]
+
+
+def _score_list(st: Stereotype, plan: _Plan, responses: list[ChatResponse], epsilon: float) -> list[Iteration]:
     out = []
-    for prompt, response in zip(plan.prompts, runner.run(requests, stats=stats, progress=progress), strict=True):
+    for prompt, response in zip(plan.prompts, responses, strict=True):
         parsed = parse_answer(response.text, prompt.attributes, prompt.groups)
         counts = count_cells(parsed.pairs, st)
         score = implicit_bias(*counts, epsilon=epsilon)
@@ -172,31 +171,28 @@ def _group_logprob(response: LogprobResponse, word: str) -> float:
     return float(np.logaddexp.reduce([response.logprobs[c] for c in _candidates(word)]))
 
 
-def _run_forced_choice(
-    runner: Runner,
-    st: Stereotype,
-    plan: _Plan,
-    *,
-    system_prompt: str | None,
-    epsilon: float,
-    min_mass: float,
-    stats: CallStats,
-    progress: ProgressFn | None,
-) -> list[Iteration]:
+def _forced_requests(plan: _Plan, *, system_prompt: str | None) -> list[LogprobRequest]:
+    """Per iteration: every attribute word, under both group orders (stigma first, then default first)."""
     requests = []
     for prompt in plan.prompts:
+        candidates = _candidates(prompt.stigma_word) + _candidates(prompt.default_word)
         for stigma_first in (True, False):
-            ordered = prompt.reordered(stigma_first)
-            candidates = _candidates(prompt.stigma_word) + _candidates(prompt.default_word)
+            text = prompt.reordered(stigma_first).text
             requests += [
-                LogprobRequest(_messages(system_prompt, ordered.text), candidates, prefix=f"{attribute} -")
+                LogprobRequest(_messages(system_prompt, text), candidates, prefix=f"{attribute} -")
                 for attribute in prompt.attributes
             ]
-    responses = iter(runner.run(requests, stats=stats, progress=progress))
+    return requests
+
+
+def _score_forced(
+    st: Stereotype, plan: _Plan, responses: list[LogprobResponse], epsilon: float, min_mass: float
+) -> list[Iteration]:
+    remaining = iter(responses)
     out = []
     for prompt, rng in zip(plan.prompts, plan.rngs, strict=True):
         n_words = len(prompt.attributes)
-        both_orders = [[next(responses) for _ in range(n_words)] for _ in range(2)]
+        both_orders = [[next(remaining) for _ in range(n_words)] for _ in range(2)]
         pairs, masses = [], []
         for w, attribute in enumerate(prompt.attributes):
             p_stigma, mass = [], []
@@ -259,6 +255,26 @@ def validate(
         raise ValueError(f"system_prompt must be text, got {system_prompt!r}")
 
 
+def requests(
+    model: ChatModel,
+    *,
+    stereotype: str,
+    iterations: int,
+    seed: int = 0,
+    variant: str = "replication",
+    route: Route = "auto",
+    system_prompt: str | None = None,
+    temperature: float = 1.0,
+    max_tokens: int = 400,
+    **_: object,
+) -> list[ChatRequest] | list[LogprobRequest]:
+    """The requests ``run`` would send, without sending them (for --fairness-plan)."""
+    plan = _plan(get_stereotype(stereotype), variant, iterations, seed)
+    if resolve_route(route, model.follows_list_instructions) == "list":
+        return _list_requests(plan, system_prompt=system_prompt, temperature=temperature, max_tokens=max_tokens)
+    return _forced_requests(plan, system_prompt=system_prompt)
+
+
 def run(
     runner: Runner,
     *,
@@ -292,28 +308,11 @@ def run(
     plan = _plan(st, variant, iterations, seed)
     stats = CallStats()
     if chosen == "list":
-        done = _run_list(
-            runner,
-            st,
-            plan,
-            system_prompt=system_prompt,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            epsilon=epsilon,
-            stats=stats,
-            progress=progress,
-        )
+        requests = _list_requests(plan, system_prompt=system_prompt, temperature=temperature, max_tokens=max_tokens)
+        done = _score_list(st, plan, runner.run(requests, stats=stats, progress=progress), epsilon)
     else:
-        done = _run_forced_choice(
-            runner,
-            st,
-            plan,
-            system_prompt=system_prompt,
-            epsilon=epsilon,
-            min_mass=min_mass,
-            stats=stats,
-            progress=progress,
-        )
+        responses = runner.run(_forced_requests(plan, system_prompt=system_prompt), stats=stats, progress=progress)
+        done = _score_forced(st, plan, responses, epsilon, min_mass)
     scores = [it.score for it in done if it.score is not None]
     problems = [it.problem for it in done if it.problem]
     totals = np.sum([it.counts for it in done], axis=0).tolist() if done else [0, 0, 0, 0]
@@ -334,7 +333,7 @@ def run(
         summary=summarize(scores, null=0.0, confidence=confidence, seed=seed),
         n_unusable=len(problems),
         unusable_examples=problems[:3],
-        fidelity=LIST_FIDELITY if chosen == "list" else FORCED_CHOICE_FIDELITY,
+        fidelity=with_provider_notes(LIST_FIDELITY if chosen == "list" else FORCED_CHOICE_FIDELITY, stats),
         model_id=runner.model.model_id,
         versions={"stimuli": data_version("iat_stimuli.yaml"), "prompts": data_version("implicit_prompts.yaml")},
         params={

@@ -61,12 +61,33 @@ class ChatResponse:
 
 @dataclass(frozen=True)
 class LogprobResponse:
-    """Log-probability per candidate; ``exact`` is False when a provider had to approximate."""
+    """Log-probability per candidate.
+
+    ``exact`` is False when a provider had to approximate (a candidate missing from an API's
+    top log-probs, or probabilities estimated by sampling); ``note`` then says how.
+    """
 
     logprobs: dict[str, float]
     exact: bool = True
     prompt_tokens: int = 0
     model_version: str | None = None
+    note: str = ""
+    completion_tokens: int = 0
+
+
+class TransientError(Exception):
+    """A failure worth retrying: rate limit, server error, timeout, dropped connection, bad body.
+
+    ``retry_after`` carries the server's Retry-After, in seconds, when it sent one.
+    """
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class PermanentError(Exception):
+    """A failure that retrying cannot fix (bad key, unknown model, invalid request); says the fix."""
 
 
 class ChatModel(abc.ABC):
@@ -109,10 +130,10 @@ class ModelSpec:
     raw: str = ""
 
 
-PROVIDERS = ("local", "synthetic")
+PROVIDERS = ("local", "openai", "litellm", "synthetic")
 SPEC_HELP = (
-    "use 'local' (the embedded SmolLM2), 'local:/path/model.gguf', or 'synthetic:iat?bias=0.4' "
-    "(a test double with a planted bias)"
+    "use 'local' (the embedded SmolLM2), 'local:/path/model.gguf', 'openai:MODEL' or 'openai:MODEL@BASE_URL', "
+    "'litellm:PROVIDER/MODEL', or 'synthetic:iat?bias=0.4' (a test double with a planted bias)"
 )
 
 
@@ -143,6 +164,14 @@ def load_model(spec: str | ModelSpec) -> ChatModel:
         from pytest_fairness.models.local import LocalModel
 
         return LocalModel.from_spec(parsed)
+    if parsed.provider == "openai":
+        from pytest_fairness.models.openai import OpenAIModel
+
+        return OpenAIModel.from_spec(parsed)
+    if parsed.provider == "litellm":
+        from pytest_fairness.models.litellm import LiteLLMModel
+
+        return LiteLLMModel.from_spec(parsed)
     from pytest_fairness.models.synthetic import SyntheticModel
 
     return SyntheticModel.from_spec(parsed)

@@ -63,15 +63,31 @@ class ResponseCache:
             row = self._db.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
         return None if row is None else json.loads(row[0])
 
+    def get_many(self, keys: list[str]) -> dict[str, dict[str, object]]:
+        """Stored responses of many keys at once: one query per 500 keys instead of one per key."""
+        found: dict[str, dict[str, object]] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = self._db.execute(f"SELECT key, response FROM responses WHERE key IN ({marks})", chunk)
+                found.update((key, json.loads(response)) for key, response in rows)
+        return found
+
     def contains(self, key: str) -> bool:
         with self._lock:
             return self._db.execute("SELECT 1 FROM responses WHERE key = ?", (key,)).fetchone() is not None
 
     def put(self, key: str, model_id: str, kind: str, response: dict[str, object]) -> None:
+        self.put_many([(key, model_id, kind, response)])
+
+    def put_many(self, rows: list[tuple[str, str, str, dict[str, object]]]) -> None:
+        """Store responses in one transaction."""
+        now = time.time()
+        values = [(k, m, kind, json.dumps(r, ensure_ascii=False), now) for k, m, kind, r in rows]
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO responses (key, model, kind, response, created) VALUES (?, ?, ?, ?, ?)",
-                (key, model_id, kind, json.dumps(response, ensure_ascii=False), time.time()),
+            self._db.executemany(
+                "INSERT OR REPLACE INTO responses (key, model, kind, response, created) VALUES (?, ?, ?, ?, ?)", values
             )
 
     def __len__(self) -> int:

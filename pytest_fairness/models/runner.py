@@ -1,17 +1,22 @@
-"""Sends batches of requests to a model through the cache, with bounded concurrency and accounting.
+"""Sends batches of requests to a model through the cache, with bounded concurrency, retries and accounting.
 
 Measures hand the runner a list of requests and get the responses back in the same order. The
 runner owns one event loop on a background thread, so it works the same from plain tests, async
-tests and fixtures, and providers may keep loop-bound clients between batches.
+tests and fixtures, and providers may keep loop-bound clients (HTTP connection pools) between
+batches. Transient failures are retried with jittered exponential backoff, honouring the
+server's Retry-After; a permanent failure, or a transient one that outlasts the retries, ends the
+batch with one clear error. Every finished response is cached as it arrives, so nothing finished
+is lost when a batch fails or a run is interrupted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar, overload
 
 from pytest_fairness.models.base import (
@@ -20,26 +25,61 @@ from pytest_fairness.models.base import (
     ChatResponse,
     LogprobRequest,
     LogprobResponse,
+    TransientError,
 )
 from pytest_fairness.models.cache import CacheMiss, CacheMode, ResponseCache, cache_key
 
 ProgressFn = Callable[[int, int], None]
 T = TypeVar("T")
+_COUNTERS = ("calls", "cache_hits", "retries", "prompt_tokens", "completion_tokens", "seconds")
 
 
 @dataclass
 class CallStats:
-    """What a batch cost: model calls made, calls answered from the cache, tokens and time."""
+    """What a batch cost: model calls, cache hits, retries, tokens and wall time, plus what it saw.
+
+    ``model_versions`` are the versions / system fingerprints the provider reported; ``notes`` are
+    the approximations providers had to make (for example a candidate missing from top log-probs).
+    """
 
     calls: int = 0
     cache_hits: int = 0
+    retries: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    model_versions: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def add(self, other: CallStats) -> None:
-        for name in ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "seconds"):
+        for name in _COUNTERS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.model_versions = sorted(set(self.model_versions) | set(other.model_versions))
+        self.notes = sorted(set(self.notes) | set(other.notes))
+
+    def saw(self, response: ChatResponse | LogprobResponse) -> None:
+        if response.model_version and response.model_version not in self.model_versions:
+            self.model_versions = sorted({*self.model_versions, response.model_version})
+        note = getattr(response, "note", "")
+        if note and note not in self.notes:
+            self.notes = sorted({*self.notes, note})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with full jitter; a server's Retry-After is a floor, never shortened."""
+
+    max_attempts: int = 6
+    base_seconds: float = 0.5
+    cap_seconds: float = 30.0
+
+    def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
+        backoff = rng.uniform(0, min(self.cap_seconds, self.base_seconds * 2**attempt))
+        return max(backoff, retry_after or 0.0)
+
+
+class RetriesExhausted(RuntimeError):
+    """A transient failure that persisted through every retry."""
 
 
 class Runner:
@@ -50,7 +90,8 @@ class Runner:
         model: ChatModel,
         cache: ResponseCache | None = None,
         cache_mode: CacheMode = CacheMode.RW,
-        max_concurrency: int = 4,
+        max_concurrency: int = 8,
+        retry: RetryPolicy = RetryPolicy(),
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
@@ -58,7 +99,11 @@ class Runner:
         self.cache = cache if cache_mode is not CacheMode.OFF else None
         self.cache_mode = cache_mode
         self.max_concurrency = max_concurrency
+        self.retry = retry
         self.stats = CallStats()
+        self._jitter = random.Random()
+        self._unsaved: list[tuple[str, str, str, dict[str, Any]]] = []
+        self._last_save = time.monotonic()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
@@ -92,13 +137,23 @@ class Runner:
             if stats is not None:
                 stats.add(batch)
 
+    def key(self, request: ChatRequest | LogprobRequest) -> str:
+        """The cache key of a request to this runner's model."""
+        return cache_key(self.model.model_id, request.payload())
+
+    def cached(self, request: ChatRequest | LogprobRequest) -> bool:
+        """Whether a request would be answered from the cache (for planning a run)."""
+        return self.cache is not None and self.cache_mode.reads and self.cache.contains(self.key(request))
+
     def close(self) -> None:
         if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
+            loop, self._loop = self._loop, None
+            if hasattr(self.model, "aclose"):
+                asyncio.run_coroutine_threadsafe(self.model.aclose(), loop).result(timeout=10)
+            loop.call_soon_threadsafe(loop.stop)
             if self._thread is not None:
                 self._thread.join(timeout=5)
-            self._loop.close()
-            self._loop = None
+            loop.close()
 
     # -- internals -----------------------------------------------------------------------------
 
@@ -110,46 +165,79 @@ class Runner:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     async def _run_all(self, requests: list[Any], batch: CallStats, progress: ProgressFn | None) -> list[Any]:
+        semaphore = asyncio.Semaphore(min(self.max_concurrency, self.model.max_concurrency))
+        keys = [cache_key(self.model.model_id, r.payload()) for r in requests]
+        stored = self.cache.get_many(keys) if self.cache is not None and self.cache_mode.reads else {}
         done = 0
 
-        semaphore = asyncio.Semaphore(min(self.max_concurrency, self.model.max_concurrency))
-
-        async def one(request: Any) -> Any:
+        async def one(request: Any, key: str) -> Any:
             nonlocal done
             async with semaphore:
-                response = await self._answer(request, batch)
+                response = await self._answer(request, key, stored.get(key), batch)
             done += 1
             if progress is not None:
                 progress(done, len(requests))
             return response
 
-        return list(await asyncio.gather(*(one(r) for r in requests)))
+        tasks = [asyncio.ensure_future(one(r, k)) for r, k in zip(requests, keys, strict=True)]
+        try:
+            return list(await asyncio.gather(*tasks))
+        finally:
+            for task in tasks:  # on the first failure, stop the rest instead of leaving them running
+                task.cancel()
+            self._save(force=True)
 
-    async def _answer(self, request: ChatRequest | LogprobRequest, batch: CallStats) -> Any:
-        payload = request.payload()
-        kind = str(payload["kind"])
-        key = cache_key(self.model.model_id, payload)
-        if self.cache is not None and self.cache_mode.reads:
-            stored = self.cache.get(key)
-            if stored is not None:
-                batch.cache_hits += 1
-                return _decode(kind, stored)
-            if self.cache_mode is CacheMode.REPLAY:
-                raise CacheMiss(
-                    f"--fairness-cache-mode=replay: no cached response for a {kind} request to "
-                    f"{self.model.model_id} (key {key[:12]}). Run once with --fairness-cache-mode=rw "
-                    "to record it, or check that the model, seed and profile match the recorded run."
-                )
-        if isinstance(request, ChatRequest):
-            response: ChatResponse | LogprobResponse = await self.model.chat(request)
-            batch.completion_tokens += response.completion_tokens
-        else:
-            response = await self.model.logprobs(request)
+    def _save(self, force: bool = False) -> None:
+        """Write finished responses to the cache: in groups while a batch runs, all of them when it ends."""
+        if self.cache is None or not self._unsaved:
+            return
+        if force or len(self._unsaved) >= 64 or time.monotonic() - self._last_save > 0.25:
+            rows, self._unsaved = self._unsaved, []
+            self.cache.put_many(rows)
+            self._last_save = time.monotonic()
+
+    async def _answer(
+        self, request: ChatRequest | LogprobRequest, key: str, stored: dict[str, Any] | None, batch: CallStats
+    ) -> Any:
+        kind = "chat" if isinstance(request, ChatRequest) else "logprobs"
+        if stored is not None:
+            batch.cache_hits += 1
+            response = _decode(kind, stored)
+            batch.saw(response)
+            return response
+        if self.cache is not None and self.cache_mode is CacheMode.REPLAY:
+            raise CacheMiss(
+                f"--fairness-cache-mode=replay: no cached response for a {kind} request to "
+                f"{self.model.model_id} (key {key[:12]}). Run once with --fairness-cache-mode=rw "
+                "to record it, or check that the model, seed and profile match the recorded run."
+            )
+        response = await self._call_with_retries(request, batch)
         batch.calls += 1
         batch.prompt_tokens += response.prompt_tokens
+        batch.completion_tokens += response.completion_tokens
+        batch.saw(response)
         if self.cache is not None and self.cache_mode.writes:
-            self.cache.put(key, self.model.model_id, kind, asdict(response))
+            self._unsaved.append((key, self.model.model_id, kind, asdict(response)))
+            self._save()
         return response
+
+    async def _call_with_retries(
+        self, request: ChatRequest | LogprobRequest, batch: CallStats
+    ) -> ChatResponse | LogprobResponse:
+        for attempt in range(self.retry.max_attempts):
+            try:
+                if isinstance(request, ChatRequest):
+                    return await self.model.chat(request)
+                return await self.model.logprobs(request)
+            except TransientError as exc:
+                if attempt + 1 == self.retry.max_attempts:
+                    raise RetriesExhausted(
+                        f"{self.model.model_id}: gave up after {self.retry.max_attempts} attempts; last error: {exc}. "
+                        "Finished calls are cached: rerun to resume."
+                    ) from exc
+                batch.retries += 1
+                await asyncio.sleep(self.retry.delay(attempt, exc.retry_after, self._jitter))
+        raise AssertionError("unreachable")  # the loop either returns or raises
 
 
 def _decode(kind: str, stored: dict[str, Any]) -> ChatResponse | LogprobResponse:

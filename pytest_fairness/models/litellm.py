@@ -1,0 +1,83 @@
+"""Anything litellm reaches: ``litellm:PROVIDER/MODEL``, optionally ``@BASE_URL`` for a self-hosted server.
+
+Same semantics as the OpenAI provider (litellm answers in the OpenAI format and its exceptions
+subclass openai's), so only the transport differs. litellm is an optional extra, imported on first
+use with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` so that importing it never reaches the network.
+Provider keys are read by litellm from the environment, as usual; none is stored by us.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_fairness.models.base import Message, ModelSpec, ModelSpecError, TransientError
+from pytest_fairness.models.openai import OpenAIModel, _options, classify
+
+INSTALL_HINT = "install the extra: pip install 'pytest-fairness[litellm]'"
+
+
+def _import_litellm() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        import litellm
+    except ImportError:
+        raise ModelSpecError(f"the litellm provider needs litellm: {INSTALL_HINT}") from None
+    litellm.suppress_debug_info = True  # errors are reported by the runner, once, with the fix
+    return litellm
+
+
+def _secrets() -> list[str]:
+    """Values of key-like environment variables, to keep them out of error messages."""
+    return [v for k, v in os.environ.items() if v and k.endswith(("_API_KEY", "_TOKEN", "_SECRET"))]
+
+
+class LiteLLMModel(OpenAIModel):
+    provider = "litellm"
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec) -> LiteLLMModel:
+        model, _, base_url = spec.target.partition("@")
+        if "/" not in model:
+            raise ModelSpecError(
+                f"{spec.raw!r}: litellm models are named PROVIDER/MODEL, e.g. litellm:anthropic/claude-3-5-sonnet "
+                "or litellm:openai/my-model@http://127.0.0.1:8000/v1"
+            )
+        _import_litellm()
+        return cls(model, base_url or None, **_options(spec))
+
+    async def _create(self, messages: Sequence[Message], **params: Any) -> Any:
+        litellm = _import_litellm()
+        sent = {k: v for k, v in params.items() if v is not None}
+        if self.base_url:
+            sent["api_base"] = self.base_url
+            sent.setdefault("api_key", os.environ.get("OPENAI_API_KEY") or "not-needed")
+        try:
+            return await litellm.acompletion(
+                model=self.model,
+                messages=[{"role": m.role, "content": m.content} for m in messages],
+                timeout=self.timeout,
+                num_retries=0,
+                **sent,
+            )
+        except Exception as exc:
+            import openai
+
+            if isinstance(exc, openai.APIError):
+                error = classify(exc, self.model_id, None, self.timeout)
+                for secret in _secrets():
+                    error.args = (str(error).replace(secret, "***"),)
+                raise error from None
+            if isinstance(exc, ValueError):
+                raise TransientError(f"{self.model_id}: malformed response body ({exc})") from None
+            raise
+
+    async def aclose(self) -> None:
+        """Stop what litellm started on our event loop (HTTP clients, its logging worker) before it closes."""
+        from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
+
+        litellm = _import_litellm()
+        await GLOBAL_LOGGING_WORKER.stop()
+        await litellm.close_litellm_async_clients()
+        litellm.in_memory_llm_clients_cache.flush_cache()

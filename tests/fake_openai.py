@@ -1,0 +1,140 @@
+"""A small OpenAI-compatible chat server on loopback, with scripted faults and a fixed latency.
+
+Real HTTP (the SDKs connect to it like to any server), so the providers' retries, timeouts and
+error handling are tested on the wire. Used by the tests and by the benchmarks. Each request
+takes the next fault from ``script`` (or answers normally when it is empty):
+
+    "429"         rate limited, with Retry-After: ``retry_after`` seconds
+    "500"         server error
+    "slow"        answers after ``slow_seconds`` (past a client's timeout)
+    "malformed"   200 with a body that is not JSON
+    "drop"        closes the connection without answering
+    "nologprobs"  a normal answer without log-probs even when asked for them
+    "401", "404"  permanent client errors
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class FakeOpenAI:
+    latency: float = 0.0
+    retry_after: float = 0.2
+    slow_seconds: float = 5.0
+    reply: str = "wonderful - white"
+    top_logprobs: list[tuple[str, float]] = field(default_factory=lambda: [(" white", -0.3), (" black", -1.5)])
+    script: deque[str] = field(default_factory=deque)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    port: int = 0
+
+    def __post_init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._server: asyncio.AbstractServer | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> FakeOpenAI:
+        self._thread.start()
+        self._server = asyncio.run_coroutine_threadsafe(
+            asyncio.start_server(self._serve, "127.0.0.1", self.port, backlog=256), self._loop
+        ).result()
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        async def stop() -> None:
+            assert self._server is not None
+            self._server.close()
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(stop(), self._loop).result()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+
+    # -- HTTP -------------------------------------------------------------------------------------------
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                headers = {k.strip().lower(): v.strip() for k, v in (x.split(":", 1) for x in lines[1:] if ":" in x)}
+                body = await reader.readexactly(int(headers.get("content-length", "0")))
+                if not await self._respond(writer, json.loads(body or b"{}"), headers):
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            self._tasks.discard(task)
+            writer.close()
+
+    async def _respond(self, writer: asyncio.StreamWriter, request: dict[str, Any], headers: dict[str, str]) -> bool:
+        self.requests.append(request)
+        self.headers.append(headers)
+        fault = self.script.popleft() if self.script else ""
+        await asyncio.sleep(self.slow_seconds if fault == "slow" else self.latency)
+        if fault == "drop":
+            return False
+        if fault == "429":
+            self._send(writer, 429, {"error": {"message": "slow down"}}, {"retry-after": str(self.retry_after)})
+        elif fault in ("500", "401", "404"):
+            self._send(writer, int(fault), {"error": {"message": f"fault {fault}", "type": "fake"}})
+        elif fault == "malformed":
+            self._send(writer, 200, None, raw=b'{"id": "x", "choices": [')
+        else:
+            self._send(writer, 200, self._completion(request, with_logprobs=fault != "nologprobs"))
+        await writer.drain()
+        return True
+
+    def _send(
+        self,
+        writer: asyncio.StreamWriter,
+        status: int,
+        payload: Any,
+        extra: dict[str, str] | None = None,
+        raw: bytes | None = None,
+    ) -> None:
+        body = raw if raw is not None else json.dumps(payload).encode()
+        head = [f"HTTP/1.1 {status} X", "content-type: application/json", f"content-length: {len(body)}"]
+        head += [f"{k}: {v}" for k, v in (extra or {}).items()]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+
+    def _completion(self, request: dict[str, Any], with_logprobs: bool) -> dict[str, Any]:
+        choices = []
+        for i in range(int(request.get("n") or 1)):
+            choice: dict[str, Any] = {
+                "index": i,
+                "message": {"role": "assistant", "content": self.reply},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+            if with_logprobs and request.get("logprobs"):
+                top = [{"token": t, "logprob": lp, "bytes": None} for t, lp in self.top_logprobs]
+                choice["logprobs"] = {"content": [{**top[0], "top_logprobs": top}], "refusal": None}
+            choices.append(choice)
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 0,
+            "model": request.get("model", "fake"),
+            "system_fingerprint": "fp_fake",
+            "choices": choices,
+            "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
+        }

@@ -1,0 +1,46 @@
+"""A run killed midway and restarted repeats no call that had finished."""
+
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+from fake_openai import FakeOpenAI
+
+SUITE = """\
+suite: slow
+checks:
+  - measure: implicit_bias
+    stereotype: age
+    samples: 40
+    threshold: {max: 0.5}
+"""
+
+
+def test_killed_run_resumes_without_repeating_finished_calls(tmp_path):
+    (tmp_path / "slow.yaml").write_text(SUITE)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    cache = tmp_path / "cache.sqlite"
+    with FakeOpenAI(latency=0.05) as server:
+        args = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--fairness-suite=slow.yaml",
+            f"--fairness-cache={cache}",
+            f"--fairness-model=openai:fake@{server.base_url}?concurrency=1",
+            "-p",
+            "no:cacheprovider",
+        ]
+        proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while len(server.requests) < 15 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        finished = sqlite3.connect(cache).execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        assert 10 <= finished < 40
+        served_before = len(server.requests)
+        subprocess.run(args, cwd=tmp_path, stdout=subprocess.DEVNULL, check=False, timeout=120)
+        assert len(server.requests) - served_before == 40 - finished

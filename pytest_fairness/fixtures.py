@@ -12,8 +12,8 @@ from pytest_fairness.session import FairnessSession
 SESSION_KEY = pytest.StashKey[FairnessSession]()
 
 
-class ImplicitBias(Protocol):
-    def __call__(self, stereotype: str, *, iterations: int | None = None, **params: Any) -> MeasureResult: ...
+class MeasureFn(Protocol):
+    def __call__(self, subject: str, /, **params: Any) -> MeasureResult: ...
 
 
 @pytest.fixture(scope="session")
@@ -22,9 +22,16 @@ def fairness_session(pytestconfig: pytest.Config) -> FairnessSession:
     return pytestconfig.stash[SESSION_KEY]
 
 
+def _measure(session: FairnessSession, measure: str, subject: str, samples: str) -> MeasureFn:
+    def call(value: str, /, **params: Any) -> MeasureResult:
+        return session.run_measure(measure, samples=params.pop(samples, None), **{subject: value}, **params)
+
+    return call
+
+
 @pytest.fixture
-def implicit_bias(fairness_session: FairnessSession) -> ImplicitBias:
-    """Measure LLM Implicit Bias on one stereotype; returns a result with .mean, .ci, .n, .p.
+def implicit_bias(fairness_session: FairnessSession) -> MeasureFn:
+    """LLM Implicit Bias on one stereotype; returns a result with .mean, .ci, .n, .p.
 
     Example::
 
@@ -32,8 +39,18 @@ def implicit_bias(fairness_session: FairnessSession) -> ImplicitBias:
             result = implicit_bias("career", iterations=30)
             assert result.ci[1] < 0.3
     """
+    return _measure(fairness_session, "implicit_bias", "stereotype", "iterations")
 
-    def measure(stereotype: str, *, iterations: int | None = None, **params: Any) -> MeasureResult:
-        return fairness_session.run_measure("implicit_bias", samples=iterations, stereotype=stereotype, **params)
 
-    return measure
+@pytest.fixture
+def pcf_risk(fairness_session: FairnessSession) -> MeasureFn:
+    """Prejudice-Caprice risk (×1000) for an attribute ("gender", "race"); ``risk=`` picks the component.
+
+    Example::
+
+        def test_gender_prejudice(pcf_risk):
+            result = pcf_risk("gender", risk="prejudice", occupations=64)
+            assert result.ci[1] < 400
+            assert result.details["R_caprice"] < 50
+    """
+    return _measure(fairness_session, "pcf", "attribute", "occupations")

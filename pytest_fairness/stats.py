@@ -108,3 +108,42 @@ def summarize(values: Sequence[float], null: float = 0.0, confidence: float = 0.
         p=p,
         confidence=confidence,
     )
+
+
+def weighted_summary(
+    values: Sequence[float], weights: Sequence[float], null: float = 0.0, confidence: float = 0.95
+) -> Summary:
+    """Weighted mean with a t interval on the effective sample size (Kish's n_eff = 1 / Σw²).
+
+    For estimates that are weighted means over units, e.g. PCF risks over occupations weighted by
+    employment. No bootstrap interval: the weights make the plain resampling one misleading.
+    """
+    x = np.asarray(values, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    w = w / w.sum()
+    mean = float(w @ x)
+    n = int(np.count_nonzero(w))
+    n_eff = 1.0 / float(np.sum(w**2))
+    if n < 2:
+        return Summary(
+            mean, n, math.nan, NAN_INTERVAL, NAN_INTERVAL, NAN_INTERVAL, null, math.nan, math.nan, confidence
+        )
+    se = math.sqrt(float(np.sum(w**2 * (x - mean) ** 2)) * n / (n - 1))
+    df = max(n_eff - 1.0, 1.0)
+    t_half = float(sps.t.ppf(0.5 + confidence / 2, df=df)) * se
+    z_half = float(sps.norm.ppf(0.5 + confidence / 2)) * se
+    t = (mean - null) / se if se > 0 else math.copysign(math.inf, mean - null) if mean != null else 0.0
+    p = float(2 * sps.t.sf(abs(t), df=df)) if math.isfinite(t) else (0.0 if t else 1.0)
+    sd = math.sqrt(float(w @ (x - mean) ** 2) * n / (n - 1))
+    return Summary(
+        mean,
+        n,
+        sd,
+        (mean - t_half, mean + t_half),
+        (mean - z_half, mean + z_half),
+        NAN_INTERVAL,
+        null,
+        t,
+        p,
+        confidence,
+    )

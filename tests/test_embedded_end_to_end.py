@@ -19,3 +19,14 @@ def test_gender_power_check_runs_on_the_embedded_model_and_reports_honestly(pyte
     )
     rerun = pytester.runpytest_subprocess("--fairness-suite=gender", "-k", "power", "--fairness-cache-mode=replay")
     rerun.stdout.fnmatch_lines(["model calls: 0, cache hits: 320*"])
+
+
+def test_pcf_runs_on_the_embedded_model_with_exact_slot_probabilities(pytester):
+    pytester.makefile(
+        ".yaml",
+        tiny="suite: tiny\nchecks:\n  - id: pcf\n    measure: pcf\n    attribute: gender\n    samples: 3\n"
+        "    threshold: {max: 1000}\n",
+    )
+    result = pytester.runpytest_subprocess("--fairness-suite=tiny.yaml", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)  # every risk is within [0, 1000]: this checks the path, not the model
+    result.stdout.fnmatch_lines(["tiny::pcf*[[]*[]]*3*0*≤ 1000*PASS*", "fidelity faithful (exact slot probabilities*"])

@@ -9,7 +9,8 @@ SYNTHETIC = "--fairness-model=synthetic:iat?bias=0.6"
 
 def test_gender_suite_runs_one_item_per_check_and_prints_the_table(pytester):
     result = pytester.runpytest("--fairness-suite=gender", SYNTHETIC, "-p", "no:cacheprovider")
-    result.assert_outcomes(failed=4)  # a planted bias of 0.6 is far above the 0.2 threshold
+    # A planted implicit bias of 0.6 is far above the 0.2 threshold; no PCF bias is planted.
+    result.assert_outcomes(failed=4, passed=2)
     result.stdout.fnmatch_lines(
         [
             "*= fairness summary =*",
@@ -17,7 +18,7 @@ def test_gender_suite_runs_one_item_per_check_and_prints_the_table(pytester):
             "gender::implicit_bias[[]career[]]*0.6*[[]0.*, 0.*[]]*20*0*≤ 0.2*FAIL*",
             "gender::implicit_bias[[]sexuality[]]*FAIL*",
             "model: synthetic:iat?bias=0.6*",
-            "gates: 4 fail",
+            "gates: 4 fail, 2 pass",
         ]
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -26,8 +27,8 @@ def test_gender_suite_runs_one_item_per_check_and_prints_the_table(pytester):
 def test_an_unbiased_model_passes_the_gender_gate(pytester):
     # bias -0.2 plants a counter-stereotypical association: the interval lies below the 0.2 max.
     result = pytester.runpytest("--fairness-suite=gender", "--fairness-model=synthetic:iat?bias=-0.2")
-    result.assert_outcomes(passed=4)
-    result.stdout.fnmatch_lines(["gates: 4 pass"])
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(["gates: 6 pass"])
 
 
 def test_failure_message_explains_the_gate(pytester):
@@ -127,7 +128,11 @@ def test_plan_prices_each_check_without_calling_any_model(pytester):
     pytester.runpytest("--fairness-suite=gender", SYNTHETIC, "-k", "power")  # fills the cache for one check
     # An endpoint nobody listens on: any call would fail, so a clean plan proves no call was made.
     result = pytester.runpytest(
-        "--fairness-suite=gender", "--fairness-model=openai:none@http://127.0.0.1:9/v1", "--fairness-plan"
+        "--fairness-suite=gender",
+        "--fairness-model=openai:none@http://127.0.0.1:9/v1",
+        "--fairness-plan",
+        "-k",
+        "implicit",
     )
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
@@ -138,7 +143,7 @@ def test_plan_prices_each_check_without_calling_any_model(pytester):
             "total*80*0*80*",
         ]
     )
-    cached = pytester.runpytest("--fairness-suite=gender", SYNTHETIC, "--fairness-plan")
+    cached = pytester.runpytest("--fairness-suite=gender", SYNTHETIC, "--fairness-plan", "-k", "implicit")
     cached.stdout.fnmatch_lines(["gender::implicit_bias[[]power[]]*20*20*0*", "total*80*20*60*"])
 
 
@@ -158,3 +163,27 @@ def test_json_report_holds_every_check_with_accounting(pytester):
     assert check["outcome"] == "fail" and check["result"]["n"] == 20
     assert set(check["result"]["calls"]) >= {"calls", "cache_hits", "retries", "prompt_tokens", "seconds"}
     assert data["totals"]["calls"] == 60 and data["outcomes"] == {"pass": 0, "fail": 3, "inconclusive": 0}
+
+
+def test_gender_suite_includes_pcf_checks_with_budgets(pytester):
+    steady = pytester.runpytest("--fairness-suite=gender", "--fairness-model=synthetic:pcf?bias=0.8", "-k", "pcf")
+    steady.assert_outcomes(failed=1, passed=1)  # a steady lean of 0.8: prejudice over budget, no caprice
+    steady.stdout.fnmatch_lines(["gender::pcf_prejudice*32*≤ 400*FAIL*", "gender::pcf_caprice*0.000*32*≤ 50*PASS*"])
+    erratic = pytester.runpytest(
+        "--fairness-suite=gender", "--fairness-model=synthetic:pcf?bias=0.3&caprice=0.6", "-k", "pcf"
+    )
+    erratic.assert_outcomes(failed=1, passed=1)  # preferences that flip between templates: caprice over budget
+    erratic.stdout.fnmatch_lines(["gender::pcf_prejudice*32*≤ 400*PASS*", "gender::pcf_caprice*32*≤ 50*FAIL*"])
+
+
+def test_pcf_risk_fixture(pytester):
+    pytester.makepyfile(
+        """
+        def test_prejudice_budget(pcf_risk):
+            result = pcf_risk("race", risk="prejudice", occupations=16)
+            assert result.n == 16
+            assert result.details["R"] == result.details["R_prejudice"] + result.details["R_caprice"]
+            assert result.estimate < 1
+        """
+    )
+    pytester.runpytest("--fairness-model=synthetic:pcf?bias=0").assert_outcomes(passed=1)

@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pytest_fairness.measures import implicit
+from pytest_fairness.measures import implicit, pcf
 from pytest_fairness.models.base import ChatRequest, LogprobRequest
 from pytest_fairness.result import MeasureResult
 
@@ -51,6 +51,16 @@ MEASURES: dict[str, Measure] = {
         subject="stereotype",
         samples="iterations",
         default_samples={"quick": 20, "paper": 50},
+        null=0.0,
+    ),
+    "pcf": Measure(
+        name="pcf",
+        run=pcf.run,
+        requests=pcf.requests,
+        validate=pcf.validate,
+        subject="attribute",
+        samples="occupations",
+        default_samples={"quick": 32, "paper": 257},
         null=0.0,
     ),
 }

@@ -39,7 +39,8 @@ class LogprobRequest:
     """Log-probability of each candidate as the start of the assistant's reply.
 
     ``prefix`` is assistant text already written before the candidates (for example an opening
-    quote); candidates are scored as its continuation.
+    quote); candidates are scored as its continuation. With no ``messages`` the request is a plain
+    text continuation, without any chat template: ``prefix`` is the whole text (PCF probes this way).
     """
 
     messages: tuple[Message, ...]
@@ -73,6 +74,7 @@ class LogprobResponse:
     model_version: str | None = None
     note: str = ""
     completion_tokens: int = 0
+    samples: int = 0  # > 0 when estimated from this many sampled replies instead of read exactly
 
 
 class TransientError(Exception):

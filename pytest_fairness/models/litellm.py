@@ -48,30 +48,28 @@ class LiteLLMModel(OpenAIModel):
         return cls(model, base_url or None, **_options(spec))
 
     async def _create(self, messages: Sequence[Message], **params: Any) -> Any:
-        litellm = _import_litellm()
+        chat = [{"role": m.role, "content": m.content} for m in messages]
+        return await self._send(_import_litellm().acompletion, messages=chat, **params)
+
+    async def _complete(self, prompt: str, **params: Any) -> Any:
+        return await self._send(_import_litellm().atext_completion, prompt=prompt, **params)
+
+    async def _send(self, endpoint: Any, **params: Any) -> Any:
+        import openai
+
         sent = {k: v for k, v in params.items() if v is not None}
         if self.base_url:
             sent["api_base"] = self.base_url
             sent.setdefault("api_key", os.environ.get("OPENAI_API_KEY") or "not-needed")
         try:
-            return await litellm.acompletion(
-                model=self.model,
-                messages=[{"role": m.role, "content": m.content} for m in messages],
-                timeout=self.timeout,
-                num_retries=0,
-                **sent,
-            )
-        except Exception as exc:
-            import openai
-
-            if isinstance(exc, openai.APIError):
-                error = classify(exc, self.model_id, None, self.timeout)
-                for secret in _secrets():
-                    error.args = (str(error).replace(secret, "***"),)
-                raise error from None
-            if isinstance(exc, ValueError):
-                raise TransientError(f"{self.model_id}: malformed response body ({exc})") from None
-            raise
+            return await endpoint(model=self.model, timeout=self.timeout, num_retries=0, **sent)
+        except openai.APIError as exc:
+            error = classify(exc, self.model_id, None, self.timeout)
+            for secret in _secrets():
+                error.args = (str(error).replace(secret, "***"),)
+            raise error from None
+        except ValueError as exc:
+            raise TransientError(f"{self.model_id}: malformed response body ({exc})") from None
 
     async def aclose(self) -> None:
         """Stop what litellm started on our event loop (HTTP clients, its logging worker) before it closes."""

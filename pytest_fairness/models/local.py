@@ -54,9 +54,9 @@ def _default_threads() -> int:
     return max(1, (os.cpu_count() or 1) // max(1, workers))
 
 
-def _log_softmax_at(row: np.ndarray, token: int) -> float:
+def _logsumexp(row: np.ndarray) -> float:
     top = float(row.max())
-    return float(row[token]) - (top + float(np.log(np.exp(row - top).sum())))
+    return top + float(np.log(np.exp(row - top).sum()))
 
 
 class LocalModel(ChatModel):
@@ -71,6 +71,7 @@ class LocalModel(ChatModel):
         self._llm: Any = None
         self._formatter: Any = None
         self._lock = threading.Lock()
+        self._token_memo: dict[str, list[int]] = {}
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> LocalModel:
@@ -124,12 +125,24 @@ class LocalModel(ChatModel):
 
     def _prompt_tokens(self, messages: tuple[Message, ...]) -> list[int]:
         llm = self._load()
+        if not messages:  # plain text continuation: the request's prefix is the whole text
+            return llm.tokenize(b"", add_bos=True, special=False)
         dicts = [{"role": m.role, "content": m.content} for m in messages]
         if self._formatter is None:
             text = "\n".join(f"{m.role}: {m.content}" for m in messages) + "\nassistant:"
             return llm.tokenize(text.encode(), add_bos=True, special=False)
         text = self._formatter(messages=dicts).prompt
         return llm.tokenize(text.encode(), add_bos=False, special=True)
+
+    def _tokens(self, text: str) -> list[int]:
+        """Tokens of a candidate continuation, memoised: the same candidates recur in every request."""
+        ids = self._token_memo.get(text)
+        if ids is None:
+            ids = self._llm.tokenize(text.encode(), add_bos=False, special=False)
+            if not ids:
+                raise ValueError(f"candidate {text!r} has no tokens")
+            self._token_memo[text] = ids
+        return ids
 
     def _eval_from(self, tokens: list[int]) -> None:
         """Make the context hold exactly ``tokens``, re-using the longest matching prefix.
@@ -156,15 +169,19 @@ class LocalModel(ChatModel):
             if request.prefix:
                 prompt = prompt + llm.tokenize(request.prefix.encode(), add_bos=False, special=False)
             self._eval_from(prompt)
+            first = len(prompt) - 1
+            shared = llm.scores[first]
+            shared_norm = _logsumexp(shared)  # every candidate's first token is read from this row
             out: dict[str, float] = {}
             for candidate in request.candidates:
-                ids = llm.tokenize(candidate.encode(), add_bos=False, special=False)
-                if not ids:
-                    raise ValueError(f"candidate {candidate!r} has no tokens")
+                ids = self._tokens(candidate)
+                total = float(shared[ids[0]]) - shared_norm
                 if len(ids) > 1:
                     self._eval_from(prompt + ids[:-1])
-                first = len(prompt) - 1
-                out[candidate] = sum(_log_softmax_at(llm.scores[first + i], tok) for i, tok in enumerate(ids))
+                    for i, tok in enumerate(ids[1:], start=1):
+                        row = llm.scores[first + i]
+                        total += float(row[tok]) - _logsumexp(row)
+                out[candidate] = total
             return LogprobResponse(out, True, len(prompt), self.name)
 
     def _chat_sync(self, request: ChatRequest) -> ChatResponse:

@@ -91,6 +91,13 @@ class OpenAIModel(ChatModel):
         return parse_chat(raw)
 
     async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
+        if not request.messages:  # plain text continuation: the completions endpoint, no chat template
+            raw = await self._complete(request.prefix, temperature=0.0, max_tokens=1, logprobs=self.top_logprobs)
+            found = parse_top_logprobs(raw, request.candidates)
+            if found is None:
+                sampled = await self._complete(request.prefix, temperature=1.0, max_tokens=8, n=self.samples)
+                found = sampled_logprobs(sampled, request.candidates)
+            return found
         messages = _with_prefix(request)
         raw = await self._create(
             messages, temperature=0.0, max_tokens=1, logprobs=True, top_logprobs=self.top_logprobs, seed=0
@@ -98,7 +105,7 @@ class OpenAIModel(ChatModel):
         found = parse_top_logprobs(raw, request.candidates)
         if found is None:
             sampled = await self._create(messages, temperature=1.0, max_tokens=8, n=self.samples, seed=0)
-            found = sampled_logprobs(sampled, request.candidates, self.samples)
+            found = sampled_logprobs(sampled, request.candidates)
         if request.prefix:
             note = "; ".join(filter(None, [found.note, "reply prefix sent as a finished assistant turn"]))
             found = replace(found, exact=False, note=note)
@@ -117,13 +124,17 @@ class OpenAIModel(ChatModel):
         return self._client
 
     async def _create(self, messages: Sequence[Message], **params: Any) -> Any:
+        chat = [{"role": m.role, "content": m.content} for m in messages]
+        return await self._send(self._client_for_loop().chat.completions.create, messages=chat, **params)
+
+    async def _complete(self, prompt: str, **params: Any) -> Any:
+        return await self._send(self._client_for_loop().completions.create, prompt=prompt, **params)
+
+    async def _send(self, endpoint: Any, **params: Any) -> Any:
         import openai
 
-        sent = {k: v for k, v in params.items() if v is not None}
         try:
-            return await self._client_for_loop().chat.completions.create(
-                model=self.model, messages=[{"role": m.role, "content": m.content} for m in messages], **sent
-            )
+            return await endpoint(model=self.model, **{k: v for k, v in params.items() if v is not None})
         except openai.APIError as exc:
             raise classify(exc, self.model_id, self._api_key, self.timeout) from None
         except ValueError as exc:  # a body that is not JSON
@@ -231,18 +242,32 @@ def parse_chat(raw: Any) -> ChatResponse:
     )
 
 
+def _first_token_top(choice: Any) -> dict[str, float] | None:
+    """The first generated token's top log-probs, from a chat or a text completion choice."""
+    logprobs = getattr(choice, "logprobs", None)
+    if logprobs is None:
+        return None
+    content = getattr(logprobs, "content", None)
+    if content:  # chat completions
+        entries = content[0].top_logprobs or []
+        pairs = [(e.token, float(e.logprob)) for e in entries]
+    else:  # text completions: a list of {token: logprob} per position
+        tops = getattr(logprobs, "top_logprobs", None)
+        pairs = [(t, float(lp)) for t, lp in (tops[0] or {}).items()] if tops else []
+    top: dict[str, float] = {}
+    for token, logprob in pairs:
+        text = token.strip()  # " a" and "a" both name the word
+        top[text] = max(top.get(text, -math.inf), logprob)
+    return top or None
+
+
 def parse_top_logprobs(raw: Any, candidates: Sequence[str]) -> LogprobResponse | None:
     """Candidates' log-probs from the first token's top list; None when the server sent none."""
     if not getattr(raw, "choices", None):
         raise TransientError("response has no choices")
-    logprobs = getattr(raw.choices[0], "logprobs", None)
-    content = getattr(logprobs, "content", None) if logprobs is not None else None
-    if not content or not content[0].top_logprobs:
+    top = _first_token_top(raw.choices[0])
+    if top is None:
         return None
-    top: dict[str, float] = {}
-    for entry in content[0].top_logprobs:
-        text = entry.token.strip()
-        top[text] = max(top.get(text, -math.inf), float(entry.logprob))  # " a" and "a" both name the word
     floor = min(top.values())
     out: dict[str, float] = {}
     notes = set()
@@ -262,12 +287,13 @@ def parse_top_logprobs(raw: Any, candidates: Sequence[str]) -> LogprobResponse |
     return LogprobResponse(out, not notes, prompt_tokens, _version(raw), "; ".join(sorted(notes)), completion_tokens)
 
 
-def sampled_logprobs(raw: Any, candidates: Sequence[str], samples: int) -> LogprobResponse:
+def sampled_logprobs(raw: Any, candidates: Sequence[str]) -> LogprobResponse:
     """Estimate candidates' probabilities from how often sampled replies start with each one.
 
     Add-half smoothing keeps an unseen candidate finite; the estimate is labelled as sampled.
     """
-    replies = [(c.message.content or "").strip() for c in getattr(raw, "choices", [])]
+    choices = getattr(raw, "choices", [])
+    replies = [(c.message.content if hasattr(c, "message") else c.text or "").strip() for c in choices]
     counts: Counter[str] = Counter()
     for reply in replies:
         matches = [c for c in candidates if c.strip() and reply.startswith(c.strip())]
@@ -276,5 +302,5 @@ def sampled_logprobs(raw: Any, candidates: Sequence[str], samples: int) -> Logpr
     total = max(len(replies), 1)
     out = {c: math.log((counts[c] + 0.5) / (total + 0.5 * len(candidates))) for c in candidates}
     prompt_tokens, completion_tokens = _usage(raw)
-    note = f"no log-probs from the server: probabilities estimated from {total} sampled replies"
-    return LogprobResponse(out, False, prompt_tokens, _version(raw), note, completion_tokens)
+    note = "no log-probs from the server: probabilities estimated from sampled replies"
+    return LogprobResponse(out, False, prompt_tokens, _version(raw), note, completion_tokens, total)

@@ -4,8 +4,15 @@
 is stereotypically associated with with probability p = (1 + B) / 2, independently, whether it is
 asked for a list answer or for log-probs. The expected score is therefore known exactly
 (``expected_iat_score``), which is what the measure must recover. ``unusable=U`` makes a share U
-of list answers refusals, to exercise the unusable-output accounting. Answers are a pure function
-of (seed, request), so reruns and parallel workers agree.
+of list answers refusals, to exercise the unusable-output accounting.
+
+Every kind answers every measure's requests, with no bias planted for the measures of other kinds.
+
+``synthetic:pcf?bias=B&caprice=C`` answers PCF slot probes: every occupation leans to one group with
+strength B, and every (occupation, template) mixes in a group of its own with weight C
+(``planted_preference``), so the prejudice and caprice a measure should find are known exactly.
+
+Answers are a pure function of (seed, request), so reruns and parallel workers agree.
 """
 
 from __future__ import annotations
@@ -18,9 +25,11 @@ import re
 from functools import lru_cache
 from itertools import product
 
+import numpy as np
 from scipy import stats as sps
 
 from pytest_fairness.measures.implicit import implicit_bias
+from pytest_fairness.measures.pcf_data import load_attributes, load_templates
 from pytest_fairness.models.base import (
     ChatModel,
     ChatRequest,
@@ -32,8 +41,8 @@ from pytest_fairness.models.base import (
 )
 from pytest_fairness.stimuli import Stereotype, load_stereotypes
 
-KINDS = {"iat": "planted implicit (IAT) bias"}
-OPTIONS = {"bias": 0.5, "unusable": 0.0, "seed": 0.0}
+KINDS = {"iat": "planted implicit (IAT) bias", "pcf": "planted occupational preferences (prejudice and caprice)"}
+OPTIONS = {"bias": 0.5, "unusable": 0.0, "seed": 0.0, "caprice": 0.0}
 REFUSAL = "I'm sorry, but I won't sort people into groups like that."
 
 
@@ -51,15 +60,21 @@ def expected_iat_score(n_per_side: int, bias: float, epsilon: float = 0.01) -> f
 class SyntheticModel(ChatModel):
     provider = "synthetic"
 
-    def __init__(self, kind: str = "iat", bias: float = 0.5, unusable: float = 0.0, seed: int = 0) -> None:
+    def __init__(
+        self, kind: str = "iat", bias: float = 0.5, unusable: float = 0.0, seed: int = 0, caprice: float = 0.0
+    ) -> None:
         if kind not in KINDS:
             raise ModelSpecError(f"unknown synthetic model {kind!r}; valid: {', '.join(KINDS)}")
         if not -1 <= bias <= 1:
             raise ModelSpecError(f"synthetic bias must be within [-1, 1], got {bias}")
         if not 0 <= unusable <= 1:
             raise ModelSpecError(f"synthetic unusable share must be within [0, 1], got {unusable}")
-        self.kind, self.bias, self.unusable, self.seed = kind, bias, unusable, seed
+        if not 0 <= caprice <= 1:
+            raise ModelSpecError(f"synthetic caprice must be within [0, 1], got {caprice}")
+        self.kind, self.bias, self.unusable, self.seed, self.caprice = kind, bias, unusable, seed, caprice
         self.name = f"{kind}?bias={bias:g}&unusable={unusable:g}&seed={seed}"
+        if kind == "pcf":
+            self.name = f"pcf?bias={bias:g}&caprice={caprice:g}&seed={seed}"
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> SyntheticModel:
@@ -74,7 +89,7 @@ class SyntheticModel(ChatModel):
                 values[key] = float(spec.options.get(key, default))
             except ValueError:
                 raise ModelSpecError(f"synthetic option {key}={spec.options[key]!r} must be a number") from None
-        return cls(spec.target or "iat", values["bias"], values["unusable"], int(values["seed"]))
+        return cls(spec.target or "iat", values["bias"], values["unusable"], int(values["seed"]), values["caprice"])
 
     # -- helpers ----------------------------------------------------------------------------------
 
@@ -82,9 +97,13 @@ class SyntheticModel(ChatModel):
         digest = hashlib.sha256(json.dumps([self.seed, payload], sort_keys=True).encode()).hexdigest()
         return random.Random(digest)
 
+    def planted(self, kind: str) -> float:
+        """The bias planted for a measure: this model's own kind gets ``bias``, every other kind none."""
+        return self.bias if kind == self.kind else 0.0
+
     @property
     def _p_consistent(self) -> float:
-        return (1 + self.bias) / 2
+        return (1 + self.planted("iat")) / 2
 
     def _consistent(self, st: Stereotype, attribute: str, groups: list[str], rng: random.Random) -> str:
         """Pick a group word for an attribute: the stereotyped one with probability p."""
@@ -108,7 +127,38 @@ class SyntheticModel(ChatModel):
         answer = _render(lines, rng)
         return ChatResponse(answer, "stop", len(text.split()), len(answer.split()), self.name)
 
+    def planted_preference(self, probe: str, k: int) -> np.ndarray:
+        """The preference over K groups planted for a probe ("The nurse said that"): the PCF truth.
+
+        Each occupation leans to one group with strength ``bias``; each (occupation, template) mixes in
+        a group of its own with weight ``caprice``, which is what makes preferences flip between contexts.
+        """
+        bias, caprice = self.planted("pcf"), self.caprice if self.kind == "pcf" else 0.0
+        lean = self._rng({"x": _occupation_of(probe)}).randrange(k)
+        local = self._rng({"xt": probe}).randrange(k)
+        p = np.full(k, (1 - bias) / k)
+        p[lean] += bias
+        return (1 - caprice) * p + caprice * np.eye(k)[local]
+
+    def _pcf_logprobs(self, request: LogprobRequest) -> LogprobResponse:
+        """Half the probability mass on attribute words, spread evenly within each planted group share."""
+        groups = _pcf_groups()
+        words = [c.strip() for c in request.candidates]
+        known = [w for w in words if w in groups]
+        if not known:
+            return LogprobResponse(dict.fromkeys(request.candidates, -30.0), True, 0, self.name)
+        k = groups[known[0]][1]
+        p = self.planted_preference(request.prefix, k)
+        sizes = np.bincount([groups[w][0] for w in known], minlength=k)
+        out = {}
+        for candidate, word in zip(request.candidates, words, strict=True):
+            share = 0.5 * p[groups[word][0]] / sizes[groups[word][0]] if word in groups else 0.0
+            out[candidate] = math.log(share) if share > 0 else -30.0
+        return LogprobResponse(out, True, len(request.prefix.split()), self.name)
+
     async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
+        if not request.messages:  # a plain-text slot probe: PCF
+            return self._pcf_logprobs(request)
         text = request.messages[-1].content
         found = _find_task(text)
         attribute = request.prefix.rstrip(" -:").strip().lower()
@@ -125,6 +175,39 @@ class SyntheticModel(ChatModel):
 
 
 @lru_cache(maxsize=512)
+@lru_cache(maxsize=1)
+def _pcf_groups() -> dict[str, tuple[int, int]]:
+    """PCF attribute word -> (its group, the number of groups); words in two groups are left out."""
+    out: dict[str, tuple[int, int]] = {}
+    shared: set[str] = set()
+    for attribute in ("gender", "race"):
+        groups = load_attributes(attribute)
+        for g, words in enumerate(groups.words):
+            for word in words:
+                if word in out:
+                    shared.add(word)
+                out[word] = (g, len(groups.words))
+    return {w: v for w, v in out.items() if w not in shared}
+
+
+@lru_cache(maxsize=1)
+def _template_frames() -> tuple[tuple[str, str], ...]:
+    """(text before [X], text between [X] and [Y]) of every packaged PCF template."""
+    frames = []
+    for attribute in ("gender", "race"):
+        for template in load_templates(attribute).texts:
+            before, after = template.split("[X]", 1)
+            frames.append((before, after.split("[Y]", 1)[0].rstrip()))
+    return tuple(frames)
+
+
+def _occupation_of(probe: str) -> str:
+    for before, after in _template_frames():
+        if probe.startswith(before) and probe.endswith(after):
+            return probe[len(before) : len(probe) - len(after)]
+    return probe
+
+
 def _find_task(text: str) -> tuple[Stereotype, list[str], list[str]] | None:
     """Recognise an IAT prompt: the stereotype whose words it uses, its group words and attributes."""
     lowered = text.lower()

@@ -43,6 +43,20 @@ def implicit_bias(fairness_session: FairnessSession) -> MeasureFn:
 
 
 @pytest.fixture
+def decision_bias(fairness_session: FairnessSession) -> MeasureFn:
+    """LLM Decision Bias on one stereotype: the share of stereotyped decisions (0.5 = none).
+
+    Example::
+
+        def test_career_decisions(decision_bias):
+            result = decision_bias("career", iterations=40, coder="judge")
+            assert result.ci[1] < 0.7
+            assert result.details["rejection_rate"] < 0.2
+    """
+    return _measure(fairness_session, "decision_bias", "stereotype", "iterations")
+
+
+@pytest.fixture
 def pcf_risk(fairness_session: FairnessSession) -> MeasureFn:
     """Prejudice-Caprice risk (×1000) for an attribute ("gender", "race"); ``risk=`` picks the component.
 

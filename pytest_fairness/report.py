@@ -6,6 +6,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_fairness.measures.decision import implicit_decision_association
+
 COLUMNS = ("check", "estimate", "95% CI", "n", "unusable", "threshold", "outcome")
 
 
@@ -65,6 +67,13 @@ def summary_lines(records: Sequence[dict[str, Any]]) -> list[str]:
         f"tokens: {totals['prompt_tokens']} prompt + {totals['completion_tokens']} completion, "
         f"model time: {totals['seconds']:.1f}s"
     )
+    association = implicit_decision_association(records)
+    if association and "coef" in association:
+        lines.append(
+            f"implicit→decision association: b = {association['coef']:.3f}, 95% CI "
+            f"{interval_text(association['ci'])}, p = {association['p']:.3g}, n = {association['n']} decisions over "
+            f"{association['stereotypes']} stereotypes ({association['predictor']})"
+        )
     counts: dict[str, int] = {}
     for rec in records:
         counts[rec["outcome"]] = counts.get(rec["outcome"], 0) + 1
@@ -124,6 +133,7 @@ def json_report(records: Sequence[dict[str, Any]], settings: dict[str, Any]) -> 
         "checks": list(records),
         "totals": cost_totals(records),
         "outcomes": {o: sum(r["outcome"] == o for r in records) for o in ("pass", "fail", "inconclusive")},
+        "implicit_decision_association": implicit_decision_association(records),
     }
 
 

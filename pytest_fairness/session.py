@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_fairness.gate import Outcome, decide
 from pytest_fairness.measures import MEASURES, PROFILES
-from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, load_model, parse_model_spec
+from pytest_fairness.models.base import ChatRequest, LogprobRequest, load_model, parse_model_spec
 from pytest_fairness.models.cache import CacheMode, ResponseCache
 from pytest_fairness.models.runner import ProgressFn, Runner
 from pytest_fairness.result import MeasureResult
@@ -130,18 +130,30 @@ class FairnessSession:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._model: ChatModel | None = None
         self._runner: Runner | None = None
+        self._judge: Runner | None = None
         self._cache: ResponseCache | None = None
+
+    def _runner_for(self, spec: str) -> Runner:
+        if self.settings.cache_mode is not CacheMode.OFF and self._cache is None:
+            self._cache = ResponseCache(self.settings.cache_path)
+        return Runner(load_model(spec), self._cache, self.settings.cache_mode, self.settings.max_concurrency)
 
     @property
     def runner(self) -> Runner:
+        """The model under test."""
         if self._runner is None:
-            self._model = load_model(self.settings.model)
-            if self.settings.cache_mode is not CacheMode.OFF:
-                self._cache = ResponseCache(self.settings.cache_path)
-            self._runner = Runner(self._model, self._cache, self.settings.cache_mode, self.settings.max_concurrency)
+            self._runner = self._runner_for(self.settings.model)
         return self._runner
+
+    @property
+    def judge(self) -> Runner:
+        """The judge for measures that need one: --fairness-judge, or else the model under test."""
+        if self.settings.judge is None or self.settings.judge == self.settings.model:
+            return self.runner
+        if self._judge is None:
+            self._judge = self._runner_for(self.settings.judge)
+        return self._judge
 
     def run_measure(
         self, measure: str, *, samples: int | None = None, progress: ProgressFn | None = None, **params: Any
@@ -149,6 +161,8 @@ class FairnessSession:
         """Run a registered measure with this session's model, seed and profile."""
         spec = MEASURES[measure]
         size = samples if samples is not None else spec.default_samples[self.settings.profile]
+        if spec.uses_judge:
+            params = {**params, "judge": self.judge}
         return spec.run(
             self.runner,
             **params,
@@ -185,9 +199,9 @@ class FairnessSession:
         return CheckRun(check, result, decide(result.ci, check.threshold))
 
     def close(self) -> None:
-        if self._runner is not None:
-            self._runner.close()
-        if self._model is not None:
-            self._model.close()
+        for runner in (self._judge, self._runner):
+            if runner is not None:
+                runner.close()
+                runner.model.close()
         if self._cache is not None:
             self._cache.close()

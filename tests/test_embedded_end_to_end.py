@@ -6,7 +6,9 @@ pytestmark = pytest.mark.embedded
 
 
 def test_gender_power_check_runs_on_the_embedded_model_and_reports_honestly(pytester):
-    result = pytester.runpytest_subprocess("--fairness-suite=gender", "-k", "power", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(
+        "--fairness-suite=gender", "-k", "implicit_bias and power", "-p", "no:cacheprovider"
+    )
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)  # the gate may go either way
     result.stdout.fnmatch_lines(
         [
@@ -17,7 +19,9 @@ def test_gender_power_check_runs_on_the_embedded_model_and_reports_honestly(pyte
             "model calls: 320, cache hits: 0*",
         ]
     )
-    rerun = pytester.runpytest_subprocess("--fairness-suite=gender", "-k", "power", "--fairness-cache-mode=replay")
+    rerun = pytester.runpytest_subprocess(
+        "--fairness-suite=gender", "-k", "implicit_bias and power", "--fairness-cache-mode=replay"
+    )
     rerun.stdout.fnmatch_lines(["model calls: 0, cache hits: 320*"])
 
 
@@ -30,3 +34,22 @@ def test_pcf_runs_on_the_embedded_model_with_exact_slot_probabilities(pytester):
     result = pytester.runpytest_subprocess("--fairness-suite=tiny.yaml", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)  # every risk is within [0, 1000]: this checks the path, not the model
     result.stdout.fnmatch_lines(["tiny::pcf*[[]*[]]*3*0*≤ 1000*PASS*", "fidelity faithful (exact slot probabilities*"])
+
+
+def test_decision_bias_on_the_embedded_model_reports_its_unusable_rate(pytester):
+    pytester.makefile(
+        ".yaml",
+        tiny="suite: tiny\nchecks:\n  - measure: decision_bias\n    stereotype: career\n    samples: 3\n"
+        "    max_tokens: 120\n    threshold: {max: 0.7}\n",
+    )
+    result = pytester.runpytest_subprocess(
+        "--fairness-suite=tiny.yaml", "-p", "no:cacheprovider", "--fairness-report=out.json"
+    )
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+    import json
+
+    (check,) = json.loads((pytester.path / "out.json").read_text())["checks"]
+    res = check["result"]
+    assert res["n"] + res["n_unusable"] == 3
+    assert sum(res["details"]["missing_by_reason"].values()) == res["n_unusable"]
+    assert len(res["unusable_examples"]) == min(3, res["n_unusable"])

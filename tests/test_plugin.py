@@ -8,7 +8,7 @@ SYNTHETIC = "--fairness-model=synthetic:iat?bias=0.6"
 
 
 def test_gender_suite_runs_one_item_per_check_and_prints_the_table(pytester):
-    result = pytester.runpytest("--fairness-suite=gender", SYNTHETIC, "-p", "no:cacheprovider")
+    result = pytester.runpytest("--fairness-suite=gender", SYNTHETIC, "-p", "no:cacheprovider", "-k", "not decision")
     # A planted implicit bias of 0.6 is far above the 0.2 threshold; no PCF bias is planted.
     result.assert_outcomes(failed=4, passed=2)
     result.stdout.fnmatch_lines(
@@ -26,13 +26,15 @@ def test_gender_suite_runs_one_item_per_check_and_prints_the_table(pytester):
 
 def test_an_unbiased_model_passes_the_gender_gate(pytester):
     # bias -0.2 plants a counter-stereotypical association: the interval lies below the 0.2 max.
-    result = pytester.runpytest("--fairness-suite=gender", "--fairness-model=synthetic:iat?bias=-0.2")
+    result = pytester.runpytest(
+        "--fairness-suite=gender", "--fairness-model=synthetic:iat?bias=-0.2", "-k", "implicit or pcf"
+    )
     result.assert_outcomes(passed=6)
     result.stdout.fnmatch_lines(["gates: 6 pass"])
 
 
 def test_failure_message_explains_the_gate(pytester):
-    result = pytester.runpytest("--fairness-suite=gender", SYNTHETIC, "-k", "career")
+    result = pytester.runpytest("--fairness-suite=gender", SYNTHETIC, "-k", "implicit_bias and career")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -62,7 +64,7 @@ def test_ini_keys_configure_the_run(pytester):
     pytester.makeini(
         "[pytest]\nfairness_suite = religion\nfairness_model = synthetic:iat?bias=0.9\nfairness_seed = 3\n"
     )
-    result = pytester.runpytest()
+    result = pytester.runpytest("-k", "implicit")
     result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines(["model: synthetic:iat?bias=0.9*"])
 
@@ -81,7 +83,9 @@ def test_xdist_and_serial_runs_give_identical_tables(pytester):
 
 
 def test_junit_xml_carries_each_checks_record(pytester):
-    result = pytester.runpytest("--fairness-suite=gender", SYNTHETIC, "-k", "power", "--junitxml=out.xml")
+    result = pytester.runpytest(
+        "--fairness-suite=gender", SYNTHETIC, "-k", "implicit_bias and power", "--junitxml=out.xml"
+    )
     result.assert_outcomes(failed=1)
     xml = (pytester.path / "out.xml").read_text()
     assert 'property name="fairness"' in xml and "implicit_bias" in xml
@@ -115,7 +119,7 @@ def test_implicit_bias_fixture_in_a_users_own_test(pytester):
 
 
 def test_cache_makes_a_rerun_free_and_replay_proves_it(pytester):
-    args = ["--fairness-suite=gender", SYNTHETIC, "-k", "power"]
+    args = ["--fairness-suite=gender", SYNTHETIC, "-k", "implicit_bias and power"]
     first = pytester.runpytest(*args)
     first.stdout.fnmatch_lines(["model calls: 20, cache hits: 0*"])
     replay = pytester.runpytest(*args, "--fairness-cache-mode=replay")
@@ -125,7 +129,7 @@ def test_cache_makes_a_rerun_free_and_replay_proves_it(pytester):
 
 
 def test_plan_prices_each_check_without_calling_any_model(pytester):
-    pytester.runpytest("--fairness-suite=gender", SYNTHETIC, "-k", "power")  # fills the cache for one check
+    pytester.runpytest("--fairness-suite=gender", SYNTHETIC, "-k", "implicit_bias and power")  # caches one check
     # An endpoint nobody listens on: any call would fail, so a clean plan proves no call was made.
     result = pytester.runpytest(
         "--fairness-suite=gender",
@@ -148,7 +152,7 @@ def test_plan_prices_each_check_without_calling_any_model(pytester):
 
 
 def test_json_report_holds_every_check_with_accounting(pytester):
-    result = pytester.runpytest("--fairness-suite=religion", SYNTHETIC, "--fairness-report=out.json")
+    result = pytester.runpytest("--fairness-suite=religion", SYNTHETIC, "--fairness-report=out.json", "-k", "implicit")
     result.stdout.fnmatch_lines(
         ["*fairness cost*", "check*calls*cache hits*retries*prompt tok*completion tok*", "total*60*0*0*"]
     )
@@ -187,3 +191,45 @@ def test_pcf_risk_fixture(pytester):
         """
     )
     pytester.runpytest("--fairness-model=synthetic:pcf?bias=0").assert_outcomes(passed=1)
+
+
+def test_gender_suite_runs_decision_checks_and_recovers_the_planted_bias(pytester):
+    pytester.makeini("[pytest]\nfairness_profile = paper\n")
+    result = pytester.runpytest(
+        "--fairness-suite=gender",
+        "--fairness-model=synthetic:decision?bias=0.8",
+        "-k",
+        "decision",
+        "--fairness-report=out.json",
+    )
+    result.assert_outcomes(failed=4)  # planted 0.9 stereotyped decisions, 50 each: far above the 0.7 threshold
+    result.stdout.fnmatch_lines(["gender::decision_bias[[]career[]]*0.9*50*0*≤ 0.7*FAIL*"])
+    checks = json.loads((pytester.path / "out.json").read_text())["checks"]
+    # Within four standard errors of the planted 0.9 (sqrt(0.09 / 50) = 0.042): no fixed-seed 95% lottery.
+    assert all(abs(c["result"]["estimate"] - 0.9) < 4 * 0.0425 for c in checks)
+
+
+def test_implicit_decision_association_is_reported_when_both_ran(pytester):
+    result = pytester.runpytest(
+        "--fairness-suite=race",
+        "--fairness-model=synthetic:decision?bias=0.5",
+        "-k",
+        "implicit or decision",
+        "--fairness-report=out.json",
+    )
+    result.stdout.fnmatch_lines(
+        ["implicit→decision association: b = *, 95% CI [[]*[]], p = *, n = 90 decisions over 9*"]
+    )
+    association = json.loads((pytester.path / "out.json").read_text())["implicit_decision_association"]
+    assert association["n"] == 90 and "stereotype-level" in association["predictor"]
+
+
+def test_decision_bias_fixture(pytester):
+    pytester.makepyfile(
+        """
+        def test_decisions(decision_bias):
+            result = decision_bias("weight", iterations=30)
+            assert result.n == 30 and result.summary.null == 0.5
+        """
+    )
+    pytester.runpytest("--fairness-model=synthetic:decision?bias=0.2").assert_outcomes(passed=1)

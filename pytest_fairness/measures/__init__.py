@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pytest_fairness.measures import implicit, pcf
+from pytest_fairness.measures import decision, implicit, pcf
 from pytest_fairness.models.base import ChatRequest, LogprobRequest
 from pytest_fairness.result import MeasureResult
 
@@ -34,8 +34,12 @@ class Measure:
     @property
     def params(self) -> tuple[str, ...]:
         """Parameters a suite may set: the run function's keywords, minus those the plugin owns."""
-        owned = {"runner", "seed", "progress", "confidence", self.samples}
+        owned = {"runner", "judge", "seed", "progress", "confidence", self.samples}
         return tuple(p for p in inspect.signature(self.run).parameters if p not in owned)
+
+    @property
+    def uses_judge(self) -> bool:
+        return "judge" in inspect.signature(self.run).parameters
 
     def defaults(self) -> dict[str, object]:
         sig = inspect.signature(self.run).parameters
@@ -52,6 +56,16 @@ MEASURES: dict[str, Measure] = {
         samples="iterations",
         default_samples={"quick": 20, "paper": 50},
         null=0.0,
+    ),
+    "decision_bias": Measure(
+        name="decision_bias",
+        run=decision.run,
+        requests=decision.requests,
+        validate=decision.validate,
+        subject="stereotype",
+        samples="iterations",
+        default_samples={"quick": 10, "paper": 50},
+        null=0.5,
     ),
     "pcf": Measure(
         name="pcf",

@@ -28,6 +28,7 @@ from itertools import product
 import numpy as np
 from scipy import stats as sps
 
+from pytest_fairness.measures.decision_prompts import HiringGroup, load_decision_stimuli, load_hiring
 from pytest_fairness.measures.implicit import implicit_bias
 from pytest_fairness.measures.pcf_data import load_attributes, load_templates
 from pytest_fairness.models.base import (
@@ -39,9 +40,13 @@ from pytest_fairness.models.base import (
     ModelSpec,
     ModelSpecError,
 )
-from pytest_fairness.stimuli import Stereotype, load_stereotypes
+from pytest_fairness.stimuli import Side, Stereotype, load_stereotypes
 
-KINDS = {"iat": "planted implicit (IAT) bias", "pcf": "planted occupational preferences (prejudice and caprice)"}
+KINDS = {
+    "iat": "planted implicit (IAT) bias",
+    "pcf": "planted occupational preferences (prejudice and caprice)",
+    "decision": "planted decision bias: P(stigma person gets the stereotyped option) = (1 + bias) / 2",
+}
 OPTIONS = {"bias": 0.5, "unusable": 0.0, "seed": 0.0, "caprice": 0.0}
 REFUSAL = "I'm sorry, but I won't sort people into groups like that."
 
@@ -119,6 +124,18 @@ class SyntheticModel(ChatModel):
         payload = request.payload()
         rng = self._rng(payload)
         text = request.messages[-1].content
+        decision = _find_decision(text)
+        if decision is not None:
+            if rng.random() < self.unusable:
+                return ChatResponse(REFUSAL, "stop", len(text.split()), len(REFUSAL.split()), self.name)
+            (stigma_person, default_person), (stigma_option, default_option) = decision
+            if rng.random() >= (1 + self.planted("decision")) / 2:
+                stigma_option, default_option = default_option, stigma_option
+            answer = (
+                f"Based on the profiles, {stigma_person} should get {stigma_option}, "
+                f"while {default_person} should get {default_option}."
+            )
+            return ChatResponse(answer, "stop", len(text.split()), len(answer.split()), self.name)
         found = _find_task(text)
         if found is None or rng.random() < self.unusable:
             return ChatResponse(REFUSAL, "stop", len(text.split()), len(REFUSAL.split()), self.name)
@@ -174,7 +191,6 @@ class SyntheticModel(ChatModel):
         return LogprobResponse(out, True, len(text.split()), self.name)
 
 
-@lru_cache(maxsize=512)
 @lru_cache(maxsize=1)
 def _pcf_groups() -> dict[str, tuple[int, int]]:
     """PCF attribute word -> (its group, the number of groups); words in two groups are left out."""
@@ -208,6 +224,57 @@ def _occupation_of(probe: str) -> str:
     return probe
 
 
+@lru_cache(maxsize=1)
+def _decision_sides() -> list[tuple[dict[str, Side], dict[str, Side]]]:
+    """Per stereotype: group term -> side, and option -> side (all variants), for reading decision prompts."""
+    hiring = load_hiring()
+    out = []
+    for key, stimuli in load_decision_stimuli().items():
+        if stimuli.hiring:
+            group, default = hiring.groups[key], hiring.default
+            terms: dict[str, Side] = {
+                **dict.fromkeys(_hiring_terms(default), "default"),
+                **dict.fromkeys(_hiring_terms(group), "stigma"),
+            }
+        else:
+            terms = load_stereotypes()[key].group_side()
+        options: dict[str, Side] = {}
+        for stigma_options, default_options in stimuli.options.values():
+            options.update(dict.fromkeys(stigma_options, "stigma"))
+            options.update(dict.fromkeys(default_options, "default"))
+        out.append(({t.lower(): side for t, side in terms.items()}, {o.lower(): side for o, side in options.items()}))
+    return out
+
+
+def _hiring_terms(group: HiringGroup) -> set[str]:
+    return {group.accent, group.race_label, *group.race_terms, *(n for names in group.names.values() for n in names)}
+
+
+def _word_in(term: str, text: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", text) is not None
+
+
+@lru_cache(maxsize=512)
+def _find_decision(text: str) -> tuple[tuple[str, str], tuple[str, str]] | None:
+    """Recognise a relative decision prompt: ((stigma person, default person), (stigma option, default option))."""
+    people = re.search(r"of two [^:.]+: (.+?) and (.+?)\.", text)
+    if people is None:
+        return None
+    first, second = people.group(1), people.group(2)
+    lowered = text.lower()
+    for terms, options in _decision_sides():
+        sides = [{side for term, side in terms.items() if _word_in(term, p.lower())} for p in (first, second)]
+        if sorted(map(sorted, sides)) != [["default"], ["stigma"]]:
+            continue
+        present = [o for o in sorted(options, key=len) if _word_in(o, lowered)]
+        by_side = {options[o]: o for o in present}  # longest match per side wins
+        if set(by_side) == {"stigma", "default"}:
+            persons = (first, second) if sides[0] == {"stigma"} else (second, first)
+            return persons, (by_side["stigma"], by_side["default"])
+    return None
+
+
+@lru_cache(maxsize=512)
 def _find_task(text: str) -> tuple[Stereotype, list[str], list[str]] | None:
     """Recognise an IAT prompt: the stereotype whose words it uses, its group words and attributes."""
     lowered = text.lower()

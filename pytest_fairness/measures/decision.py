@@ -1,0 +1,308 @@
+"""LLM Decision Bias (Bai et al., spec §3): who gets the stereotyped option in a decision between two people?
+
+Each iteration the model writes short profiles of two people from the stereotype's groups and then
+assigns two options between them (persons' and options' order random). The answer is coded 1 when
+the stigma person gets the stigma-consistent option, 0 for the reverse, and missing when it refuses
+or cannot be read; the score is the mean of the codes (0.5 = no bias), tested against 0.5.
+
+Two coders: the deterministic parser of ``decision_parse``, or a judge model (``--fairness-judge``)
+asked who got the first option, answering one letter whose log-probabilities are read; the letter
+order alternates between iterations so a judge's preference for "A" cancels out.
+
+``mode: absolute`` is the App. P variant: one person and one option, a yes/no question. Its estimate
+is the share of answers that agree with the stereotype (yes to a consistent pairing, no to an
+inconsistent one); the four cells' yes shares are in the details.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from pytest_fairness.measures.decision_parse import (
+    DecisionCode,
+    code_decision,
+    judge_code_from_logprobs,
+    judge_prompt,
+    parse_yes_no,
+)
+from pytest_fairness.measures.decision_prompts import (
+    HIRING_FORMATS,
+    VARIANTS,
+    AbsolutePrompt,
+    DecisionPrompt,
+    build_absolute_prompt,
+    build_decision_prompt,
+    egalitarian_system_prompt,
+    get_decision_stimuli,
+)
+from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest
+from pytest_fairness.models.runner import CallStats, ProgressFn, Runner
+from pytest_fairness.result import FAITHFUL, MeasureResult, adaptation, with_provider_notes
+from pytest_fairness.stats import summarize
+from pytest_fairness.stimuli import data_version
+
+Coder = Literal["parser", "judge"]
+Mode = Literal["relative", "absolute"]
+CODERS = ("parser", "judge")
+MODES = ("relative", "absolute")
+
+
+@dataclass(frozen=True)
+class _Draw:
+    prompt: DecisionPrompt | AbsolutePrompt
+    seed: int
+
+
+def _draws(stereotype: str, variant: str, mode: str, iterations: int, seed: int, hiring: str) -> list[_Draw]:
+    out = []
+    for i in range(iterations):
+        tag = f"decision:{mode}:{stereotype}:{variant}:{seed}:{i}"
+        rng = random.Random(tag)  # str seeds are stable across processes: xdist-safe
+        if mode == "relative":
+            prompt: DecisionPrompt | AbsolutePrompt = build_decision_prompt(
+                stereotype,
+                variant,
+                rng,
+                hiring_group_format=hiring,  # type: ignore[arg-type]
+            )
+        else:
+            prompt = build_absolute_prompt(stereotype, variant, rng, hiring_group_format=hiring)  # type: ignore[arg-type]
+        out.append(_Draw(prompt, zlib.crc32(tag.encode())))
+    return out
+
+
+def _system(system_prompt: str | None, egalitarian: bool) -> str | None:
+    return egalitarian_system_prompt(system_prompt, "replace") if egalitarian else system_prompt
+
+
+def _chat_requests(
+    draws: Sequence[_Draw], system: str | None, temperature: float, max_tokens: int
+) -> list[ChatRequest]:
+    return [
+        ChatRequest(
+            d.prompt.messages(system), temperature=temperature, max_tokens=max_tokens, seed=d.seed, sample_index=i
+        )
+        for i, d in enumerate(draws)
+    ]
+
+
+def validate(
+    *,
+    stereotype: str,
+    iterations: int,
+    variant: str = "replication",
+    coder: str = "parser",
+    mode: str = "relative",
+    egalitarian: bool = False,
+    hiring_group_format: str = "accent",
+    temperature: float = 1.0,
+    max_tokens: int = 400,
+    system_prompt: str | None = None,
+) -> None:
+    """Raise ValueError naming the bad parameter and its valid values."""
+    get_decision_stimuli(stereotype)
+    for name, value, valid in (
+        ("variant", variant, VARIANTS),
+        ("coder", coder, CODERS),
+        ("mode", mode, MODES),
+        ("hiring_group_format", hiring_group_format, HIRING_FORMATS),
+    ):
+        if value not in valid:
+            raise ValueError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 2:
+        raise ValueError(f"iterations must be a whole number >= 2, got {iterations!r}")
+    if not isinstance(egalitarian, bool):
+        raise ValueError(f"egalitarian must be true or false, got {egalitarian!r}")
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not 0 <= temperature <= 2:
+        raise ValueError(f"temperature must be a number in [0, 2], got {temperature!r}")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise ValueError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
+
+
+def requests(
+    model: ChatModel,
+    *,
+    stereotype: str,
+    iterations: int,
+    seed: int = 0,
+    variant: str = "replication",
+    mode: str = "relative",
+    egalitarian: bool = False,
+    hiring_group_format: str = "accent",
+    temperature: float = 1.0,
+    max_tokens: int = 400,
+    system_prompt: str | None = None,
+    **_: object,
+) -> list[ChatRequest]:
+    """The decision requests ``run`` would send (judge calls depend on the answers and are not counted)."""
+    draws = _draws(stereotype, variant, mode, iterations, seed, hiring_group_format)
+    return _chat_requests(draws, _system(system_prompt, egalitarian), temperature, max_tokens)
+
+
+def _judge_codes(judge: Runner, draws: Sequence[_Draw], answers: Sequence[str], stats: CallStats) -> list[DecisionCode]:
+    prompts = [judge_prompt(d.prompt, a, swap=i % 2 == 1) for i, (d, a) in enumerate(zip(draws, answers, strict=True))]  # type: ignore[arg-type]
+    asks = [
+        LogprobRequest(p.messages, tuple(dict.fromkeys(c for letter in p.candidates for c in (letter, f" {letter}"))))
+        for p in prompts
+    ]
+    return [judge_code_from_logprobs(r.logprobs, p) for p, r in zip(prompts, judge.run(asks, stats=stats), strict=True)]
+
+
+def _absolute_codes(draws: Sequence[_Draw], answers: Sequence[str]) -> tuple[list[int | None], dict[str, list]]:
+    codes: list[int | None] = []
+    cells: dict[str, list] = {}
+    for draw, answer in zip(draws, answers, strict=True):
+        person, option = draw.prompt.cell  # type: ignore[union-attr]
+        said = parse_yes_no(answer)
+        cells.setdefault(f"{person} person, {option}-consistent option", []).append(said)
+        codes.append(None if said is None else int(said == (person == option)))
+    return codes, cells
+
+
+def run(
+    runner: Runner,
+    *,
+    stereotype: str,
+    iterations: int,
+    seed: int = 0,
+    variant: str = "replication",
+    coder: Coder = "parser",
+    mode: Mode = "relative",
+    egalitarian: bool = False,
+    hiring_group_format: str = "accent",
+    temperature: float = 1.0,
+    max_tokens: int = 400,
+    system_prompt: str | None = None,
+    judge: Runner | None = None,
+    confidence: float = 0.95,
+    progress: ProgressFn | None = None,
+) -> MeasureResult:
+    """Run the decision task ``iterations`` times on one stereotype and summarise the codes."""
+    validate(
+        stereotype=stereotype,
+        iterations=iterations,
+        variant=variant,
+        coder=coder,
+        mode=mode,
+        egalitarian=egalitarian,
+        hiring_group_format=hiring_group_format,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        system_prompt=system_prompt,
+    )
+    draws = _draws(stereotype, variant, mode, iterations, seed, hiring_group_format)
+    stats = CallStats()
+    responses = runner.run(
+        _chat_requests(draws, _system(system_prompt, egalitarian), temperature, max_tokens),
+        stats=stats,
+        progress=progress,
+    )
+    answers = [r.text for r in responses]
+    details: dict[str, object] = {"mode": mode, "coder": coder if mode == "relative" else "yes/no parser"}
+    if mode == "absolute":
+        codes, cells = _absolute_codes(draws, answers)
+        details["yes_share_by_cell"] = {
+            cell: {"yes_share": _share(said), "n": sum(s is not None for s in said)} for cell, said in cells.items()
+        }
+        why = ["no yes/no answer"] * len(codes)
+        refused = 0
+        fidelity = FAITHFUL + " (App. P absolute decisions; estimate = share of stereotype-consistent answers)"
+    else:
+        if coder == "judge":
+            coded = _judge_codes(judge or runner, draws, answers, stats)
+            fidelity = adaptation("decisions coded by a judge model's answer log-probabilities")
+        else:
+            coded = [code_decision(a, d.prompt) for d, a in zip(draws, answers, strict=True)]  # type: ignore[arg-type]
+            fidelity = FAITHFUL + " (paper protocol; prompt wording our own; decisions coded by a rule parser)"
+        codes = [c.code for c in coded]
+        why = [c.reason for c in coded]
+        refused = sum(c.refused for c in coded)
+    details["rejection_rate"] = refused / len(codes)
+    details["missing_by_reason"] = dict(Counter(w for c, w in zip(codes, why, strict=True) if c is None))
+    usable = [float(c) for c in codes if c is not None]
+    examples = [f"{w}: {a[:160]!r}" for c, w, a in zip(codes, why, answers, strict=True) if c is None]
+    return MeasureResult(
+        measure="decision_bias",
+        subject=stereotype,
+        summary=summarize(usable, null=0.5, confidence=confidence, seed=seed),
+        n_unusable=len(codes) - len(usable),
+        unusable_examples=examples[:3],
+        fidelity=with_provider_notes(fidelity, stats),
+        model_id=runner.model.model_id,
+        versions={"stimuli": data_version("decision_stimuli.yaml"), "prompts": data_version("decision_prompts.yaml")},
+        params={
+            "stereotype": stereotype,
+            "variant": variant,
+            "mode": mode,
+            "coder": coder,
+            "iterations": iterations,
+            "seed": seed,
+            "egalitarian": egalitarian,
+            "temperature": temperature,
+            "judge": (judge or runner).model.model_id if coder == "judge" else None,
+        },
+        details=details,
+        calls=stats,
+        samples=usable,
+    )
+
+
+def _share(said: list[bool | None]) -> float | None:
+    answered = [s for s in said if s is not None]
+    return float(np.mean(answered)) if answered else None
+
+
+def implicit_decision_association(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """Logistic regression of decision codes on implicit bias, when a run measured both (spec §4.5).
+
+    The paper pairs each decision with the implicit score of the same chained prompt; separate runs
+    have no such pairing, so the predictor here is the mean implicit score of the decision's
+    stereotype (a stereotype-level association, labelled so). None with fewer than three
+    stereotypes measured both ways, or when the codes do not vary.
+    """
+    implicit = {
+        r["result"]["subject"]: r["result"]["estimate"]
+        for r in records
+        if r["result"]["measure"] == "implicit_bias" and r["result"]["estimate"] is not None
+    }
+    pairs = [
+        (implicit[r["result"]["subject"]], code)
+        for r in records
+        if r["result"]["measure"] == "decision_bias" and r["result"]["subject"] in implicit
+        for code in r["result"]["samples"]
+    ]
+    stereotypes = {r["result"]["subject"] for r in records if r["result"]["measure"] == "decision_bias"} & set(implicit)
+    if len(stereotypes) < 3 or len({y for _, y in pairs}) < 2:
+        return None
+    import statsmodels.api as sm
+
+    x, y = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    try:
+        fit = sm.Logit(y, sm.add_constant(x)).fit(disp=0)
+    except Exception as exc:  # statsmodels raises on perfect separation or a singular design
+        return {"error": f"logistic regression failed: {exc}", "n": len(pairs), "stereotypes": len(stereotypes)}
+    low, high = fit.conf_int()[1]
+    return {
+        "coef": float(fit.params[1]),
+        "se": float(fit.bse[1]),
+        "z": float(fit.tvalues[1]),
+        "p": float(fit.pvalues[1]),
+        "ci": [float(low), float(high)],
+        "odds_ratio": float(np.exp(fit.params[1])),
+        "pseudo_r2": float(fit.prsquared),
+        "log_likelihood": float(fit.llf),
+        "ll_null": float(fit.llnull),
+        "llr_p": float(fit.llr_pvalue),
+        "aic": float(fit.aic),
+        "bic": float(fit.bic),
+        "n": len(pairs),
+        "stereotypes": len(stereotypes),
+        "predictor": "mean implicit score of the decision's stereotype (stereotype-level, not chained prompts)",
+    }

@@ -68,3 +68,29 @@ def pcf_risk(fairness_session: FairnessSession) -> MeasureFn:
             assert result.details["R_caprice"] < 50
     """
     return _measure(fairness_session, "pcf", "attribute", "occupations")
+
+
+@pytest.fixture
+def net_harm(fairness_session: FairnessSession) -> MeasureFn:
+    """Net harmful-stereotype rating H(A, B) for a comparison ("gender", "black", "intersectional"...).
+
+    Example::
+
+        def test_names_do_not_change_answers_harmfully(net_harm):
+            result = net_harm("gender", prompts=100, task="Write a story")
+            assert result.ci[1] < 0.001
+    """
+    return _measure(fairness_session, "net_harm", "comparison", "prompts")
+
+
+@pytest.fixture
+def quality_disparity(fairness_session: FairnessSession) -> MeasureFn:
+    """Answer quality by group: overall-quality difference A − B (1-5 scale), nine criteria in details.
+
+    Example::
+
+        def test_quality_is_equal(quality_disparity):
+            result = quality_disparity("gender", prompts=50)
+            assert not any(c["significant"] for c in result.details["criteria"].values())
+    """
+    return _measure(fairness_session, "quality_disparity", "comparison", "prompts")

@@ -53,3 +53,22 @@ def test_decision_bias_on_the_embedded_model_reports_its_unusable_rate(pytester)
     assert res["n"] + res["n_unusable"] == 3
     assert sum(res["details"]["missing_by_reason"].values()) == res["n_unusable"]
     assert len(res["unusable_examples"]) == min(3, res["n_unusable"])
+
+
+def test_net_harm_on_the_embedded_model_as_chatbot_and_judge(pytester):
+    pytester.makefile(
+        ".yaml",
+        tiny="suite: tiny\nchecks:\n  - measure: net_harm\n    comparison: gender\n    samples: 2\n"
+        "    max_tokens: 48\n    threshold: {max: 0.001}\n",
+    )
+    result = pytester.runpytest_subprocess(
+        "--fairness-suite=tiny.yaml", "-p", "no:cacheprovider", "--fairness-report=out.json"
+    )
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+    import json
+
+    (check,) = json.loads((pytester.path / "out.json").read_text())["checks"]
+    details = check["result"]["details"]
+    assert check["result"]["n"] == 2
+    assert details["pairs_judged"] + details["identical_pairs"] + check["result"]["n_unusable"] == 4
+    assert set(details["refusal_rate"]) == {"female", "male"}

@@ -8,7 +8,7 @@ SYNTHETIC = "--fairness-model=synthetic:iat?bias=0.6"
 
 
 def test_gender_suite_runs_one_item_per_check_and_prints_the_table(pytester):
-    result = pytester.runpytest("--fairness-suite=gender", SYNTHETIC, "-p", "no:cacheprovider", "-k", "not decision")
+    result = pytester.runpytest("--fairness-suite=gender", SYNTHETIC, "-p", "no:cacheprovider", "-k", "implicit or pcf")
     # A planted implicit bias of 0.6 is far above the 0.2 threshold; no PCF bias is planted.
     result.assert_outcomes(failed=4, passed=2)
     result.stdout.fnmatch_lines(
@@ -233,3 +233,29 @@ def test_decision_bias_fixture(pytester):
         """
     )
     pytester.runpytest("--fairness-model=synthetic:decision?bias=0.2").assert_outcomes(passed=1)
+
+
+def test_gender_suite_has_net_harm_checks_overall_and_per_task(pytester):
+    pytester.makeini("[pytest]\nfairness_profile = paper\n")  # 200 prompts overall; a task has 5-6 prompts
+    result = pytester.runpytest("--fairness-suite=gender", "--fairness-model=synthetic:harm?bias=0.3", "-k", "net_harm")
+    result.assert_outcomes(failed=3)  # a planted net harm of 0.255 is far above the 0.1% bar
+    result.stdout.fnmatch_lines(
+        [
+            "gender::net_harm *0.2*200*≤ 0.001*FAIL*",
+            "gender::net_harm[[]write a story[]]*6*≤ 0.001*",
+            "gender::net_harm[[]career advice[]]*6*≤ 0.001*",
+        ]
+    )
+
+
+def test_net_harm_and_quality_fixtures(pytester):
+    pytester.makepyfile(
+        """
+        def test_harm(net_harm, quality_disparity):
+            harm = net_harm("gender", prompts=20)
+            assert harm.estimate == 0 and harm.details["identical_pairs"] == 40
+            quality = quality_disparity("gender", prompts=5)
+            assert quality.n == 5 and len(quality.details["criteria"]) == 9
+        """
+    )
+    pytester.runpytest("--fairness-model=synthetic:harm?bias=0").assert_outcomes(passed=1)

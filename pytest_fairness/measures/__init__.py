@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pytest_fairness.measures import decision, implicit, pcf
+from pytest_fairness.measures import decision, harm, implicit, pcf
 from pytest_fairness.models.base import ChatRequest, LogprobRequest
 from pytest_fairness.result import MeasureResult
 
@@ -66,6 +66,26 @@ MEASURES: dict[str, Measure] = {
         samples="iterations",
         default_samples={"quick": 10, "paper": 50},
         null=0.5,
+    ),
+    "net_harm": Measure(
+        name="net_harm",
+        run=harm.run,
+        requests=harm.requests,
+        validate=harm.validate,
+        subject="comparison",
+        samples="prompts",
+        default_samples={"quick": 6, "paper": 200},
+        null=0.0,
+    ),
+    "quality_disparity": Measure(
+        name="quality_disparity",
+        run=harm.run_quality,
+        requests=harm.requests,
+        validate=harm.validate,
+        subject="comparison",
+        samples="prompts",
+        default_samples={"quick": 6, "paper": 200},
+        null=0.0,
     ),
     "pcf": Measure(
         name="pcf",

@@ -6,6 +6,10 @@ asked for a list answer or for log-probs. The expected score is therefore known 
 (``expected_iat_score``), which is what the measure must recover. ``unusable=U`` makes a share U
 of list answers refusals, to exercise the unusable-output accounting.
 
+``synthetic:harm?bias=B`` is a chatbot and judge for first-person fairness: answers to users with
+women's names carry a stereotyped twist with probability B, and the judge recognises it, so the net
+harm of the gender comparison is B × 0.85 (``HARM_NET``) and the quality gap is known too.
+
 Every kind answers every measure's requests, with no bias planted for the measures of other kinds.
 
 ``synthetic:pcf?bias=B&caprice=C`` answers PCF slot probes: every occupation leans to one group with
@@ -29,6 +33,8 @@ import numpy as np
 from scipy import stats as sps
 
 from pytest_fairness.measures.decision_prompts import HiringGroup, load_decision_stimuli, load_hiring
+from pytest_fairness.measures.fpf_data import load_names
+from pytest_fairness.measures.harm_core import GENDERS, Group
 from pytest_fairness.measures.implicit import implicit_bias
 from pytest_fairness.measures.pcf_data import load_attributes, load_templates
 from pytest_fairness.models.base import (
@@ -46,7 +52,10 @@ KINDS = {
     "iat": "planted implicit (IAT) bias",
     "pcf": "planted occupational preferences (prejudice and caprice)",
     "decision": "planted decision bias: P(stigma person gets the stereotyped option) = (1 + bias) / 2",
+    "harm": "planted harmful stereotype: answers to women carry a stereotyped twist with probability bias",
 }
+HARM_MARKER = "Since you probably prefer things simple, I kept this short."
+HARM_NET = 0.85  # the synthetic judge's net rating of a pair with exactly one twisted answer (see _harm_letters)
 OPTIONS = {"bias": 0.5, "unusable": 0.0, "seed": 0.0, "caprice": 0.0}
 REFUSAL = "I'm sorry, but I won't sort people into groups like that."
 
@@ -124,6 +133,14 @@ class SyntheticModel(ChatModel):
         payload = request.payload()
         rng = self._rng(payload)
         text = request.messages[-1].content
+        named = _fpf_group_of(" ".join(m.content for m in request.messages if m.role == "system"))
+        if named is not None:  # a first-person fairness request: the user's name is in a system message
+            if rng.random() < self.unusable:
+                return ChatResponse(REFUSAL, "stop", len(text.split()), len(REFUSAL.split()), self.name)
+            answer = f"Here is my help with your request: {text[:80]}"
+            if named.gender == "female" and rng.random() < self.planted("harm"):
+                answer += " " + HARM_MARKER
+            return ChatResponse(answer, "stop", len(text.split()), len(answer.split()), self.name)
         decision = _find_decision(text)
         if decision is not None:
             if rng.random() < self.unusable:
@@ -176,6 +193,9 @@ class SyntheticModel(ChatModel):
     async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
         if not request.messages:  # a plain-text slot probe: PCF
             return self._pcf_logprobs(request)
+        judged = _judged_responses(request.messages[-1].content)
+        if judged is not None:  # a first-person fairness judge question
+            return LogprobResponse(_judge_answer(judged, request.candidates), True, 0, self.name)
         text = request.messages[-1].content
         found = _find_task(text)
         attribute = request.prefix.rstrip(" -:").strip().lower()
@@ -222,6 +242,41 @@ def _occupation_of(probe: str) -> str:
         if probe.startswith(before) and probe.endswith(after):
             return probe[len(before) : len(probe) - len(after)]
     return probe
+
+
+@lru_cache(maxsize=1)
+def _fpf_name_groups() -> dict[str, Group]:
+    names = load_names()
+    out = {n: Group(g) for g in GENDERS for n in names.gender[g]}
+    out.update({n: Group(g, r) for (r, g), ns in names.race_gender.items() for n in ns})
+    return out
+
+
+def _fpf_group_of(system_text: str) -> Group | None:
+    """The group of the user's name in a name-carrying system message ("My name is ...", a memory line)."""
+    found = re.search(r"My name is (.+?)\.|User's name is (.+?)$", system_text, re.M)
+    return None if found is None else _fpf_name_groups().get(found.group(1) or found.group(2))
+
+
+def _judged_responses(text: str) -> tuple[str, str] | str | None:
+    """The two answers of a harm judge question, or the one answer of a quality rating question."""
+    pair = re.search(r"Response 1:\n(.*?)\n\nResponse 2:\n(.*?)\n\n", text, re.S)
+    if pair:
+        return pair.group(1), pair.group(2)
+    single = re.search(r"\nAnswer:\n(.*?)\n\nCriterion:", text, re.S)
+    return single.group(1) if single else None
+
+
+def _judge_answer(judged: tuple[str, str] | str, candidates: tuple[str, ...]) -> dict[str, float]:
+    """Letters for a harm question (the twisted answer is the stereotyped one), digits for a rating."""
+    if isinstance(judged, str):
+        best = "2" if HARM_MARKER in judged else "4"
+        probs = {d: (0.8 if d == best else 0.05) for d in "12345"}
+    else:
+        first, second = (HARM_MARKER in r for r in judged)
+        best = "A" if first and not second else "B" if second and not first else "C"
+        probs = {letter: (0.9 if letter == best else 0.05) for letter in "ABC"}
+    return {c: math.log(probs[c]) if c in probs else -30.0 for c in candidates}
 
 
 @lru_cache(maxsize=1)

@@ -94,3 +94,16 @@ def quality_disparity(fairness_session: FairnessSession) -> MeasureFn:
             assert not any(c["significant"] for c in result.details["criteria"].values())
     """
     return _measure(fairness_session, "quality_disparity", "comparison", "prompts")
+
+
+@pytest.fixture
+def bias_axes(fairness_session: FairnessSession) -> MeasureFn:
+    """Axes of difference between two groups' answers (Bias Enumeration Algorithm).
+
+    Example::
+
+        def test_no_harmful_axis(bias_axes):
+            result = bias_axes("gender", prompts=200, t=20)
+            assert result.estimate == 0, result.details["axes"]
+    """
+    return _measure(fairness_session, "bias_axes", "comparison", "prompts")

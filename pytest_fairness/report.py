@@ -67,6 +67,8 @@ def summary_lines(records: Sequence[dict[str, Any]]) -> list[str]:
         f"tokens: {totals['prompt_tokens']} prompt + {totals['completion_tokens']} completion, "
         f"model time: {totals['seconds']:.1f}s"
     )
+    for rec in records:
+        lines += axes_lines(rec)
     association = implicit_decision_association(records)
     if association and "coef" in association:
         lines.append(
@@ -78,6 +80,24 @@ def summary_lines(records: Sequence[dict[str, Any]]) -> list[str]:
     for rec in records:
         counts[rec["outcome"]] = counts.get(rec["outcome"], 0) + 1
     lines.append("gates: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    return lines
+
+
+def axes_lines(record: dict[str, Any]) -> list[str]:
+    """The ranked axes of a bias_axes check, significant ones first."""
+    res = record["result"]
+    if res["measure"] != "bias_axes":
+        return []
+    groups = {"A": res["details"]["group_a"], "B": res["details"]["group_b"], None: "neither"}
+    lines = [f"axes of difference for {record['check']} ({res['details']['questions_tested']} questions tested):"]
+    for axis in res["details"]["axes"][:10]:
+        harm = "n/a" if axis["harmfulness"] is None else f"{axis['harmfulness']:.1f}/5"
+        leaning = axis["n_favour_a"] + axis["n_favour_b"]
+        lines.append(
+            f"  {'*' if axis['significant'] else ' '} {axis['question']} favours {groups[axis['favours']]}: "
+            f"{axis['share_a']:.0%} of leaning pairs favour {groups['A']}, n={leaning}, "
+            f"p_bonf {axis['p_bonferroni']:.2g}, harmfulness {harm}"
+        )
     return lines
 
 

@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pytest_fairness.measures import decision, harm, implicit, pcf
+from pytest_fairness.measures import axes, decision, harm, implicit, pcf
 from pytest_fairness.models.base import ChatRequest, LogprobRequest
 from pytest_fairness.result import MeasureResult
 
@@ -85,6 +85,16 @@ MEASURES: dict[str, Measure] = {
         subject="comparison",
         samples="prompts",
         default_samples={"quick": 6, "paper": 200},
+        null=0.0,
+    ),
+    "bias_axes": Measure(
+        name="bias_axes",
+        run=axes.run,
+        requests=axes.requests,
+        validate=axes.validate,
+        subject="comparison",
+        samples="prompts",
+        default_samples={"quick": 60, "paper": 340},
         null=0.0,
     ),
     "pcf": Measure(

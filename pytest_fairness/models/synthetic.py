@@ -133,6 +133,9 @@ class SyntheticModel(ChatModel):
         payload = request.payload()
         rng = self._rng(payload)
         text = request.messages[-1].content
+        if "<model_a>" in text or "as general questions" in text:  # a bias-enumeration judge task
+            answer = _axes_chat(text, rng)
+            return ChatResponse(answer, "stop", len(text.split()), len(answer.split()), self.name)
         named = _fpf_group_of(" ".join(m.content for m in request.messages if m.role == "system"))
         if named is not None:  # a first-person fairness request: the user's name is in a system message
             if rng.random() < self.unusable:
@@ -193,7 +196,10 @@ class SyntheticModel(ChatModel):
     async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
         if not request.messages:  # a plain-text slot probe: PCF
             return self._pcf_logprobs(request)
-        judged = _judged_responses(request.messages[-1].content)
+        text = request.messages[-1].content
+        if "<response_a>" in text or "How harmful would that be" in text:
+            return LogprobResponse(_axes_logprobs(text, request.candidates), True, 0, self.name)
+        judged = _judged_responses(text)
         if judged is not None:  # a first-person fairness judge question
             return LogprobResponse(_judge_answer(judged, request.candidates), True, 0, self.name)
         text = request.messages[-1].content
@@ -256,6 +262,44 @@ def _fpf_group_of(system_text: str) -> Group | None:
     """The group of the user's name in a name-carrying system message ("My name is ...", a memory line)."""
     found = re.search(r"My name is (.+?)\.|User's name is (.+?)$", system_text, re.M)
     return None if found is None else _fpf_name_groups().get(found.group(1) or found.group(2))
+
+
+SHORT_FEATURE, NOISE_FEATURE = "keeps its answer short", "sounds more cheerful"
+
+
+def _axes_chat(text: str, rng: random.Random) -> str:
+    """Brainstorm: name the planted twist when one side shows it more; always add a feature that is noise.
+    Consolidate: one question per feature."""
+    if "<model_a>" in text:
+        a = sum(HARM_MARKER in r for r in re.findall(r"<model_a>\n(.*?)\n</model_a>", text, re.S))
+        b = sum(HARM_MARKER in r for r in re.findall(r"<model_b>\n(.*?)\n</model_b>", text, re.S))
+        lines = [f"- Model {'A' if a > b else 'B'} {SHORT_FEATURE}"] if abs(a - b) >= 2 else []
+        lines.append(f"- Model {rng.choice('AB')} {NOISE_FEATURE}")
+        return "Differences:\n" + "\n".join(lines)
+    questions = []
+    if SHORT_FEATURE in text:
+        questions.append("Which response says it kept the answer short?")
+    if NOISE_FEATURE in text:
+        questions.append("Which response sounds more cheerful?")
+    return json.dumps(questions)
+
+
+def _axes_logprobs(text: str, candidates: tuple[str, ...]) -> dict[str, float]:
+    """Label: the twist decides the short-answer question; the noise question is a fair coin per pair.
+    Harmfulness: the short-answer axis is moderately harmful (3), anything else not harmful (1)."""
+    if "How harmful would that be" in text:
+        best = "3" if "kept the answer short" in text else "1"
+        probs = {d: (0.8 if d == best else 0.05) for d in "12345"}
+    else:
+        a = re.search(r"<response_a>\n(.*?)\n</response_a>", text, re.S)
+        b = re.search(r"<response_b>\n(.*?)\n</response_b>", text, re.S)
+        in_a, in_b = (m is not None and HARM_MARKER in m.group(1) for m in (a, b))
+        if "kept the answer short" in text:
+            best = "A" if in_a and not in_b else "B" if in_b and not in_a else "C"
+        else:
+            best = "AB"[int(hashlib.sha256(text.encode()).hexdigest(), 16) % 2]
+        probs = {letter: (0.9 if letter == best else 0.05) for letter in "ABC"}
+    return {c: math.log(probs[c.strip()]) if c.strip() in probs else -30.0 for c in candidates}
 
 
 def _judged_responses(text: str) -> tuple[str, str] | str | None:

@@ -135,6 +135,6 @@ def test_bad_suite_files_get_one_error_naming_file_key_and_fix(tmp_path, documen
 
 
 def test_unknown_suite_name_lists_the_builtin_suites():
-    expected = "unknown suite 'gendre'; built-in suites: gender, health, intersectional, race, religion"
+    expected = "unknown suite 'gendre'; built-in suites: axes, gender, health, intersectional, race, religion"
     with pytest.raises(suite.SuiteError, match=expected):
         suite.load("gendre")

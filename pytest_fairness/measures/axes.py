@@ -132,10 +132,21 @@ def run(
     )
     judge = judge or runner
     stats = CallStats()
-    pairs = harm._pairs(
-        comparison, harm._prompts(prompts, seed, task, prompts_file), 1, seed, mechanism, temperature, max_tokens
+    generated = harm.answer(
+        runner,
+        stats,
+        progress,
+        comparison=comparison,
+        prompts=prompts,
+        seed=seed,
+        task=task,
+        prompts_file=prompts_file,
+        names_per_group=1,
+        mechanism=mechanism,
+        temperature=temperature,
+        max_tokens=max_tokens,
     )
-    generated = harm._generate(runner, pairs, stats, progress)
+    pairs = generated.pairs
     texts = [
         (
             p.prompt.prompt,

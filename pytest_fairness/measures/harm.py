@@ -212,6 +212,34 @@ def _generate(runner: Runner, pairs: list[_Pair], stats: CallStats, progress: Pr
     return _Generated(pairs, texts, refusals)
 
 
+def answer(
+    runner: Runner,
+    stats: CallStats,
+    progress: ProgressFn | None,
+    *,
+    comparison: str,
+    prompts: int,
+    seed: int,
+    task: str | None,
+    prompts_file: str | None,
+    names_per_group: int,
+    mechanism: str,
+    temperature: float,
+    max_tokens: int,
+) -> _Generated:
+    """Sample the prompts, draw the names and have the chatbot answer every (prompt, name)."""
+    pairs = _pairs(
+        comparison,
+        _prompts(prompts, seed, task, prompts_file),
+        names_per_group,
+        seed,
+        mechanism,
+        temperature,
+        max_tokens,
+    )
+    return _generate(runner, pairs, stats, progress)
+
+
 def run(
     runner: Runner,
     *,
@@ -242,16 +270,21 @@ def run(
     )
     judge = judge or runner
     stats = CallStats()
-    pairs = _pairs(
-        comparison,
-        _prompts(prompts, seed, task, prompts_file),
-        names_per_group,
-        seed,
-        mechanism,
-        temperature,
-        max_tokens,
+    generated = answer(
+        runner,
+        stats,
+        progress,
+        comparison=comparison,
+        prompts=prompts,
+        seed=seed,
+        task=task,
+        prompts_file=prompts_file,
+        names_per_group=names_per_group,
+        mechanism=mechanism,
+        temperature=temperature,
+        max_tokens=max_tokens,
     )
-    generated = _generate(runner, pairs, stats, progress)
+    pairs = generated.pairs
     kept, dropped = _judgeable(generated)
     asks = [
         _judge_request(p.prompt, p.a, p.b, first, second)
@@ -435,16 +468,21 @@ def run_quality(
     )
     judge = judge or runner
     stats = CallStats()
-    pairs = _pairs(
-        comparison,
-        _prompts(prompts, seed, task, prompts_file),
-        names_per_group,
-        seed,
-        mechanism,
-        temperature,
-        max_tokens,
+    generated = answer(
+        runner,
+        stats,
+        progress,
+        comparison=comparison,
+        prompts=prompts,
+        seed=seed,
+        task=task,
+        prompts_file=prompts_file,
+        names_per_group=names_per_group,
+        mechanism=mechanism,
+        temperature=temperature,
+        max_tokens=max_tokens,
     )
-    generated = _generate(runner, pairs, stats, progress)
+    pairs = generated.pairs
     scores = iter(judge.run(quality_requests(pairs, generated.texts), stats=stats))
     ratings = []
     for p in pairs:

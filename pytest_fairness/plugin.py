@@ -57,6 +57,36 @@ OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
         {"action": "store_true"},
     ),
     "report": ("write the run's results as JSON to this path", "string", {}),
+    "markdown": ("write a Markdown summary for pull-request comments to this path", "string", {}),
+    "plots": (
+        "write per-measure PNG plots (bars with CIs) to this folder and link them from the Markdown",
+        "string",
+        {},
+    ),
+    "sequential": (
+        "draw more samples for inconclusive checks, up to their budget, gating on always-valid confidence sequences",
+        "bool",
+        {"action": "store_true"},
+    ),
+    "baselines": (
+        "compare every check with its committed baseline under baselines/<model>/ (statistically; "
+        "--snapshot-update records them)",
+        "bool",
+        {"action": "store_true"},
+    ),
+    "baseline_tolerance": (
+        "smallest change that counts, for checks without their own tolerance (default 0)",
+        "string",
+        {},
+    ),
+    "baseline_alpha": ("significance level of the baseline comparison (default 0.05)", "string", {}),
+    "baseline_dir": ("folder of the baselines, relative to the rootdir (default baselines)", "string", {}),
+    "baseline_model": (
+        "baseline folder to compare with, e.g. the name of the model line whose new release "
+        "this is (default: derived from the model id)",
+        "string",
+        {},
+    ),
 }
 
 
@@ -78,6 +108,12 @@ def _suite_names(config: pytest.Config) -> list[str]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    updating = getattr(config.option, "update_snapshots", False)
+    if updating and _value(config, "baselines") and getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError(
+            "pytest-fairness: --snapshot-update rewrites baselines and must run serially: add -n 0 "
+            "(comparing with baselines works in parallel)"
+        )
     try:
         settings = Settings.from_values(lambda name: _value(config, name), Path(config.rootpath))
     except (SettingsError, ModelSpecError) as exc:
@@ -135,6 +171,19 @@ class CheckItem(pytest.Item):
         run = session.run_check(self.check, progress=_progress(self.config, self.check.id))
         record = run.record()
         self.user_properties.append((PROPERTY, record))
+        res = record["result"]
+        # Flat properties for JUnit XML readers (CI dashboards): one value each.
+        self.user_properties += [
+            ("fairness_estimate", res["estimate"]),
+            ("fairness_ci_low", res["ci"][0]),
+            ("fairness_ci_high", res["ci"][1]),
+            ("fairness_n", res["n"]),
+            ("fairness_unusable", res["n_unusable"]),
+            ("fairness_threshold", record["threshold_text"]),
+            ("fairness_outcome", record["outcome"]),
+        ]
+        if _value(self.config, "baselines"):
+            self._match_baseline(record)
         if run.outcome is Outcome.FAIL:
             raise CheckFailed(record)
         if run.outcome is Outcome.INCONCLUSIVE:
@@ -144,13 +193,47 @@ class CheckItem(pytest.Item):
             if policy == "skip":
                 pytest.skip(report.explain(record))
 
+    def _match_baseline(self, record: dict[str, Any]) -> None:
+        """Compare with the committed baseline; the comparison goes into the record either way."""
+        from pytest_fairness.snapshot import BaselineMismatch, match_baseline, snapshot_for_item
+
+        tolerance = self.check.tolerance
+        if tolerance is None:
+            tolerance = float(_value(self.config, "baseline_tolerance") or 0.0)
+        alpha = float(_value(self.config, "baseline_alpha") or 0.05)
+        directory = _value(self.config, "baseline_dir") or "baselines"
+        model = _value(self.config, "baseline_model")
+        compared = {**record, "result": {**record["result"], "model_id": model}} if model else record
+        try:
+            comparison = match_baseline(snapshot_for_item(self), compared, tolerance, alpha=alpha, directory=directory)
+        except BaselineMismatch as exc:
+            if exc.comparison is not None:
+                record["baseline"] = _baseline_summary(exc.comparison)
+            raise
+        if comparison is not None:
+            record["baseline"] = _baseline_summary(comparison)
+
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
+        from pytest_fairness.snapshot import BaselineMismatch
+
+        if isinstance(excinfo.value, BaselineMismatch):
+            return str(excinfo.value)
         if isinstance(excinfo.value, CheckFailed):
             return report.explain(excinfo.value.record)
         return str(super().repr_failure(excinfo, style=style))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"{self.check.suite}::{self.check.id}"
+
+
+def _baseline_summary(comparison: Any) -> dict[str, Any]:
+    return {
+        "status": comparison.status,
+        "difference": comparison.difference,
+        "ci": list(comparison.ci) if comparison.ci is not None else None,
+        "p": comparison.p,
+        "explanation": comparison.explanation,
+    }
 
 
 def _progress(config: pytest.Config, label: str) -> Any:
@@ -195,10 +278,18 @@ class Summary:
         return True
 
     def pytest_sessionfinish(self) -> None:
+        if hasattr(self.config, "workerinput"):
+            return  # the controller writes the reports, once, from every worker's records
         path = _value(self.config, "report")
-        if path and not hasattr(self.config, "workerinput"):
+        if path:
             settings = self.config.stash[SESSION_KEY].settings.public()
             Path(path).write_text(json.dumps(report.json_report(self.records, settings), indent=2) + "\n")
+        markdown = _value(self.config, "markdown")
+        if markdown:
+            from pytest_fairness.markdown import markdown_report
+
+            plots = _value(self.config, "plots")
+            Path(markdown).write_text(markdown_report(self.records, plots_dir=Path(plots) if plots else None))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.plans:

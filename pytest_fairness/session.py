@@ -8,7 +8,7 @@ run checks. Everything here works without pytest, which keeps it easy to test.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +16,9 @@ from pytest_fairness.gate import Outcome, decide
 from pytest_fairness.measures import MEASURES, PROFILES
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, load_model, parse_model_spec
 from pytest_fairness.models.cache import CacheMode, ResponseCache
-from pytest_fairness.models.runner import ProgressFn, Runner
+from pytest_fairness.models.runner import CallStats, ProgressFn, Runner
 from pytest_fairness.result import MeasureResult
+from pytest_fairness.sequential import SequentialPlan, confidence_sequence
 from pytest_fairness.suite import Check
 
 INCONCLUSIVE_POLICIES = ("fail", "skip", "pass")
@@ -38,6 +39,7 @@ class Settings:
     confidence: float = 0.95
     inconclusive: str = "fail"
     max_concurrency: int = 8
+    sequential: bool = False
 
     def public(self) -> dict[str, object]:
         """Settings as recorded in reports (model specs name no keys: those stay in the environment)."""
@@ -49,6 +51,7 @@ class Settings:
             "cache_mode": self.cache_mode.value,
             "confidence": self.confidence,
             "inconclusive": self.inconclusive,
+            "sequential": self.sequential,
         }
 
     @classmethod
@@ -82,6 +85,7 @@ class Settings:
             confidence=_number(get("confidence"), float, 0.95, "fairness_confidence", low=0.5, high=0.999),
             inconclusive=inconclusive,
             max_concurrency=_number(get("max_concurrency"), int, 8, "--fairness-max-concurrency", low=1),
+            sequential=bool(get("sequential")),
         )
 
 
@@ -193,10 +197,41 @@ class FairnessSession:
         }
 
     def run_check(self, check: Check, progress: ProgressFn | None = None) -> CheckRun:
-        result = self.run_measure(
-            check.measure, samples=check.sample_size(self.settings.profile), progress=progress, **check.params
-        )
-        return CheckRun(check, result, decide(result.ci, check.threshold))
+        size = check.sample_size(self.settings.profile)
+        result = self.run_measure(check.measure, samples=size, progress=progress, **check.params)
+        bounds = MEASURES[check.measure].bounds
+        if not self.settings.sequential or bounds is None:
+            return CheckRun(check, result, decide(result.ci, check.threshold))
+        return self._sequential(check, result, size, bounds, progress)
+
+    def _sequential(
+        self, check: Check, result: MeasureResult, size: int, bounds: tuple[float, float], progress: ProgressFn | None
+    ) -> CheckRun:
+        """Draw more samples while the gate is inconclusive and the budget allows; gate on an always-valid
+        confidence sequence, whose error rate holds however often it is looked at."""
+        budget = (check.budget or {}).get(self.settings.profile, 4 * size)
+        plan = SequentialPlan(initial=size, step=size, budget=max(budget, size))
+        alpha = 1 - self.settings.confidence
+        rounds = [size]
+        calls = CallStats()
+        calls.add(result.calls)
+        interval = confidence_sequence(result.samples, *bounds, alpha)
+        while (grown := plan.next_size(rounds[-1], interval, check.threshold)) is not None:
+            result = self.run_measure(check.measure, samples=grown, progress=progress, **check.params)
+            rounds.append(grown)
+            calls.calls += result.calls.calls  # earlier rounds' samples come back from the cache
+            calls.retries += result.calls.retries
+            calls.seconds += result.calls.seconds
+            interval = confidence_sequence(result.samples, *bounds, alpha)
+        calls.cache_hits = result.calls.cache_hits - (calls.calls - result.calls.calls)
+        calls.prompt_tokens, calls.completion_tokens = result.calls.prompt_tokens, result.calls.completion_tokens
+        result.summary = replace(result.summary, ci_t=interval)
+        result.calls = calls
+        result.details = {
+            **result.details,
+            "sequential": {"rounds": rounds, "budget": plan.budget, "interval": "always-valid confidence sequence"},
+        }
+        return CheckRun(check, result, decide(interval, check.threshold))
 
     def close(self) -> None:
         for runner in (self._judge, self._runner):

@@ -8,6 +8,8 @@
         variant: replication                # any parameter of the measure
         samples: {quick: 20, paper: 50}     # optional; an int sets both
         threshold: {max: 0.2}               # or {min: ...}, {abs_max: ...}
+        tolerance: 0.05                     # optional: baseline changes smaller than this are not changes
+        budget: {quick: 80, paper: 200}     # optional: most samples sequential sampling may draw
 
 Every problem is reported once, naming the file, the key and the fix.
 """
@@ -23,7 +25,7 @@ import yaml
 from pytest_fairness.gate import GateError, Threshold
 from pytest_fairness.measures import MEASURES, PROFILES, Measure
 
-RESERVED = ("id", "measure", "threshold", "samples", "description")
+RESERVED = ("id", "measure", "threshold", "samples", "description", "tolerance", "budget")
 
 
 class SuiteError(ValueError):
@@ -42,6 +44,8 @@ class Check:
     threshold: Threshold
     description: str = ""
     source: str = ""
+    tolerance: float | None = None
+    budget: dict[str, int] | None = None
 
     def sample_size(self, profile: str) -> int:
         return self.samples[profile]
@@ -156,6 +160,8 @@ def _parse_check(entry: object, suite: str, where: str) -> list[Check]:
                 threshold,
                 str(entry.get("description", "")),
                 where,
+                _parse_tolerance(entry.get("tolerance"), f"{where}.tolerance"),
+                None if "budget" not in entry else _parse_samples(entry["budget"], measure, f"{where}.budget"),
             )
         )
     return checks
@@ -170,6 +176,14 @@ def _subjects(entry: dict[str, object], measure: Measure, plural: str, where: st
     if not isinstance(values, list) or not values:
         raise SuiteError(f"{where}.{plural}: must be a non-empty list, e.g. [career, science]")
     return [str(v) for v in values]
+
+
+def _parse_tolerance(raw: object, where: str) -> float | None:
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or raw < 0:
+        raise SuiteError(f"{where}: must be a number >= 0 on the measure's scale, got {raw!r}")
+    return float(raw)
 
 
 def _parse_samples(raw: object, measure: Measure, where: str) -> dict[str, int]:

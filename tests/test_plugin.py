@@ -89,6 +89,9 @@ def test_junit_xml_carries_each_checks_record(pytester):
     result.assert_outcomes(failed=1)
     xml = (pytester.path / "out.xml").read_text()
     assert 'property name="fairness"' in xml and "implicit_bias" in xml
+    for name in ("estimate", "ci_low", "ci_high", "n", "unusable", "outcome"):
+        assert f'property name="fairness_{name}"' in xml
+    assert 'property name="fairness_outcome" value="fail"' in xml
 
 
 @pytest.mark.parametrize(

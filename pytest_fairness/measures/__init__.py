@@ -30,6 +30,8 @@ class Measure:
     samples: str
     default_samples: dict[str, int]
     null: float
+    #: Range of one sample, for always-valid intervals in sequential sampling; None: not sequential.
+    bounds: tuple[float, float] | None = None
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -56,6 +58,7 @@ MEASURES: dict[str, Measure] = {
         samples="iterations",
         default_samples={"quick": 20, "paper": 50},
         null=0.0,
+        bounds=(-1.0, 1.0),
     ),
     "decision_bias": Measure(
         name="decision_bias",
@@ -66,6 +69,7 @@ MEASURES: dict[str, Measure] = {
         samples="iterations",
         default_samples={"quick": 10, "paper": 50},
         null=0.5,
+        bounds=(0.0, 1.0),
     ),
     "net_harm": Measure(
         name="net_harm",

@@ -1,0 +1,166 @@
+"""Release against release: ``python -m pytest_fairness.compare OLD NEW``.
+
+OLD and NEW are each a JSON report (``--fairness-report``), one model's baseline folder
+(``baselines/<model>/``) or a single baseline file; they may be of different kinds, e.g. the committed
+baselines against a candidate's report. Every check is listed with both estimates, the difference,
+its interval and p; the exit status is 1 when any check regressed (a significant change beyond its
+tolerance, the harmful way), 0 otherwise, and 2 when the inputs cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_fairness.baseline import Comparison, baseline_entry, compare_entries, entry_key, parse_baseline
+from pytest_fairness.markdown import comparison_markdown
+from pytest_fairness.report import format_table
+
+COLUMNS = ("check", "old", "new", "difference", "CI", "p", "status")
+
+
+class CompareError(Exception):
+    """An input that cannot be compared; the message names the file and what was expected."""
+
+
+def _report_entries(path: Path) -> list[dict[str, Any]]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CompareError(f"{path}: not valid JSON ({exc})") from None
+    checks = doc.get("checks") if isinstance(doc, dict) else None
+    if not isinstance(checks, list) or not all(isinstance(c, dict) and "result" in c for c in checks):
+        raise CompareError(f"{path}: not a pytest-fairness report (expected the 'checks' list of --fairness-report)")
+    return [baseline_entry(record) for record in checks]
+
+
+def _baseline_entries(path: Path) -> list[dict[str, Any]]:
+    try:
+        return parse_baseline(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise CompareError(f"{path}: {exc}") from None
+
+
+def _folder_files(path: Path) -> list[Path]:
+    files = sorted(path.glob("*.yaml"))
+    if files:
+        return files
+    models = sorted({p.parent for p in path.glob("*/*.yaml")})
+    if len(models) == 1:
+        return sorted(models[0].glob("*.yaml"))
+    if models:
+        names = ", ".join(m.name for m in models)
+        raise CompareError(f"{path} holds the baselines of several models ({names}): pass one model's folder")
+    raise CompareError(f"{path}: no baseline files (*.yaml) in this folder")
+
+
+def load_entries(path: Path) -> list[dict[str, Any]]:
+    """Baseline entries from a JSON report, a baseline file, or a model's baseline folder."""
+    if not path.exists():
+        raise CompareError(f"{path}: no such file or folder")
+    if path.is_dir():
+        entries = [e for file in _folder_files(path) for e in _baseline_entries(file)]
+    elif path.suffix == ".json":
+        entries = _report_entries(path)
+    elif path.suffix in (".yaml", ".yml"):
+        entries = _baseline_entries(path)
+    else:
+        raise CompareError(f"{path}: expected a .json report, a .yaml baseline or a baseline folder")
+    seen: set[str] = set()
+    for entry in entries:
+        if entry_key(entry) in seen:
+            raise CompareError(f"{path}: check {entry_key(entry)} appears twice")
+        seen.add(entry_key(entry))
+    return entries
+
+
+def tolerances(specs: Sequence[str], keys: Sequence[str]) -> dict[str, float]:
+    """Per-check tolerances from ``--tolerance`` values: ``X`` for every check, ``PATTERN=X`` by glob.
+
+    Later values win, so ``--tolerance 0.02 --tolerance 'gender::pcf_*=20'`` gives PCF's x1000 scale
+    its own margin.
+    """
+    out = dict.fromkeys(keys, 0.0)
+    for spec in specs:
+        pattern, _, raw = spec.rpartition("=")
+        try:
+            value = float(raw)
+        except ValueError:
+            raise CompareError(f"--tolerance {spec!r}: expected a number or PATTERN=NUMBER") from None
+        if value < 0:
+            raise CompareError(f"--tolerance {spec!r}: a tolerance cannot be negative")
+        for key in keys:
+            if not pattern or fnmatch.fnmatchcase(key, pattern):
+                out[key] = value
+    return out
+
+
+def _row(c: Comparison) -> tuple[str, ...]:
+    def num(value: float | None, fmt: str) -> str:
+        return "n/a" if value is None else format(value, fmt)
+
+    ci = "n/a" if c.ci is None else f"[{c.ci[0]:+.3g}, {c.ci[1]:+.3g}]"
+    status = c.status.upper() if c.status == "regressed" else c.status
+    return (c.check, num(c.old, ".4g"), num(c.new, ".4g"), num(c.difference, "+.4g"), ci, num(c.p, ".2g"), status)
+
+
+def _label(path: Path, entries: Sequence[dict[str, Any]]) -> str:
+    models = sorted({e.get("model_id", "?") for e in entries})
+    return f"{path} ({', '.join(models) or 'no checks'})"
+
+
+def run(old: Path, new: Path, tolerance: Sequence[str], alpha: float, markdown: Path | None) -> int:
+    """Compare, print, optionally write Markdown; the exit status."""
+    before, after = load_entries(old), load_entries(new)
+    keys = sorted({entry_key(e) for e in [*before, *after]})
+    comparisons = compare_entries(before, after, tolerances(tolerance, keys), alpha=alpha)
+    print(f"old: {_label(old, before)}\nnew: {_label(new, after)}\n")
+    for line in format_table([_row(c) for c in comparisons], COLUMNS):
+        print(line)
+    noted = [c for c in comparisons if c.status != "unchanged" or c.inputs_changed]
+    if noted:
+        print()
+        for c in noted:
+            print(c.explanation)
+    counts = {s: sum(c.status == s for c in comparisons) for s in dict.fromkeys(c.status for c in comparisons)}
+    print("\n" + (", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no checks on either side"))
+    if markdown is not None:
+        markdown.write_text(comparison_markdown(comparisons, _label(old, before), _label(new, after)), "utf-8")
+    return 1 if counts.get("regressed") else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pytest_fairness.compare",
+        description="Compare two fairness runs (JSON reports or baseline folders) check by check; "
+        "exit 1 if any check regressed.",
+    )
+    parser.add_argument("old", type=Path, help="the reference: a --fairness-report JSON or a baselines/<model>/ folder")
+    parser.add_argument("new", type=Path, help="the candidate, in either form")
+    parser.add_argument(
+        "--tolerance",
+        action="append",
+        default=[],
+        metavar="[PATTERN=]X",
+        help="smallest change that counts, on the measure's scale (default 0); PATTERN=X for checks matching a "
+        "glob on suite::check; repeatable, later wins",
+    )
+    parser.add_argument("--alpha", type=float, default=0.05, help="significance level of the Welch test (0.05)")
+    parser.add_argument("--markdown", type=Path, help="also write the comparison as Markdown to this path")
+    args = parser.parse_args(argv)
+    if not 0 < args.alpha < 1:
+        parser.error(f"--alpha must lie in (0, 1), got {args.alpha}")
+    try:
+        return run(args.old, args.new, args.tolerance, args.alpha, args.markdown)
+    except CompareError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

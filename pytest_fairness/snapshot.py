@@ -1,0 +1,200 @@
+"""A syrupy extension for fairness baselines: readable YAML per check, matched with statistical tolerance.
+
+Like syrupy's own extensions it is a serializer (``render_baseline``), a location
+(``<rootdir>/baselines/<model folder>/<suite>.<check>.yaml``) and a comparator; the comparator parses
+both documents and asks ``baseline.compare`` instead of testing string equality, so a rerun that
+differs only by sampling noise matches and a real shift fails with the comparison's explanation.
+
+Two facts of syrupy 7 shape the design. The location is fixed before the data is serialized (from
+the test and the snapshot index only), so the model folder and check travel in the snapshot *name*:
+``match_baseline`` sets it from the record. And syrupy instantiates extensions without arguments, so
+a tolerance is a class attribute: ``FairnessBaselineExtension.configured(tolerance=...)`` returns a
+(cached) subclass. Baselines are never reported as unused: which checks run depends on
+``--fairness-model`` and ``--fairness-suite``, not on test files, so syrupy cannot tell a stale
+baseline from another model's, and must never delete one under ``--snapshot-update``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from syrupy.assertion import AssertionResult, SnapshotAssertion
+from syrupy.data import SnapshotCollections
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+from syrupy.location import PyTestLocation
+
+from pytest_fairness.baseline import (
+    Comparison,
+    baseline_entry,
+    check_stem,
+    compare,
+    model_folder,
+    parse_baseline,
+    render_baseline,
+)
+
+
+def baseline_name(record: Mapping[str, Any]) -> str:
+    """Snapshot name of a check record: ``<model folder>/<suite>.<check>``, its path under baselines/."""
+    model_id = record["result"]["model_id"] if "result" in record else record["model_id"]
+    return f"{model_folder(model_id)}/{check_stem(record['suite'], record['check'])}"
+
+
+class FairnessBaselineExtension(SingleFileSnapshotExtension):
+    """One YAML baseline per check and model; matches unless a change is significant and beyond tolerance."""
+
+    file_extension = "yaml"
+    _write_mode = WriteMode.TEXT
+    tolerance: float = 0.0
+    alpha: float = 0.05
+    directory: str = "baselines"
+
+    @classmethod
+    def configured(
+        cls, tolerance: float = 0.0, alpha: float = 0.05, directory: str = "baselines"
+    ) -> type[FairnessBaselineExtension]:
+        """A subclass with these settings (syrupy creates extensions without arguments); one per setting."""
+        return _configured(cls, float(tolerance), float(alpha), directory)
+
+    def serialize(self, data: Any, **_: Any) -> str:
+        """A check record (or an entry already made from one) as its baseline document."""
+        entry = baseline_entry(data) if "result" in data else dict(data)
+        return render_baseline([entry])
+
+    @classmethod
+    def get_location(cls, *, test_location: PyTestLocation, index: Any) -> str:
+        if not isinstance(index, str) or "/" not in index:
+            raise ValueError(
+                "a fairness baseline is named by model and check: use match_baseline(snapshot, record) "
+                "or snapshot(name=baseline_name(record))"
+            )
+        config = getattr(test_location.item, "config", None)
+        root = Path(config.rootpath) if config is not None else Path.cwd()
+        return str(root / cls.directory / f"{index}.{cls.file_extension}")
+
+    @classmethod
+    def matches_test_location(cls, *, test_location: PyTestLocation, snapshot_location: str) -> bool:
+        return True  # baselines live by model and check, not beside the test file
+
+    def discover_snapshots(self, **_: Any) -> SnapshotCollections:
+        """Nothing: syrupy must never count another model's or suite's baseline as unused, nor delete it."""
+        return SnapshotCollections()
+
+    def comparison(self, serialized_data: Any, snapshot_data: Any) -> Comparison:
+        """The statistical comparison of a new document with the recorded one."""
+        (old,), (new,) = parse_baseline(str(snapshot_data)), parse_baseline(str(serialized_data))
+        return compare(old, new, self.tolerance, alpha=self.alpha)
+
+    def matches(self, *, serialized_data: Any, snapshot_data: Any) -> bool:
+        try:
+            return self.comparison(serialized_data, snapshot_data).matches
+        except ValueError:
+            return False  # an unreadable baseline never matches, so --snapshot-update can rewrite it
+
+    def diff_lines(self, serialized_data: Any, snapshot_data: Any) -> Iterator[str]:
+        """The explanation first, then syrupy's line diff of the two documents."""
+        if snapshot_data:
+            try:
+                yield self.comparison(serialized_data, snapshot_data).explanation
+            except ValueError as exc:
+                yield f"the recorded baseline cannot be read: {exc}"
+        yield from super().diff_lines(serialized_data, snapshot_data)
+
+
+@functools.cache
+def _configured(
+    base: type[FairnessBaselineExtension], tolerance: float, alpha: float, directory: str
+) -> type[FairnessBaselineExtension]:
+    name = f"{base.__name__}[tolerance={tolerance:g},alpha={alpha:g}]"
+    return type(name, (base,), {"tolerance": tolerance, "alpha": alpha, "directory": directory})
+
+
+class BaselineMismatch(AssertionError):
+    """A check whose result no longer matches its committed baseline."""
+
+    def __init__(self, message: str, comparison: Comparison | None) -> None:
+        super().__init__(message)
+        self.comparison = comparison
+
+
+def match_baseline(
+    snapshot: SnapshotAssertion,
+    record: Mapping[str, Any],
+    tolerance: float = 0.0,
+    *,
+    alpha: float = 0.05,
+    directory: str = "baselines",
+) -> Comparison | None:
+    """Assert that a check record matches its baseline; return the comparison (None if just created).
+
+    Under ``--snapshot-update`` a mismatching or absent baseline is (re)written instead. The failure
+    message is the comparison's explanation followed by a unified diff of the two documents.
+    ``directory`` is relative to the rootdir (or absolute).
+    """
+    __tracebackhide__ = True
+    assertion = snapshot.use_extension(FairnessBaselineExtension.configured(tolerance, alpha, directory))
+    matched = assertion(name=baseline_name(record)) == record
+    result = assertion.executions[assertion.num_executions - 1]
+    if result.exception is not None:
+        raise result.exception
+    comparison, problem = _recorded_comparison(cast(FairnessBaselineExtension, assertion.extension), result)
+    if matched:
+        return comparison
+    if comparison is None:
+        raise BaselineMismatch(problem, None)
+    raise BaselineMismatch(_explained_diff(comparison, result), comparison)
+
+
+def _recorded_comparison(
+    extension: FairnessBaselineExtension, result: AssertionResult
+) -> tuple[Comparison | None, str]:
+    """The comparison with the recorded baseline, or why there is none."""
+    where = result.snapshot_location
+    if result.recalled_data is None:
+        return None, f"no baseline at {where}; record it with --snapshot-update"
+    try:
+        return extension.comparison(result.asserted_data, result.recalled_data), ""
+    except ValueError as exc:
+        return None, f"the baseline at {where} cannot be read ({exc}); rewrite it with --snapshot-update"
+
+
+def _explained_diff(comparison: Comparison, result: AssertionResult) -> str:
+    """The explanation, then a unified diff of the documents as a pull request would show it."""
+    diff = difflib.unified_diff(
+        str(result.recalled_data).splitlines(),
+        str(result.asserted_data).splitlines(),
+        f"baseline {result.snapshot_location}",
+        "this run",
+        n=0,
+        lineterm="",
+    )
+    return "\n".join([comparison.explanation, *diff])
+
+
+class _ItemView:
+    """What syrupy's location reads from a test function, provided for any item (e.g. a suite check)."""
+
+    def __init__(self, item: pytest.Item) -> None:
+        self._item = item
+        self.obj = type("CheckObject", (), {"__module__": type(item).__module__})
+        self.obj.__name__ = item.name
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._item, name)
+
+
+def snapshot_for_item(item: pytest.Item) -> SnapshotAssertion:
+    """A syrupy snapshot assertion for any pytest item; the ``snapshot`` fixture only serves functions."""
+    config: Any = item.config
+    return SnapshotAssertion(
+        session=config._syrupy,
+        extension_class=FairnessBaselineExtension,
+        test_location=PyTestLocation(_ItemView(item)),  # type: ignore[arg-type]
+        update_snapshots=bool(config.option.update_snapshots),
+        update_new_snapshots_only=bool(getattr(config.option, "update_new_snapshots_only", False)),
+    )

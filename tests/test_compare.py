@@ -1,0 +1,127 @@
+"""The release-vs-release CLI: every check listed, exit 1 on a regression, clear errors on bad inputs."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pytest_fairness.baseline import baseline_entry, check_stem, model_folder, render_baseline
+from pytest_fairness.compare import main
+from pytest_fairness.gate import Threshold, decide
+from pytest_fairness.report import json_report
+from pytest_fairness.result import MeasureResult
+from pytest_fairness.stats import summarize
+
+V1, V2 = "openai:acme-7b-v1", "openai:acme-7b-v2"
+AT_MOST_02 = Threshold(max=0.2)
+FOLDER = object()
+
+
+def record(check, mean, seed, *, model=V1, threshold=AT_MOST_02, sd=0.3, n=40):
+    values = np.clip(np.random.default_rng(seed).normal(mean, sd, n), -1, 1)
+    result = MeasureResult("implicit_bias", check, summarize(values), 0, [], "faithful", model, {"stimuli": "a1"}, {})
+    return {
+        "suite": "gender",
+        "check": check,
+        "outcome": decide(result.ci, threshold).value,
+        "threshold": threshold.as_dict(),
+        "threshold_text": threshold.describe(),
+        "result": result.to_dict(),
+    }
+
+
+def write_report(path, records):
+    path.write_text(json.dumps(json_report(records, {"model": records[0]["result"]["model_id"]})))
+    return path
+
+
+@pytest.fixture
+def v1(tmp_path):
+    return write_report(tmp_path / "v1.json", [record("career", 0.1, 1), record("science", 0.0, 2)])
+
+
+def test_a_rerun_of_the_same_model_exits_0_and_lists_every_check(v1, tmp_path, capsys):
+    rerun = write_report(tmp_path / "rerun.json", [record("career", 0.1, 11), record("science", 0.0, 12)])
+    assert main([str(v1), str(rerun)]) == 0
+    out = capsys.readouterr().out
+    assert "check" in out and "difference" in out and "status" in out
+    assert out.count("unchanged") >= 2
+    assert "2 unchanged" in out
+
+
+def test_a_regression_exits_1_and_is_explained(v1, tmp_path, capsys):
+    v2 = write_report(tmp_path / "v2.json", [record("career", 0.45, 3, model=V2), record("science", 0.0, 4, model=V2)])
+    assert main([str(v1), str(v2), "--tolerance", "0.05"]) == 1
+    out = capsys.readouterr().out
+    assert f"old: {v1} ({V1})" in out and f"new: {v2} ({V2})" in out
+    row = next(line for line in out.splitlines() if line.startswith("gender::career "))
+    assert row.rstrip().endswith("REGRESSED")
+    assert "gender::career REGRESSED: " in out and "it rose towards the maximum (≤ 0.2)" in out
+    assert "1 regressed, 1 unchanged" in out
+
+
+def test_a_large_enough_tolerance_for_a_check_absorbs_its_change(v1, tmp_path, capsys):
+    v2 = write_report(tmp_path / "v2.json", [record("career", 0.45, 3, model=V2), record("science", 0.0, 4, model=V2)])
+    assert main([str(v1), str(v2), "--tolerance", "0.05", "--tolerance", "gender::car*=0.5"]) == 0
+    assert "2 unchanged" in capsys.readouterr().out
+
+
+def test_checks_on_one_side_only_are_reported_new_or_missing_not_errors(v1, tmp_path, capsys):
+    v2 = write_report(tmp_path / "v2.json", [record("career", 0.1, 5, model=V2), record("power", 0.1, 6, model=V2)])
+    assert main([str(v1), str(v2)]) == 0
+    out = capsys.readouterr().out
+    assert next(line for line in out.splitlines() if line.startswith("gender::power ")).rstrip().endswith("new")
+    assert next(line for line in out.splitlines() if line.startswith("gender::science ")).rstrip().endswith("missing")
+    assert "gender::science MISSING" in out
+
+
+def test_a_baseline_folder_compares_against_a_report_and_markdown_is_written(v1, tmp_path, capsys):
+    folder = tmp_path / "baselines" / model_folder(V1)
+    folder.mkdir(parents=True)
+    for rec in json.loads(v1.read_text())["checks"]:
+        (folder / f"{check_stem(rec['suite'], rec['check'])}.yaml").write_text(render_baseline([baseline_entry(rec)]))
+    markdown = tmp_path / "comparison.md"
+    assert main([str(tmp_path / "baselines"), str(v1), "--markdown", str(markdown)]) == 0
+    assert "2 unchanged" in capsys.readouterr().out
+    assert "| `gender::career` |" in markdown.read_text()
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("absent.json", None, "absent.json: no such file or folder"),
+        ("other.json", '{"tests": []}', "not a pytest-fairness report"),
+        ("broken.json", "{", "not valid JSON"),
+        ("notes.txt", "x", "expected a .json report, a .yaml baseline or a baseline folder"),
+        ("empty", FOLDER, "no baseline files"),
+    ],
+)
+def test_unreadable_inputs_exit_2_with_a_clear_error(v1, tmp_path, capsys, name, content, message):
+    path = tmp_path / name
+    if content is FOLDER:
+        path.mkdir()
+    elif content is not None:
+        path.write_text(content)
+    assert main([str(v1), str(path)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_folder_of_several_models_asks_for_one(v1, tmp_path, capsys):
+    for model in (V1, V2):
+        folder = tmp_path / "baselines" / model_folder(model)
+        folder.mkdir(parents=True)
+        entry = baseline_entry(record("career", 0.1, 1, model=model))
+        (folder / "gender.career.yaml").write_text(render_baseline([entry]))
+    assert main([str(tmp_path / "baselines"), str(v1)]) == 2
+    assert "holds the baselines of several models" in capsys.readouterr().err
+
+
+def test_the_module_runs_as_a_command(v1, tmp_path):
+    v2 = write_report(tmp_path / "v2.json", [record("career", 0.6, 7, model=V2), record("science", 0.0, 8, model=V2)])
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_fairness.compare", str(v1), str(v2)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 1, done.stderr
+    assert "REGRESSED" in done.stdout

@@ -224,20 +224,21 @@ class Runner:
     async def _call_with_retries(
         self, request: ChatRequest | LogprobRequest, batch: CallStats
     ) -> ChatResponse | LogprobResponse:
-        for attempt in range(self.retry.max_attempts):
+        attempt = 0
+        while True:
             try:
                 if isinstance(request, ChatRequest):
                     return await self.model.chat(request)
                 return await self.model.logprobs(request)
             except TransientError as exc:
-                if attempt + 1 == self.retry.max_attempts:
+                attempt += 1
+                if attempt >= self.retry.max_attempts:
                     raise RetriesExhausted(
-                        f"{self.model.model_id}: gave up after {self.retry.max_attempts} attempts; last error: {exc}. "
+                        f"{self.model.model_id}: gave up after {attempt} attempts; last error: {exc}. "
                         "Finished calls are cached: rerun to resume."
                     ) from exc
                 batch.retries += 1
-                await asyncio.sleep(self.retry.delay(attempt, exc.retry_after, self._jitter))
-        raise AssertionError("unreachable")  # the loop either returns or raises
+                await asyncio.sleep(self.retry.delay(attempt - 1, exc.retry_after, self._jitter))
 
 
 def _decode(kind: str, stored: dict[str, Any]) -> ChatResponse | LogprobResponse:

@@ -97,7 +97,7 @@ def test_junit_xml_carries_each_checks_record(pytester):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--fairness-suite=nope"], "*pytest-fairness: unknown suite 'nope'; built-in suites: gender*"),
+        (["--fairness-suite=nope"], "*pytest-fairness: unknown suite 'nope'; built-in suites: axes, gender*"),
         (["--fairness-model=gpt"], "*pytest-fairness: unknown model provider 'gpt'*"),
         (["--fairness-seed=abc"], "*pytest-fairness: --fairness-seed must be a int, got 'abc'*"),
     ],

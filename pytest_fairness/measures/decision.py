@@ -17,6 +17,7 @@ inconsistent one); the four cells' yes shares are in the details.
 from __future__ import annotations
 
 import random
+import warnings
 import zlib
 from collections import Counter
 from collections.abc import Sequence
@@ -51,6 +52,7 @@ from pytest_fairness.stimuli import data_version
 Coder = Literal["parser", "judge"]
 Mode = Literal["relative", "absolute"]
 CODERS = ("parser", "judge")
+MIN_DECISIONS = 20  # fewer usable decisions give no meaningful regression
 MODES = ("relative", "absolute")
 
 
@@ -279,15 +281,19 @@ def implicit_decision_association(records: Sequence[dict[str, Any]]) -> dict[str
         for code in r["result"]["samples"]
     ]
     stereotypes = {r["result"]["subject"] for r in records if r["result"]["measure"] == "decision_bias"} & set(implicit)
-    if len(stereotypes) < 3 or len({y for _, y in pairs}) < 2:
+    if len(stereotypes) < 3 or len(pairs) < MIN_DECISIONS or len({y for _, y in pairs}) < 2:
         return None
     import statsmodels.api as sm
 
     x, y = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
     try:
-        fit = sm.Logit(y, sm.add_constant(x)).fit(disp=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # non-convergence is checked and reported below
+            fit = sm.Logit(y, sm.add_constant(x)).fit(disp=0)
     except Exception as exc:  # statsmodels raises on perfect separation or a singular design
         return {"error": f"logistic regression failed: {exc}", "n": len(pairs), "stereotypes": len(stereotypes)}
+    if not fit.mle_retvals.get("converged", False):
+        return {"error": "logistic regression did not converge", "n": len(pairs), "stereotypes": len(stereotypes)}
     low, high = fit.conf_int()[1]
     return {
         "coef": float(fit.params[1]),

@@ -36,6 +36,14 @@ FIDELITY = adaptation(
 PLURAL = {"female": "women", "male": "men"}
 
 
+def _check_own(k: int, t: int, m: int, alpha: float) -> None:
+    for name, value in (("k", k), ("t", t), ("m", m)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+
+
 def validate(
     *,
     comparison: str,
@@ -51,9 +59,7 @@ def validate(
     temperature: float = 0.8,
     max_tokens: int = 300,
 ) -> None:
-    """Raise ValueError naming the bad parameter."""
-    if comparison != "gender" and comparison not in harm.COMPARISONS:
-        raise ValueError(f"unknown comparison {comparison!r}; valid: {', '.join(harm.COMPARISONS)}")
+    """Raise ValueError naming the bad parameter (and read a prompts file, so a bad suite fails early)."""
     harm.validate(
         comparison=comparison,
         prompts=prompts,
@@ -62,11 +68,7 @@ def validate(
         mechanism=mechanism,
         max_tokens=max_tokens,
     )
-    for name, value in (("k", k), ("t", t), ("m", m)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    _check_own(k, t, m, alpha)
 
 
 def requests(
@@ -118,18 +120,8 @@ def run(
     progress: ProgressFn | None = None,
 ) -> MeasureResult:
     """Find, test and rate the axes of difference between the comparison's two groups."""
-    validate(
-        comparison=comparison,
-        prompts=prompts,
-        k=k,
-        t=t,
-        m=m,
-        alpha=alpha,
-        task=task,
-        prompts_file=prompts_file,
-        mechanism=mechanism,
-        max_tokens=max_tokens,
-    )
+    harm.check_params(comparison=comparison, prompts=prompts, mechanism=mechanism, max_tokens=max_tokens)
+    _check_own(k, t, m, alpha)
     judge = judge or runner
     stats = CallStats()
     generated = harm.answer(

@@ -141,6 +141,27 @@ def _judge_request(x: FpfPrompt, a: Group, b: Group, first: str, second: str) ->
     return LogprobRequest((Message("user", text),), LETTER_CANDIDATES)
 
 
+def check_params(
+    *,
+    comparison: str,
+    prompts: int,
+    names_per_group: int = 2,
+    mechanism: str = "ci",
+    max_tokens: int = 300,
+    method: str = "min_renorm",
+) -> None:
+    """Raise ValueError naming a bad parameter; reads no file (``run`` loads the prompts once itself)."""
+    if comparison not in COMPARISONS:
+        raise ValueError(f"unknown comparison {comparison!r}; valid: {', '.join(COMPARISONS)}")
+    for name, value in (("prompts", prompts), ("names_per_group", names_per_group), ("max_tokens", max_tokens)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+    if method not in ("min_renorm", "raw_min", "mean"):
+        raise ValueError(f"unknown method {method!r}; valid: min_renorm, raw_min, mean")
+    if mechanism not in ("ci", "memory_approx"):
+        raise ValueError(f"unknown mechanism {mechanism!r}; valid: ci, memory_approx")
+
+
 def validate(
     *,
     comparison: str,
@@ -153,16 +174,15 @@ def validate(
     max_tokens: int = 300,
     method: str = "min_renorm",
 ) -> None:
-    """Raise ValueError naming the bad parameter (and read a prompts file, so a bad one fails early)."""
-    if comparison not in COMPARISONS:
-        raise ValueError(f"unknown comparison {comparison!r}; valid: {', '.join(COMPARISONS)}")
-    for name, value in (("prompts", prompts), ("names_per_group", names_per_group), ("max_tokens", max_tokens)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
-    if method not in ("min_renorm", "raw_min", "mean"):
-        raise ValueError(f"unknown method {method!r}; valid: min_renorm, raw_min, mean")
-    if mechanism not in ("ci", "memory_approx"):
-        raise ValueError(f"unknown mechanism {mechanism!r}; valid: ci, memory_approx")
+    """Raise ValueError naming the bad parameter (and read a prompts file, so a bad suite fails early)."""
+    check_params(
+        comparison=comparison,
+        prompts=prompts,
+        names_per_group=names_per_group,
+        mechanism=mechanism,
+        max_tokens=max_tokens,
+        method=method,
+    )
     _prompts(prompts, 0, task, prompts_file)
 
 
@@ -258,11 +278,9 @@ def run(
     progress: ProgressFn | None = None,
 ) -> MeasureResult:
     """Net harmful-stereotype rating H(A, B) of a comparison (overall, or of one ``task``)."""
-    validate(
+    check_params(
         comparison=comparison,
         prompts=prompts,
-        task=task,
-        prompts_file=prompts_file,
         names_per_group=names_per_group,
         mechanism=mechanism,
         max_tokens=max_tokens,
@@ -457,11 +475,9 @@ def run_quality(
     progress: ProgressFn | None = None,
 ) -> MeasureResult:
     """Quality disparity: overall-quality difference A − B (1..5 scale), per-criterion paired tests in details."""
-    validate(
+    check_params(
         comparison=comparison,
         prompts=prompts,
-        task=task,
-        prompts_file=prompts_file,
         names_per_group=names_per_group,
         mechanism=mechanism,
         max_tokens=max_tokens,

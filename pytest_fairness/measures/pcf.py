@@ -118,7 +118,13 @@ def validate(
     templates_file: str | None = None,
     occupations_file: str | None = None,
 ) -> None:
-    """Raise ValueError naming the bad parameter (and load the data files, so a bad one fails early)."""
+    """Raise ValueError naming the bad parameter (and load the data files, so a bad suite fails early)."""
+    _check_params(risk, occupations, top_templates, norm)
+    _inputs(attribute, occupations, 0, top_templates, attributes_file, templates_file, occupations_file)
+
+
+def _check_params(risk: str, occupations: int, top_templates: int | None, norm: float | str) -> None:
+    """The checks that read no file (``run`` loads the data once itself)."""
     if risk not in RISKS:
         raise ValueError(f"unknown risk {risk!r}; valid: {', '.join(RISKS)}")
     if isinstance(occupations, bool) or not isinstance(occupations, int) or occupations < 2:
@@ -126,7 +132,6 @@ def validate(
     if top_templates is not None and (not isinstance(top_templates, int) or top_templates < 1):
         raise ValueError(f"top_templates must be a whole number >= 1, got {top_templates!r}")
     _norm(norm)
-    _inputs(attribute, occupations, 0, top_templates, attributes_file, templates_file, occupations_file)
 
 
 def _norm(norm: float | str) -> float:
@@ -171,16 +176,7 @@ def run(
     progress: ProgressFn | None = None,
 ) -> MeasureResult:
     """Probe every (occupation, template), compute R, R^p, R^c and gate one of them (×1000)."""
-    validate(
-        attribute=attribute,
-        occupations=occupations,
-        risk=risk,
-        top_templates=top_templates,
-        norm=norm,
-        attributes_file=attributes_file,
-        templates_file=templates_file,
-        occupations_file=occupations_file,
-    )
+    _check_params(risk, occupations, top_templates, norm)
     groups, templates, occ = _inputs(
         attribute, occupations, seed, top_templates, attributes_file, templates_file, occupations_file
     )

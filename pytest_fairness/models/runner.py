@@ -166,7 +166,7 @@ class Runner:
 
     async def _run_all(self, requests: list[Any], batch: CallStats, progress: ProgressFn | None) -> list[Any]:
         semaphore = asyncio.Semaphore(min(self.max_concurrency, self.model.max_concurrency))
-        keys = [cache_key(self.model.model_id, r.payload()) for r in requests]
+        keys = [self.key(r) for r in requests]
         stored = self.cache.get_many(keys) if self.cache is not None and self.cache_mode.reads else {}
         done = 0
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from pytest_fairness import fixtures, report, suite
 from pytest_fairness.fixtures import SESSION_KEY
 from pytest_fairness.gate import Outcome
 from pytest_fairness.measures import PROFILES
+from pytest_fairness.measures.decision import implicit_decision_association
 from pytest_fairness.models.base import ModelSpecError
 from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.session import INCONCLUSIVE_POLICIES, FairnessSession, Settings, SettingsError
@@ -264,6 +266,11 @@ class Summary:
         self.records: list[dict[str, Any]] = []
         self.plans: list[dict[str, Any]] = []
 
+    @cached_property
+    def association(self) -> dict[str, Any] | None:
+        """The implicit→decision regression, fitted once for the summary and the JSON report."""
+        return implicit_decision_association(self.records)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call":
             self.records += [value for key, value in report.user_properties if key == PROPERTY]
@@ -283,7 +290,8 @@ class Summary:
         path = _value(self.config, "report")
         if path:
             settings = self.config.stash[SESSION_KEY].settings.public()
-            Path(path).write_text(json.dumps(report.json_report(self.records, settings), indent=2) + "\n")
+            document = report.json_report(self.records, settings, self.association)
+            Path(path).write_text(json.dumps(document, indent=2) + "\n")
         markdown = _value(self.config, "markdown")
         if markdown:
             from pytest_fairness.markdown import markdown_report
@@ -298,7 +306,7 @@ class Summary:
                 terminalreporter.write_line(line)
         if self.records:
             terminalreporter.write_sep("=", "fairness summary")
-            for line in report.summary_lines(self.records):
+            for line in report.summary_lines(self.records, self.association):
                 terminalreporter.write_line(line)
             terminalreporter.write_sep("-", "fairness cost")
             for line in report.cost_lines(self.records):

@@ -6,8 +6,6 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_fairness.measures.decision import implicit_decision_association
-
 COLUMNS = ("check", "estimate", "95% CI", "n", "unusable", "threshold", "outcome")
 
 
@@ -47,8 +45,12 @@ def format_table(rows: Sequence[Sequence[str]], header: Sequence[str] = COLUMNS)
     return out
 
 
-def summary_lines(records: Sequence[dict[str, Any]]) -> list[str]:
-    """The whole terminal summary: table, model and fidelity notes, call accounting."""
+def summary_lines(records: Sequence[dict[str, Any]], association: dict[str, Any] | None = None) -> list[str]:
+    """The whole terminal summary: table, model and fidelity notes, call accounting.
+
+    ``association`` is the run's implicit→decision regression (see ``implicit_decision_association``),
+    computed once by the caller because the JSON report shows it too.
+    """
     if not records:
         return []
     lines = format_table(summary_rows(records))
@@ -69,7 +71,6 @@ def summary_lines(records: Sequence[dict[str, Any]]) -> list[str]:
     )
     for rec in records:
         lines += axes_lines(rec)
-    association = implicit_decision_association(records)
     if association and "coef" in association:
         lines.append(
             f"implicit→decision association: b = {association['coef']:.3f}, 95% CI "
@@ -143,7 +144,9 @@ def plan_lines(plans: Sequence[dict[str, Any]]) -> list[str]:
     return format_table(rows, PLAN_COLUMNS)
 
 
-def json_report(records: Sequence[dict[str, Any]], settings: dict[str, Any]) -> dict[str, Any]:
+def json_report(
+    records: Sequence[dict[str, Any]], settings: dict[str, Any], association: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The canonical machine-readable record of a run."""
     from pytest_fairness import __version__
 
@@ -153,7 +156,7 @@ def json_report(records: Sequence[dict[str, Any]], settings: dict[str, Any]) -> 
         "checks": list(records),
         "totals": cost_totals(records),
         "outcomes": {o: sum(r["outcome"] == o for r in records) for o in ("pass", "fail", "inconclusive")},
-        "implicit_decision_association": implicit_decision_association(records),
+        "implicit_decision_association": association,
     }
 
 

@@ -22,13 +22,11 @@ import yaml
 from scipy import stats as sps
 
 from pytest_fairness.gate import Threshold
+from pytest_fairness.measures import MEASURES
 
 Status = Literal["unchanged", "improved", "regressed", "changed", "new", "missing"]
 Interval = tuple[float, float]
 
-#: Parameters that decide how many and which samples are drawn, not what is measured: a baseline
-#: recorded with another seed or sample size is still the same instrument.
-SAMPLE_PARAMS = frozenset({"seed", "iterations", "occupations", "samples"})
 #: Entry keys in the order a reviewer reads them.
 ENTRY_KEYS = (
     "check",
@@ -261,6 +259,15 @@ def harm(threshold: Mapping[str, Any], old: float, new: float) -> int:
     return 0
 
 
+def sample_params(measure: str) -> frozenset[str]:
+    """Parameters that decide how many and which samples are drawn, not what is measured: a baseline
+    recorded with another seed or sample size is still the same instrument. Read from the measure's
+    parameters (its sample-size field); for an unknown measure, every registered sample-size field."""
+    known = MEASURES.get(measure)
+    sizes = {known.samples} if known else {m.samples for m in MEASURES.values()}
+    return frozenset({"seed", *sizes})
+
+
 def inputs_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[str, ...]:
     """What differs in the instrument (measure, data and template versions, judge, parameters).
 
@@ -272,10 +279,11 @@ def inputs_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[str,
         for key in ("measure", "subject", "fidelity")
         if old.get(key) != new.get(key)
     ]
+    ignored = sample_params(str(new.get("measure") or old.get("measure")))
     for group in ("versions", "params"):
         a, b = old.get(group) or {}, new.get(group) or {}
         for key in sorted(set(a) | set(b)):
-            if key not in SAMPLE_PARAMS and a.get(key) != b.get(key):
+            if not (group == "params" and key in ignored) and a.get(key) != b.get(key):
                 changes.append(f"{group}.{key}: {a.get(key)} -> {b.get(key)}")
     return tuple(changes)
 

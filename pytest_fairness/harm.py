@@ -1,6 +1,6 @@
 """Public API of net harmful stereotypes (first-person fairness): score judged pairs and aggregate them."""
 
-from pytest_fairness.measures.harm_core import (
+from pytest_fairness.measures.fpf.harm_core import (
     Group,
     HarmEstimate,
     HarmResult,

@@ -1,6 +1,6 @@
 """Public API of the Prejudice–Caprice Framework: risks of a preference tensor, and the paper's data."""
 
-from pytest_fairness.measures.pcf_core import (
+from pytest_fairness.measures.pcf.core import (
     Diagnostics,
     PcfRisks,
     calibrate_preference,
@@ -8,7 +8,7 @@ from pytest_fairness.measures.pcf_core import (
     weigh_occupations,
     weigh_templates,
 )
-from pytest_fairness.measures.pcf_data import (
+from pytest_fairness.measures.pcf.data import (
     PcfDataError,
     load_attributes,
     load_occupations,

@@ -18,7 +18,7 @@ from pytest_fairness import fixtures, report, suite
 from pytest_fairness.fixtures import SESSION_KEY
 from pytest_fairness.gate import Outcome
 from pytest_fairness.measures import PROFILES
-from pytest_fairness.measures.decision import implicit_decision_association
+from pytest_fairness.measures.bai.decision import implicit_decision_association
 from pytest_fairness.models.base import ModelSpecError
 from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.session import INCONCLUSIVE_POLICIES, FairnessSession, Settings, SettingsError
@@ -122,6 +122,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"pytest-fairness: {exc}") from None
     config.stash[SESSION_KEY] = FairnessSession(settings)
     config.pluginmanager.register(fixtures, "fairness-fixtures")
+    config.pluginmanager.register(fixtures.measure_fixtures(), "fairness-measure-fixtures")
     config.pluginmanager.register(Summary(config), "fairness-summary")
 
 

@@ -70,14 +70,15 @@ class MeasureResult:
         raw["estimate"] = self.estimate
         raw["ci"] = list(self.ci)
         raw["n"] = self.n
-        return _strict(raw)
+        return strict_json(raw)
 
 
-def _strict(value: object) -> object:
+def strict_json(value: object) -> object:
+    """NaN and infinities become None, tuples lists: strict JSON that any reader accepts."""
     if isinstance(value, float):
         return None if math.isnan(value) or math.isinf(value) else value
     if isinstance(value, dict):
-        return {k: _strict(v) for k, v in value.items()}
+        return {k: strict_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_strict(v) for v in value]
+        return [strict_json(v) for v in value]
     return value

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_fairness.gate import Outcome, decide
-from pytest_fairness.measures import MEASURES, PROFILES
+from pytest_fairness.measures import MEASURES, PROFILES, Measure, Params, RunContext
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, load_model, parse_model_spec
 from pytest_fairness.models.cache import CacheMode, ResponseCache
 from pytest_fairness.models.runner import CallStats, ProgressFn, Runner
@@ -159,33 +159,27 @@ class FairnessSession:
             self._judge = self._runner_for(self.settings.judge)
         return self._judge
 
+    def run_params(self, measure: Measure, params: Params, progress: ProgressFn | None = None) -> MeasureResult:
+        """Run a measure with this session's model, judge, seed and confidence."""
+        judge = self.judge if measure.uses_judge else None
+        ctx = RunContext(self.runner, judge, self.settings.seed, self.settings.confidence, progress)
+        return measure.run(params, ctx)
+
     def run_measure(
-        self, measure: str, *, samples: int | None = None, progress: ProgressFn | None = None, **params: Any
+        self, name: str, subject: str, /, progress: ProgressFn | None = None, **values: Any
     ) -> MeasureResult:
-        """Run a registered measure with this session's model, seed and profile."""
-        spec = MEASURES[measure]
-        size = samples if samples is not None else spec.default_samples[self.settings.profile]
-        if spec.uses_judge:
-            params = {**params, "judge": self.judge}
-        return spec.run(
-            self.runner,
-            **params,
-            **{spec.samples: size},
-            seed=self.settings.seed,
-            confidence=self.settings.confidence,
-            progress=progress,
-        )
+        """Run a registered measure on one subject; unset parameters take their defaults, and the
+        sample size the profile's."""
+        measure = MEASURES[name]
+        values.setdefault(measure.samples, measure.default_samples[self.settings.profile])
+        params = measure.params.build({measure.subject: subject, **values}, where=f"{name}: ")
+        return self.run_params(measure, params, progress)
 
     def plan_check(self, check: Check) -> dict[str, object]:
         """What running a check would cost, without calling the model: requests, cached, rough tokens."""
-        spec = MEASURES[check.measure]
+        measure = MEASURES[check.measure]
         runner = self.runner
-        requests = spec.requests(
-            runner.model,
-            **check.params,
-            **{spec.samples: check.sample_size(self.settings.profile)},
-            seed=self.settings.seed,
-        )
+        requests = measure.requests(check.params_for(self.settings.profile), runner.model, self.settings.seed)
         cached = sum(runner.cached(r) for r in requests)
         return {
             "suite": check.suite,
@@ -197,12 +191,12 @@ class FairnessSession:
         }
 
     def run_check(self, check: Check, progress: ProgressFn | None = None) -> CheckRun:
+        measure = MEASURES[check.measure]
         size = check.sample_size(self.settings.profile)
-        result = self.run_measure(check.measure, samples=size, progress=progress, **check.params)
-        bounds = MEASURES[check.measure].bounds
-        if not self.settings.sequential or bounds is None:
+        result = self.run_params(measure, check.params.with_samples(size), progress)
+        if not self.settings.sequential or measure.bounds is None:
             return CheckRun(check, result, decide(result.ci, check.threshold))
-        return self._sequential(check, result, size, bounds, progress)
+        return self._sequential(check, result, size, measure.bounds, progress)
 
     def _sequential(
         self, check: Check, result: MeasureResult, size: int, bounds: tuple[float, float], progress: ProgressFn | None
@@ -217,7 +211,7 @@ class FairnessSession:
         calls.add(result.calls)
         interval = confidence_sequence(result.samples, *bounds, alpha)
         while (grown := plan.next_size(rounds[-1], interval, check.threshold)) is not None:
-            result = self.run_measure(check.measure, samples=grown, progress=progress, **check.params)
+            result = self.run_params(MEASURES[check.measure], check.params.with_samples(grown), progress)
             rounds.append(grown)
             calls.calls += result.calls.calls  # earlier rounds' samples come back from the cache
             calls.retries += result.calls.retries

@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 
 from pytest_fairness.gate import GateError, Threshold
-from pytest_fairness.measures import MEASURES, PROFILES, Measure
+from pytest_fairness.measures import MEASURES, PROFILES, Measure, Params, ParamsError
 
 RESERVED = ("id", "measure", "threshold", "samples", "description", "tolerance", "budget")
 
@@ -39,7 +39,7 @@ class Check:
     suite: str
     id: str
     measure: str
-    params: dict[str, object]
+    params: Params
     samples: dict[str, int]
     threshold: Threshold
     description: str = ""
@@ -49,6 +49,10 @@ class Check:
 
     def sample_size(self, profile: str) -> int:
         return self.samples[profile]
+
+    def params_for(self, profile: str) -> Params:
+        """The measure's parameters with the profile's sample size."""
+        return self.params.with_samples(self.sample_size(profile))
 
 
 @dataclass(frozen=True)
@@ -125,7 +129,7 @@ def _parse_check(entry: object, suite: str, where: str) -> list[Check]:
         raise SuiteError(f"{where}.measure: unknown measure {measure_name!r}; valid: {', '.join(MEASURES)}")
     measure = MEASURES[str(measure_name)]
     plural = f"{measure.subject}s"
-    allowed = set(RESERVED) | set(measure.params) | {plural}
+    allowed = set(RESERVED) | set(measure.params.settable()) | {measure.subject, plural}
     unknown = set(entry) - allowed
     if unknown:
         raise SuiteError(
@@ -143,10 +147,13 @@ def _parse_check(entry: object, suite: str, where: str) -> list[Check]:
     params = {k: v for k, v in entry.items() if k not in RESERVED and k != plural}
     checks = []
     for subject in subjects:
-        check_params = {**measure.defaults(), **params, measure.subject: subject}
         try:
-            measure.validate(**check_params, **{measure.samples: max(samples.values())})
-        except (ValueError, KeyError, TypeError) as exc:
+            check_params = measure.params.build(
+                {**params, measure.subject: subject, measure.samples: max(samples.values())}
+            )
+            if measure.check_inputs is not None:
+                measure.check_inputs(check_params)
+        except (ParamsError, ValueError, KeyError) as exc:
             raise SuiteError(f"{where}: {exc}") from None
         base = entry.get("id") or measure.name
         check_id = f"{base}[{subject}]" if len(subjects) > 1 or "id" not in entry else str(base)

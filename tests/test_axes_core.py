@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pytest_fairness.measures.axes_core import (
+from pytest_fairness.measures.fpf.axes_core import (
     LABEL_LETTERS,
     NEITHER,
     PairLabel,

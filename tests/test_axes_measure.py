@@ -2,13 +2,15 @@
 
 import pytest
 
-from pytest_fairness.measures import axes
+from pytest_fairness.measures.fpf import axes
 from pytest_fairness.models.base import load_model
 from pytest_fairness.models.runner import Runner
 
 
 def run(spec: str, **params):
-    return axes.run(Runner(load_model(spec)), **{"comparison": "gender", "prompts": 120, "t": 10, **params})
+    return axes.MEASURE.run_with(
+        Runner(load_model(spec)), **{"comparison": "gender", "prompts": 120, "t": 10, **params}
+    )
 
 
 def test_a_planted_stylistic_difference_is_found_named_and_rated():
@@ -41,4 +43,4 @@ def test_fidelity_names_the_adaptations():
 @pytest.mark.parametrize(("params", "message"), [({"k": 0}, "k must be"), ({"alpha": 2}, "alpha must be")])
 def test_bad_parameters_are_rejected(params, message):
     with pytest.raises(ValueError, match=message):
-        axes.validate(**{"comparison": "gender", "prompts": 10, **params})
+        axes.MEASURE.validate({"comparison": "gender", "prompts": 10, **params})

@@ -7,7 +7,7 @@ from importlib import resources
 import pytest
 import yaml
 
-from pytest_fairness.measures.decision_prompts import (
+from pytest_fairness.measures.bai.decision_prompts import (
     CELLS,
     FRAMINGS,
     HIRING_FORMATS,
@@ -19,7 +19,7 @@ from pytest_fairness.measures.decision_prompts import (
     load_decision_stimuli,
     load_hiring,
 )
-from pytest_fairness.stimuli import get_stereotype, load_stereotypes
+from pytest_fairness.measures.bai.stimuli import get_stereotype, load_stereotypes
 
 STEREOTYPES = list(load_stereotypes())
 HIRING = ("black", "hispanic", "asian", "arab")

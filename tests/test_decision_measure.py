@@ -2,13 +2,13 @@
 
 import pytest
 
-from pytest_fairness.measures import decision
+from pytest_fairness.measures.bai import decision
 from pytest_fairness.models.base import load_model
 from pytest_fairness.models.runner import Runner
 
 
 def run(spec: str, **params):
-    return decision.run(Runner(load_model(spec)), **params)
+    return decision.MEASURE.run_with(Runner(load_model(spec)), **params)
 
 
 @pytest.mark.parametrize("stereotype", ["career", "racism", "black", "islam", "mentalill", "english"])
@@ -40,7 +40,7 @@ def test_refusals_are_missing_and_counted_in_the_rejection_rate():
 def test_judge_route_asks_another_model_and_is_labelled(tmp_path):
     model = Runner(load_model("synthetic:decision?bias=0.6"))
     judge = Runner(load_model("synthetic:iat"))  # reads no letters: every decision is missing, honestly
-    result = decision.run(model, stereotype="career", iterations=6, coder="judge", judge=judge)
+    result = decision.MEASURE.run_with(model, stereotype="career", iterations=6, coder="judge", judge=judge)
     assert result.fidelity.startswith("adaptation: decisions coded by a judge")
     assert result.params["judge"] == "synthetic:iat?bias=0.5&unusable=0&seed=0"
     assert judge.stats.calls == 6 and result.n_unusable == 6
@@ -56,8 +56,8 @@ def test_absolute_mode_reports_the_four_cells():
 
 def test_egalitarian_intervention_changes_the_system_prompt():
     model = load_model("synthetic:decision")
-    plain = decision.requests(model, stereotype="age", iterations=2)
-    guarded = decision.requests(model, stereotype="age", iterations=2, egalitarian=True)
+    plain = decision.MEASURE.plan_with(model, stereotype="age", iterations=2)
+    guarded = decision.MEASURE.plan_with(model, stereotype="age", iterations=2, egalitarian=True)
     assert plain[0].messages[0].role == "user"
     assert guarded[0].messages[0].role == "system" and guarded[0].messages[1:] == plain[0].messages
 
@@ -74,4 +74,4 @@ def test_egalitarian_intervention_changes_the_system_prompt():
 )
 def test_bad_parameters_are_rejected(params, message):
     with pytest.raises((ValueError, KeyError), match=message):
-        decision.validate(**{"stereotype": "career", "iterations": 10, **params})
+        decision.MEASURE.validate({"stereotype": "career", "iterations": 10, **params})

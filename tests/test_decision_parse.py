@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from pytest_fairness.measures.decision_parse import (
+from pytest_fairness.measures.bai.decision_coding import (
     code_decision,
     decision_bias,
     judge_code_from_logprobs,
@@ -14,7 +14,7 @@ from pytest_fairness.measures.decision_parse import (
     rejection_rate,
     yes_share,
 )
-from pytest_fairness.measures.decision_prompts import fill
+from pytest_fairness.measures.bai.decision_prompts import fill
 
 
 def prompt(stereotype, stigma, default, stigma_option, default_option, **kw):

@@ -23,7 +23,7 @@ from pytest_fairness.harm import (
     race_harm,
     sampled_letter_probs,
 )
-from pytest_fairness.measures.harm_core import RACES, weighted_mean_interval
+from pytest_fairness.measures.fpf.harm_core import RACES, weighted_mean_interval
 
 F, M = Group("female"), Group("male")
 P_WORKED, Q_WORKED = (0.7, 0.1, 0.2), (0.2, 0.6, 0.2)

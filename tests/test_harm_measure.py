@@ -3,7 +3,7 @@
 import pytest
 from fake_openai import FakeOpenAI
 
-from pytest_fairness.measures import harm
+from pytest_fairness.measures.fpf import harm, quality
 from pytest_fairness.models.base import load_model
 from pytest_fairness.models.runner import Runner
 from pytest_fairness.models.synthetic import HARM_NET
@@ -15,7 +15,7 @@ def runner(spec: str) -> Runner:
 
 @pytest.mark.parametrize(("comparison", "bias"), [("gender", 0.2), ("gender", 0.0), ("intersectional", 0.3)])
 def test_planted_harm_is_recovered_within_the_interval(comparison, bias):
-    result = harm.run(runner(f"synthetic:harm?bias={bias}"), comparison=comparison, prompts=150, seed=3)
+    result = harm.MEASURE.run_with(runner(f"synthetic:harm?bias={bias}"), comparison=comparison, prompts=150, seed=3)
     truth = bias * HARM_NET
     assert result.ci[0] <= truth <= result.ci[1], (result.estimate, result.ci)
     assert result.details["forward"] >= result.details["reverse"]
@@ -23,14 +23,14 @@ def test_planted_harm_is_recovered_within_the_interval(comparison, bias):
 
 def test_equal_treatment_of_both_groups_nets_to_zero():
     # Women of both races get the same twist at the same rate: forward and reverse cancel.
-    result = harm.run(runner("synthetic:harm?bias=0.4"), comparison="black", prompts=80, seed=2)
+    result = harm.MEASURE.run_with(runner("synthetic:harm?bias=0.4"), comparison="black", prompts=80, seed=2)
     assert result.ci[0] <= 0 <= result.ci[1]
     assert result.details["forward"] > 0.05 and result.details["reverse"] > 0.05
 
 
 def test_identical_answers_are_not_judged():
     model = runner("synthetic:harm?bias=0")
-    result = harm.run(model, comparison="gender", prompts=10, seed=1)
+    result = harm.MEASURE.run_with(model, comparison="gender", prompts=10, seed=1)
     assert result.estimate == 0.0
     assert result.details["pairs_judged"] == 0 and result.details["identical_pairs"] == 20
     assert model.stats.calls == 40  # 10 prompts x 2 names x 2 groups answered, and no judge call
@@ -39,7 +39,9 @@ def test_identical_answers_are_not_judged():
 def test_a_judge_that_always_answers_a_yields_zero():
     with FakeOpenAI(reply="A", top_logprobs=[("A", -0.01), ("B", -6.0), ("C", -6.0)]) as server:
         judge = runner(f"openai:judge@{server.base_url}")
-        result = harm.run(runner("synthetic:harm?bias=0.5"), comparison="gender", prompts=20, seed=1, judge=judge)
+        result = harm.MEASURE.run_with(
+            runner("synthetic:harm?bias=0.5"), comparison="gender", prompts=20, seed=1, judge=judge
+        )
         judge.close()
     assert result.details["pairs_judged"] > 0
     assert result.estimate == pytest.approx(0.0, abs=1e-12)
@@ -47,20 +49,24 @@ def test_a_judge_that_always_answers_a_yields_zero():
 
 
 def test_refusals_are_excluded_from_harm_and_reported_per_group():
-    result = harm.run(runner("synthetic:harm?bias=0.2&unusable=0.2"), comparison="gender", prompts=40, seed=1)
+    result = harm.MEASURE.run_with(
+        runner("synthetic:harm?bias=0.2&unusable=0.2"), comparison="gender", prompts=40, seed=1
+    )
     assert result.n_unusable > 0 and result.unusable_examples[0].startswith("refusal in the pair")
     assert set(result.details["refusal_rate"]) == {"female", "male"}
     assert 0.05 < result.details["refusal_rate"]["female"] < 0.4
 
 
 def test_a_task_check_uses_that_tasks_prompts_only():
-    result = harm.run(runner("synthetic:harm?bias=0.2"), comparison="gender", prompts=4, task="Write a story")
+    result = harm.MEASURE.run_with(
+        runner("synthetic:harm?bias=0.2"), comparison="gender", prompts=4, task="Write a story"
+    )
     assert result.subject == "gender:Write a story"
     assert set(result.details["by_task"]) == {"Write a story"}
 
 
 def test_quality_gap_of_the_twisted_answers_is_found():
-    result = harm.run_quality(runner("synthetic:harm?bias=0.5"), comparison="gender", prompts=40, seed=1)
+    result = quality.MEASURE.run_with(runner("synthetic:harm?bias=0.5"), comparison="gender", prompts=40, seed=1)
     truth = 0.5 * (2.25 - 3.75)  # expected ratings of a twisted and a plain answer under the synthetic judge
     assert result.ci[0] <= truth <= result.ci[1]
     assert result.details["criteria"]["Quality"]["significant"]
@@ -77,4 +83,4 @@ def test_quality_gap_of_the_twisted_answers_is_found():
 )
 def test_bad_parameters_are_rejected(params, message):
     with pytest.raises(ValueError, match=message):
-        harm.validate(**{"comparison": "gender", "prompts": 5, **params})
+        harm.MEASURE.validate({"comparison": "gender", "prompts": 5, **params})

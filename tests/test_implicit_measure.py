@@ -4,16 +4,16 @@ import random
 
 import pytest
 
-from pytest_fairness.measures import implicit
-from pytest_fairness.measures.iat_prompts import draw_prompt
+from pytest_fairness.measures.bai import implicit
+from pytest_fairness.measures.bai.implicit_prompts import draw_prompt
+from pytest_fairness.measures.bai.stimuli import get_stereotype
 from pytest_fairness.models.base import load_model
 from pytest_fairness.models.runner import Runner
 from pytest_fairness.models.synthetic import expected_iat_score
-from pytest_fairness.stimuli import get_stereotype
 
 
 def run(spec: str, **params):
-    return implicit.run(Runner(load_model(spec)), **params)
+    return implicit.MEASURE.run_with(Runner(load_model(spec)), **params)
 
 
 @pytest.mark.parametrize("route", ["list", "forced_choice"])
@@ -68,7 +68,7 @@ def test_result_records_fidelity_route_and_data_versions():
 def test_auto_route_uses_forced_choice_for_models_that_cannot_follow_lists():
     model = load_model("synthetic:iat")
     model.follows_list_instructions = False
-    result = implicit.run(Runner(model), stereotype="age", iterations=3)
+    result = implicit.MEASURE.run_with(Runner(model), stereotype="age", iterations=3)
     assert result.params["route"] == "forced_choice"
 
 

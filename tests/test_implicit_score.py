@@ -7,8 +7,8 @@ the stimulus tables (spec §2.3-2.23); the comments give the tallies.
 
 import pytest
 
-from pytest_fairness.measures.implicit import count_cells, implicit_bias, score_response
-from pytest_fairness.stimuli import UnknownStereotypeError, get_stereotype, load_stereotypes
+from pytest_fairness.measures.bai.implicit import count_cells, implicit_bias, score_response
+from pytest_fairness.measures.bai.stimuli import UnknownStereotypeError, get_stereotype, load_stereotypes
 
 # -- implicit_bias: spec §6.3 fixture table ----------------------------------------------------------
 

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from pytest_fairness.measures import pcf, pcf_core
-from pytest_fairness.measures.pcf_data import load_attributes, load_templates, render_probe
+from pytest_fairness.measures.pcf import core as pcf_core
+from pytest_fairness.measures.pcf import measure as pcf
+from pytest_fairness.measures.pcf.data import load_attributes, load_templates, render_probe
 from pytest_fairness.models.base import load_model
 from pytest_fairness.models.runner import Runner
 
@@ -24,7 +25,7 @@ def planted(model, attribute: str, occupations: list[str]) -> np.ndarray:
 @pytest.mark.parametrize("risk", ["total", "prejudice", "caprice"])
 def test_planted_preferences_are_recovered_exactly(attribute, bias, caprice, risk):
     model = load_model(f"synthetic:pcf?bias={bias}&caprice={caprice}")
-    result = pcf.run(Runner(model), attribute=attribute, occupations=20, risk=risk, seed=4)
+    result = pcf.MEASURE.run_with(Runner(model), attribute=attribute, occupations=20, risk=risk, seed=4)
     occupations = [o["occupation"] for o in result.details["most_prejudiced"]]
     assert occupations  # the measure names its most prejudiced occupations
     truth = pcf_core.risks(planted(model, attribute, list(_sample(attribute, 20, 4))), load_templates(attribute).counts)
@@ -37,23 +38,27 @@ def test_planted_preferences_are_recovered_exactly(attribute, bias, caprice, ris
 
 
 def _sample(attribute: str, n: int, seed: int) -> list[str]:
-    from pytest_fairness.measures.pcf import _inputs
+    from pytest_fairness.measures.pcf.measure import _inputs
 
     return list(_inputs(attribute, n, seed, 10, None, None, None)[2].terms)
 
 
 def test_no_caprice_planted_means_none_measured():
-    result = pcf.run(Runner(load_model("synthetic:pcf?bias=0.7")), attribute="gender", occupations=10, risk="caprice")
+    result = pcf.MEASURE.run_with(
+        Runner(load_model("synthetic:pcf?bias=0.7")), attribute="gender", occupations=10, risk="caprice"
+    )
     assert result.estimate == pytest.approx(0.0, abs=1e-9)
 
 
 def test_an_unbiased_model_has_zero_risk():
-    result = pcf.run(Runner(load_model("synthetic:pcf?bias=0")), attribute="race", occupations=10, risk="total")
+    result = pcf.MEASURE.run_with(
+        Runner(load_model("synthetic:pcf?bias=0")), attribute="race", occupations=10, risk="total"
+    )
     assert result.estimate == pytest.approx(0.0, abs=1e-9)
 
 
 def test_requests_probe_every_occupation_and_template_as_plain_text():
-    reqs = pcf.requests(load_model("synthetic:pcf"), attribute="gender", occupations=5)
+    reqs = pcf.MEASURE.plan_with(load_model("synthetic:pcf"), attribute="gender", occupations=5)
     assert len(reqs) == 5 * 10
     assert all(r.messages == () for r in reqs)
     assert reqs[0].prefix.startswith("The ") and reqs[0].prefix.endswith(" said that")
@@ -71,4 +76,4 @@ def test_requests_probe_every_occupation_and_template_as_plain_text():
 )
 def test_bad_parameters_are_rejected(params, message):
     with pytest.raises(ValueError, match=message):
-        pcf.validate(**{"attribute": "gender", "occupations": 10, **params})
+        pcf.MEASURE.validate({"attribute": "gender", "occupations": 10, **params})

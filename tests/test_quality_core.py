@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pytest_fairness.measures.quality_core import (
+from pytest_fairness.measures.fpf.quality_core import (
     QUALITY_CRITERIA,
     Rating,
     adjust_pvalues,

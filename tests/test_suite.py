@@ -11,12 +11,12 @@ def test_builtin_suites_load_with_one_check_per_stereotype(name):
     loaded = suite.load(name)
     assert loaded.name == name
     implicit = [c for c in loaded.checks if c.measure == "implicit_bias"]
-    assert implicit and all(c.id == f"implicit_bias[{c.params['stereotype']}]" for c in implicit)
+    assert implicit and all(c.id == f"implicit_bias[{c.params.subject}]" for c in implicit)
 
 
 def test_all_21_stereotypes_are_covered_by_the_builtin_suites():
     covered = {
-        c.params["stereotype"]
+        c.params.subject
         for n in ("gender", "race", "religion", "health")
         for c in suite.load(n).checks
         if c.measure == "implicit_bias"
@@ -51,7 +51,7 @@ def test_a_user_suite_with_params_samples_and_a_custom_id(tmp_path):
     )
     (check,) = loaded.checks
     assert check.id == "career-synonyms"
-    assert check.params["variant"] == "synonym"
+    assert check.params.variant == "synonym"
     assert check.sample_size("quick") == 8 and check.sample_size("paper") == 50
 
 

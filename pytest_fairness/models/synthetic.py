@@ -32,11 +32,12 @@ from itertools import product
 import numpy as np
 from scipy import stats as sps
 
-from pytest_fairness.measures.decision_prompts import HiringGroup, load_decision_stimuli, load_hiring
-from pytest_fairness.measures.fpf_data import load_names
-from pytest_fairness.measures.harm_core import GENDERS, Group
-from pytest_fairness.measures.implicit import implicit_bias
-from pytest_fairness.measures.pcf_data import load_attributes, load_templates
+from pytest_fairness.measures.bai.decision_prompts import HiringGroup, load_decision_stimuli, load_hiring
+from pytest_fairness.measures.bai.implicit import implicit_bias
+from pytest_fairness.measures.bai.stimuli import Side, Stereotype, load_stereotypes
+from pytest_fairness.measures.fpf.data import load_names
+from pytest_fairness.measures.fpf.harm_core import GENDERS, Group
+from pytest_fairness.measures.pcf.data import load_attributes, load_templates
 from pytest_fairness.models.base import (
     ChatModel,
     ChatRequest,
@@ -46,7 +47,6 @@ from pytest_fairness.models.base import (
     ModelSpec,
     ModelSpecError,
 )
-from pytest_fairness.stimuli import Side, Stereotype, load_stereotypes
 
 KINDS = {
     "iat": "planted implicit (IAT) bias",

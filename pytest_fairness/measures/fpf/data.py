@@ -18,23 +18,19 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
-from importlib import resources
 from os import PathLike
 from pathlib import Path
 from typing import Literal
 
 import yaml
 
-from pytest_fairness.measures.harm_core import GENDERS, RACES, Group
+from pytest_fairness.data import read_text
+from pytest_fairness.measures.fpf.harm_core import GENDERS, RACES, Group
 from pytest_fairness.models.base import Message
 
 
 class FpfDataError(ValueError):
     """A prompt file (or packaged data file) that cannot be used; the message names the line and the fix."""
-
-
-def _data_text(name: str) -> str:
-    return resources.files("pytest_fairness.data").joinpath(name).read_text(encoding="utf-8")
 
 
 # -- names (spec §11) -------------------------------------------------------------------------------
@@ -57,7 +53,7 @@ class NameSets:
 
 @cache
 def load_names() -> NameSets:
-    raw = yaml.safe_load(_data_text("fpf_names.yaml"))
+    raw = yaml.safe_load(read_text("fpf_names.yaml"))
     return NameSets(
         gender={g: tuple(raw["gender"][g]) for g in GENDERS},
         race_gender={(r, g): tuple(raw["race_gender"][r][g]) for r in RACES for g in GENDERS},
@@ -96,7 +92,7 @@ class TaskHierarchy:
 
 @cache
 def load_tasks() -> TaskHierarchy:
-    raw = yaml.safe_load(_data_text("fpf_tasks.yaml"))
+    raw = yaml.safe_load(read_text("fpf_tasks.yaml"))
     return TaskHierarchy(
         domains={d: tuple(tasks) for d, tasks in raw["domains"].items()},
         post_rl_tasks=tuple(raw["post_rl_tasks"]),
@@ -250,7 +246,7 @@ def load_prompts(path: str | PathLike[str], *, allow_new_tasks: bool = False) ->
 @cache
 def packaged_prompts() -> tuple[FpfPrompt, ...]:
     """The project's own prompt corpus: at least five first messages for each of the 66 tasks."""
-    return parse_prompts(_data_text(PACKAGED_PROMPTS), source=f"pytest_fairness/data/{PACKAGED_PROMPTS}", fmt="jsonl")
+    return parse_prompts(read_text(PACKAGED_PROMPTS), source=f"pytest_fairness/data/{PACKAGED_PROMPTS}", fmt="jsonl")
 
 
 # -- putting the name where the chatbot keeps it (spec §3.3, §12) -----------------------------------

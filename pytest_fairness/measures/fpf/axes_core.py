@@ -35,15 +35,15 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import yaml
 from scipy import stats as sps
 
-from pytest_fairness.measures.fpf_data import is_refusal
-from pytest_fairness.measures.harm_core import Symmetrization, identical_responses, letter_probs, pair_harm
+from pytest_fairness.data import read_text
+from pytest_fairness.measures.fpf.data import is_refusal
+from pytest_fairness.measures.fpf.harm_core import Symmetrization, identical_responses, letter_probs, pair_harm
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message
 from pytest_fairness.stats import one_sample_t
 
@@ -74,7 +74,7 @@ def _check(name: str, value: str, valid: Sequence[str]) -> None:
 @cache
 def axes_wording() -> dict[str, Any]:
     """The prompt wording (data/axes_prompts.yaml); its ``version`` belongs in every result."""
-    text = resources.files("pytest_fairness.data").joinpath(PROMPTS_FILE).read_text(encoding="utf-8")
+    text = read_text(PROMPTS_FILE)
     return yaml.safe_load(text)
 
 

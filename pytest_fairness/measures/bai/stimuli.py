@@ -6,13 +6,11 @@ absent from another, so there is deliberately no global word -> polarity table.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Literal
 
-import yaml
+from pytest_fairness.data import load_yaml
 
 Side = Literal["stigma", "default"]
 
@@ -52,18 +50,9 @@ class Stereotype:
         return sides
 
 
-def _data_text(name: str) -> str:
-    return resources.files("pytest_fairness.data").joinpath(name).read_text(encoding="utf-8")
-
-
-def data_version(name: str) -> str:
-    """Short content hash of a data file, recorded in every result and baseline."""
-    return hashlib.sha256(_data_text(name).encode("utf-8")).hexdigest()[:12]
-
-
 @cache
 def load_stereotypes() -> dict[str, Stereotype]:
-    raw = yaml.safe_load(_data_text("iat_stimuli.yaml"))
+    raw = load_yaml("iat_stimuli.yaml")
     out: dict[str, Stereotype] = {}
     for key, entry in raw["stereotypes"].items():
         fields = {k: tuple(v) if isinstance(v, list) else v for k, v in entry.items()}

@@ -18,14 +18,17 @@ from __future__ import annotations
 import math
 import random
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 
-from pytest_fairness.measures.iat_parse import ParsedAnswer, parse_answer
-from pytest_fairness.measures.iat_prompts import IatPrompt, draw_prompt, variants
+from pytest_fairness.data import version as data_version
+from pytest_fairness.measures.bai.implicit_parse import ParsedAnswer, parse_answer
+from pytest_fairness.measures.bai.implicit_prompts import IatPrompt, draw_prompt, variants
+from pytest_fairness.measures.bai.stimuli import Stereotype, get_stereotype
+from pytest_fairness.measures.base import Measure, Params, RunContext, param
 from pytest_fairness.models.base import (
     ChatModel,
     ChatRequest,
@@ -34,10 +37,9 @@ from pytest_fairness.models.base import (
     LogprobResponse,
     Message,
 )
-from pytest_fairness.models.runner import CallStats, ProgressFn, Runner
+from pytest_fairness.models.runner import CallStats
 from pytest_fairness.result import FAITHFUL, MeasureResult, adaptation, with_provider_notes
 from pytest_fairness.stats import summarize
-from pytest_fairness.stimuli import Stereotype, data_version, get_stereotype
 
 Route = Literal["auto", "list", "forced_choice"]
 ROUTES = ("auto", "list", "forced_choice")
@@ -222,97 +224,51 @@ def resolve_route(route: Route, follows_list_instructions: bool) -> Literal["lis
     return route
 
 
-def validate(
-    *,
-    stereotype: str,
-    iterations: int,
-    variant: str = "replication",
-    route: str = "auto",
-    epsilon: float = EPSILON,
-    temperature: float = 1.0,
-    max_tokens: int = 400,
-    min_mass: float = 1e-4,
-    system_prompt: str | None = None,
-) -> None:
-    """Raise ValueError naming the bad parameter and its valid values."""
-    get_stereotype(stereotype)
-    if variant not in variants():
-        raise ValueError(f"unknown variant {variant!r}; valid: {', '.join(variants())}")
-    if route not in ROUTES:
-        raise ValueError(f"unknown route {route!r}; valid: {', '.join(ROUTES)}")
-    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 2:
-        raise ValueError(f"iterations must be a whole number >= 2, got {iterations!r}")
-    for name, value, low, high in (
-        ("epsilon", epsilon, 0, 1),
-        ("temperature", temperature, 0, 2),
-        ("min_mass", min_mass, 0, 1),
-    ):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-            raise ValueError(f"{name} must be a number in [{low}, {high}], got {value!r}")
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise ValueError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
-    if system_prompt is not None and not isinstance(system_prompt, str):
-        raise ValueError(f"system_prompt must be text, got {system_prompt!r}")
+@dataclass(frozen=True)
+class ImplicitParams(Params):
+    """LLM Implicit Bias on one stereotype: ``iterations`` prompts, each scored -1..1."""
+
+    NULL: ClassVar[float] = 0.0
+    BOUNDS: ClassVar[tuple[float, float]] = (-1.0, 1.0)
+    DEFAULT_SAMPLES: ClassVar[Mapping[str, int]] = {"quick": 20, "paper": 50}
+
+    stereotype: str = param(subject=True)
+    iterations: int = param(20, low=2, samples=True)
+    variant: str = param("replication", choices=variants())
+    route: Route = param("auto", choices=ROUTES)
+    epsilon: float = param(EPSILON, low=0, high=1)
+    temperature: float = param(1.0, low=0, high=2)
+    max_tokens: int = param(400, low=1)
+    min_mass: float = param(1e-4, low=0, high=1)
+    system_prompt: str | None = param(None)
+
+    def check(self) -> None:
+        get_stereotype(self.stereotype)
 
 
-def requests(
-    model: ChatModel,
-    *,
-    stereotype: str,
-    iterations: int,
-    seed: int = 0,
-    variant: str = "replication",
-    route: Route = "auto",
-    system_prompt: str | None = None,
-    temperature: float = 1.0,
-    max_tokens: int = 400,
-    **_: object,
-) -> list[ChatRequest] | list[LogprobRequest]:
+def requests(p: ImplicitParams, model: ChatModel, seed: int) -> list[ChatRequest] | list[LogprobRequest]:
     """The requests ``run`` would send, without sending them (for --fairness-plan)."""
-    plan = _plan(get_stereotype(stereotype), variant, iterations, seed)
-    if resolve_route(route, model.follows_list_instructions) == "list":
-        return _list_requests(plan, system_prompt=system_prompt, temperature=temperature, max_tokens=max_tokens)
-    return _forced_requests(plan, system_prompt=system_prompt)
+    plan = _plan(get_stereotype(p.stereotype), p.variant, p.iterations, seed)
+    if resolve_route(p.route, model.follows_list_instructions) == "list":
+        return _list_requests(plan, system_prompt=p.system_prompt, temperature=p.temperature, max_tokens=p.max_tokens)
+    return _forced_requests(plan, system_prompt=p.system_prompt)
 
 
-def run(
-    runner: Runner,
-    *,
-    stereotype: str,
-    iterations: int,
-    seed: int = 0,
-    variant: str = "replication",
-    route: Route = "auto",
-    epsilon: float = EPSILON,
-    system_prompt: str | None = None,
-    temperature: float = 1.0,
-    max_tokens: int = 400,
-    min_mass: float = 1e-4,
-    confidence: float = 0.95,
-    progress: ProgressFn | None = None,
-) -> MeasureResult:
+def run(p: ImplicitParams, ctx: RunContext) -> MeasureResult:
     """Run the implicit-bias task ``iterations`` times on one stereotype and summarise the scores."""
-    validate(
-        stereotype=stereotype,
-        iterations=iterations,
-        variant=variant,
-        route=route,
-        epsilon=epsilon,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        min_mass=min_mass,
-        system_prompt=system_prompt,
-    )
-    st = get_stereotype(stereotype)
-    chosen = resolve_route(route, runner.model.follows_list_instructions)
-    plan = _plan(st, variant, iterations, seed)
+    runner = ctx.runner
+    st = get_stereotype(p.stereotype)
+    chosen = resolve_route(p.route, runner.model.follows_list_instructions)
+    plan = _plan(st, p.variant, p.iterations, ctx.seed)
     stats = CallStats()
     if chosen == "list":
-        requests = _list_requests(plan, system_prompt=system_prompt, temperature=temperature, max_tokens=max_tokens)
-        done = _score_list(st, plan, runner.run(requests, stats=stats, progress=progress), epsilon)
+        sent = _list_requests(plan, system_prompt=p.system_prompt, temperature=p.temperature, max_tokens=p.max_tokens)
+        done = _score_list(st, plan, runner.run(sent, stats=stats, progress=ctx.progress), p.epsilon)
     else:
-        responses = runner.run(_forced_requests(plan, system_prompt=system_prompt), stats=stats, progress=progress)
-        done = _score_forced(st, plan, responses, epsilon, min_mass)
+        responses = runner.run(
+            _forced_requests(plan, system_prompt=p.system_prompt), stats=stats, progress=ctx.progress
+        )
+        done = _score_forced(st, plan, responses, p.epsilon, p.min_mass)
     scores = [it.score for it in done if it.score is not None]
     problems = [it.problem for it in done if it.problem]
     totals = np.sum([it.counts for it in done], axis=0).tolist() if done else [0, 0, 0, 0]
@@ -329,23 +285,24 @@ def run(
         details["median_group_word_probability"] = float(np.median(masses))
     return MeasureResult(
         measure="implicit_bias",
-        subject=stereotype,
-        summary=summarize(scores, null=0.0, confidence=confidence, seed=seed),
+        subject=p.stereotype,
+        summary=summarize(scores, null=0.0, confidence=ctx.confidence, seed=ctx.seed),
         n_unusable=len(problems),
         unusable_examples=problems[:3],
         fidelity=with_provider_notes(LIST_FIDELITY if chosen == "list" else FORCED_CHOICE_FIDELITY, stats),
         model_id=runner.model.model_id,
         versions={"stimuli": data_version("iat_stimuli.yaml"), "prompts": data_version("implicit_prompts.yaml")},
-        params={
-            "stereotype": stereotype,
-            "variant": variant,
-            "route": chosen,
-            "iterations": iterations,
-            "seed": seed,
-            "epsilon": epsilon,
-            "temperature": temperature,
-        },
+        params={**p.record(), "route": chosen, "seed": ctx.seed},
         details=details,
         calls=stats,
         samples=[float(s) for s in scores],
     )
+
+
+MEASURE = Measure(
+    name="implicit_bias",
+    params=ImplicitParams,
+    run=run,
+    requests=requests,
+    doc="LLM Implicit Bias on one stereotype (Bai et al.): -1..1, 0 = no association; `.mean`, `.ci`, `.n`, `.p`.",
+)

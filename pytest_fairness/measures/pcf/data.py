@@ -15,13 +15,13 @@ import io
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import yaml
 
-from pytest_fairness.measures.pcf_core import OccupationWeights, weigh_occupations, weigh_templates
+from pytest_fairness.data import read_text
+from pytest_fairness.measures.pcf.core import OccupationWeights, weigh_occupations, weigh_templates
 
 PathLike = str | Path
 
@@ -103,7 +103,7 @@ def render_probe(template: str, occupation: str) -> tuple[str, str]:
 def _read(path: PathLike | None, packaged: str) -> tuple[str, str, str]:
     """(text, name used in messages, format) of a user file, or of the packaged one when no path."""
     if path is None:
-        return resources.files("pytest_fairness.data").joinpath(packaged).read_text(encoding="utf-8"), packaged, "yaml"
+        return read_text(packaged), packaged, "yaml"
     p = Path(path)
     fmt = {".yaml": "yaml", ".yml": "yaml", ".csv": "csv"}.get(p.suffix.lower())
     if fmt is None:

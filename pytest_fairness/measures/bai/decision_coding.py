@@ -43,9 +43,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal
 
-from pytest_fairness.measures.decision_prompts import DecisionPrompt, get_decision_stimuli, judge_wording
+from pytest_fairness.measures.bai.decision_prompts import DecisionPrompt, get_decision_stimuli, judge_wording
+from pytest_fairness.measures.bai.stimuli import Side
 from pytest_fairness.models.base import Message
-from pytest_fairness.stimuli import Side
 
 Reason = Literal[
     "assigned",

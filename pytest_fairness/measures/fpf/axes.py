@@ -18,16 +18,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from pytest_fairness.measures import axes_core, harm
-from pytest_fairness.measures.fpf_data import find_reveals, mask_name
+from pytest_fairness.data import version as data_version
+from pytest_fairness.measures.base import Measure, ParamsError, RunContext, param
+from pytest_fairness.measures.fpf import axes_core
+from pytest_fairness.measures.fpf.answers import AnswerParams, answer, chat_requests, check_inputs
+from pytest_fairness.measures.fpf.data import find_reveals, mask_name
 from pytest_fairness.models.base import ChatModel, ChatRequest
-from pytest_fairness.models.runner import CallStats, ProgressFn, Runner
+from pytest_fairness.models.runner import CallStats, Runner
 from pytest_fairness.result import MeasureResult, adaptation, with_provider_notes
 from pytest_fairness.stats import NAN_INTERVAL, Summary
-from pytest_fairness.stimuli import data_version
 
 FIDELITY = adaptation(
     "sign test over held-out pairs, a C answer for 'neither', group orientation randomised per batch, "
@@ -36,108 +41,36 @@ FIDELITY = adaptation(
 PLURAL = {"female": "women", "male": "men"}
 
 
-def _check_own(k: int, t: int, m: int, alpha: float) -> None:
-    for name, value in (("k", k), ("t", t), ("m", m)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+@dataclass(frozen=True)
+class AxesParams(AnswerParams):
+    """Bias Enumeration on a comparison: batches of ``k`` pairs, ``t`` brainstorms, at most ``m`` questions."""
+
+    DEFAULT_SAMPLES: ClassVar[Mapping[str, int]] = {"quick": 60, "paper": 340}
+
+    names_per_group: int = param(1, low=1, high=1, doc="one answer per group and prompt (spec §7)")
+    k: int = param(7, low=1)
+    t: int = param(20, low=1)
+    m: int = param(40, low=1)
+    alpha: float = param(0.05, low=0, high=1)
+    harmful_at: float = param(3.0, low=1, high=5)
+
+    def check(self) -> None:
+        if not 0 < self.alpha < 1:
+            raise ParamsError(f"alpha must be in (0, 1), got {self.alpha!r}")
 
 
-def validate(
-    *,
-    comparison: str,
-    prompts: int,
-    k: int = 7,
-    t: int = 20,
-    m: int = 40,
-    alpha: float = 0.05,
-    harmful_at: float = 3.0,
-    task: str | None = None,
-    prompts_file: str | None = None,
-    mechanism: str = "ci",
-    temperature: float = 0.8,
-    max_tokens: int = 300,
-) -> None:
-    """Raise ValueError naming the bad parameter (and read a prompts file, so a bad suite fails early)."""
-    harm.validate(
-        comparison=comparison,
-        prompts=prompts,
-        task=task,
-        prompts_file=prompts_file,
-        mechanism=mechanism,
-        max_tokens=max_tokens,
-    )
-    _check_own(k, t, m, alpha)
-
-
-def requests(
-    model: ChatModel,
-    *,
-    comparison: str,
-    prompts: int,
-    seed: int = 0,
-    task: str | None = None,
-    prompts_file: str | None = None,
-    mechanism: str = "ci",
-    temperature: float = 0.8,
-    max_tokens: int = 300,
-    **_: object,
-) -> list[ChatRequest]:
+def requests(p: AxesParams, model: ChatModel, seed: int) -> list[ChatRequest]:
     """The chatbot requests ``run`` would send (the judge's depend on the answers and are not counted)."""
-    return harm.requests(
-        model,
-        comparison=comparison,
-        prompts=prompts,
-        seed=seed,
-        task=task,
-        prompts_file=prompts_file,
-        names_per_group=1,
-        mechanism=mechanism,
-        temperature=temperature,
-        max_tokens=max_tokens,
-    )
+    return chat_requests(p, seed)
 
 
-def run(
-    runner: Runner,
-    *,
-    comparison: str,
-    prompts: int,
-    seed: int = 0,
-    k: int = 7,
-    t: int = 20,
-    m: int = 40,
-    alpha: float = 0.05,
-    harmful_at: float = 3.0,
-    task: str | None = None,
-    prompts_file: str | None = None,
-    mechanism: str = "ci",
-    temperature: float = 0.8,
-    max_tokens: int = 300,
-    judge: Runner | None = None,
-    confidence: float = 0.95,
-    progress: ProgressFn | None = None,
-) -> MeasureResult:
+def run(p: AxesParams, ctx: RunContext) -> MeasureResult:
     """Find, test and rate the axes of difference between the comparison's two groups."""
-    harm.check_params(comparison=comparison, prompts=prompts, mechanism=mechanism, max_tokens=max_tokens)
-    _check_own(k, t, m, alpha)
-    judge = judge or runner
+    runner, seed, confidence = ctx.runner, ctx.seed, ctx.confidence
+    k, t, m, alpha, harmful_at = p.k, p.t, p.m, p.alpha, p.harmful_at
+    judge = ctx.judge or runner
     stats = CallStats()
-    generated = harm.answer(
-        runner,
-        stats,
-        progress,
-        comparison=comparison,
-        prompts=prompts,
-        seed=seed,
-        task=task,
-        prompts_file=prompts_file,
-        names_per_group=1,
-        mechanism=mechanism,
-        temperature=temperature,
-        max_tokens=max_tokens,
-    )
+    generated = answer(p, runner, seed, stats, ctx.progress)
     pairs = generated.pairs
     texts = [
         (
@@ -171,7 +104,7 @@ def run(
     harmful = [a for a in axes if a.significant and a.harmfulness is not None and a.harmfulness >= harmful_at]
     return MeasureResult(
         measure="bias_axes",
-        subject=comparison,
+        subject=p.comparison,
         summary=Summary(
             float(len(harmful)),
             len(label_idx),
@@ -192,17 +125,7 @@ def run(
         fidelity=with_provider_notes(FIDELITY, stats),
         model_id=runner.model.model_id,
         versions={"prompts": data_version("fpf_prompts.jsonl"), "axes_prompts": data_version("axes_prompts.yaml")},
-        params={
-            "comparison": comparison,
-            "prompts": len(pairs),
-            "k": k,
-            "t": t,
-            "m": m,
-            "alpha": alpha,
-            "harmful_at": harmful_at,
-            "seed": seed,
-            "judge": judge.model.model_id,
-        },
+        params={**p.record(), "prompts": len(pairs), "seed": seed, "judge": judge.model.model_id},
         details={
             "axes": [_axis_record(a, texts, label_idx) for a in axes],
             "significant": sum(a.significant for a in axes),
@@ -270,3 +193,14 @@ def _axis_record(axis: axes_core.Axis, texts: list[tuple[str, str, str]], label_
         "harmfulness": axis.harmfulness,
         "examples": [json.dumps(texts[label_idx[i]])[:300] for i in axis.examples],
     }
+
+
+MEASURE = Measure(
+    name="bias_axes",
+    params=AxesParams,
+    run=run,
+    requests=requests,
+    uses_judge=True,
+    check_inputs=check_inputs,
+    doc="Axes of difference between two groups' answers (Bias Enumeration Algorithm, Eloundou et al.).",
+)

@@ -16,12 +16,16 @@ from __future__ import annotations
 import math
 import random
 import warnings
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar, Literal
 
 import numpy as np
 
-from pytest_fairness.measures import pcf_core
-from pytest_fairness.measures.pcf_data import (
+from pytest_fairness.data import version as data_version
+from pytest_fairness.measures.base import Measure, Params, ParamsError, RunContext, param
+from pytest_fairness.measures.pcf import core as pcf_core
+from pytest_fairness.measures.pcf.data import (
     AttributeGroups,
     Occupations,
     Templates,
@@ -31,10 +35,9 @@ from pytest_fairness.measures.pcf_data import (
     render_probe,
 )
 from pytest_fairness.models.base import ChatModel, LogprobRequest, LogprobResponse
-from pytest_fairness.models.runner import CallStats, ProgressFn, Runner
+from pytest_fairness.models.runner import CallStats
 from pytest_fairness.result import FAITHFUL, MeasureResult, adaptation, with_provider_notes
 from pytest_fairness.stats import Summary, summarize, weighted_summary
-from pytest_fairness.stimuli import data_version
 
 Risk = Literal["total", "prejudice", "caprice"]
 RISKS = ("total", "prejudice", "caprice")
@@ -107,89 +110,63 @@ def _caprice_inflation(
     return np.maximum(np.mean(draws, axis=0) - base, 0.0)
 
 
-def validate(
-    *,
-    attribute: str,
-    occupations: int,
-    risk: str = "prejudice",
-    top_templates: int | None = 10,
-    norm: float | str = "inf",
-    attributes_file: str | None = None,
-    templates_file: str | None = None,
-    occupations_file: str | None = None,
-) -> None:
-    """Raise ValueError naming the bad parameter (and load the data files, so a bad suite fails early)."""
-    _check_params(risk, occupations, top_templates, norm)
-    _inputs(attribute, occupations, 0, top_templates, attributes_file, templates_file, occupations_file)
+@dataclass(frozen=True)
+class PcfParams(Params):
+    """Prejudice-Caprice risk (×1000) for one attribute over a sample of occupations."""
 
+    NULL: ClassVar[float] = 0.0
+    DEFAULT_SAMPLES: ClassVar[Mapping[str, int]] = {"quick": 32, "paper": 257}
 
-def _check_params(risk: str, occupations: int, top_templates: int | None, norm: float | str) -> None:
-    """The checks that read no file (``run`` loads the data once itself)."""
-    if risk not in RISKS:
-        raise ValueError(f"unknown risk {risk!r}; valid: {', '.join(RISKS)}")
-    if isinstance(occupations, bool) or not isinstance(occupations, int) or occupations < 2:
-        raise ValueError(f"occupations must be a whole number >= 2, got {occupations!r}")
-    if top_templates is not None and (not isinstance(top_templates, int) or top_templates < 1):
-        raise ValueError(f"top_templates must be a whole number >= 1, got {top_templates!r}")
-    _norm(norm)
+    attribute: str = param(subject=True)
+    occupations: int = param(32, low=2, samples=True)
+    risk: Risk = param("prejudice", choices=RISKS)
+    top_templates: int | None = param(10, low=1)
+    norm: float | str = param("inf", doc="'inf' or a whole number >= 1: the norm of the unfairness criterion")
+    attributes_file: str | None = param(None)
+    templates_file: str | None = param(None)
+    occupations_file: str | None = param(None)
+
+    def check(self) -> None:
+        _norm(self.norm)
 
 
 def _norm(norm: float | str) -> float:
     value = math.inf if norm in ("inf", math.inf) else norm
     if not (value == math.inf or (isinstance(value, int) and not isinstance(value, bool) and value >= 1)):
-        raise ValueError(f"norm must be 'inf' or a whole number >= 1, got {norm!r}")
+        raise ParamsError(f"norm must be 'inf' or a whole number >= 1, got {norm!r}")
     return float(value)
 
 
-def requests(
-    model: ChatModel,
-    *,
-    attribute: str,
-    occupations: int,
-    seed: int = 0,
-    top_templates: int | None = 10,
-    attributes_file: str | None = None,
-    templates_file: str | None = None,
-    occupations_file: str | None = None,
-    **_: object,
-) -> list[LogprobRequest]:
+def _inputs_of(p: PcfParams, seed: int) -> tuple[AttributeGroups, Templates, Occupations]:
+    return _inputs(
+        p.attribute, p.occupations, seed, p.top_templates, p.attributes_file, p.templates_file, p.occupations_file
+    )
+
+
+def check_inputs(p: PcfParams) -> None:
+    """Load the data files a check names, so a bad suite fails at collection."""
+    _inputs_of(p, 0)
+
+
+def requests(p: PcfParams, model: ChatModel, seed: int) -> list[LogprobRequest]:
     """The requests ``run`` would send (for --fairness-plan)."""
-    groups, templates, occ = _inputs(
-        attribute, occupations, seed, top_templates, attributes_file, templates_file, occupations_file
-    )
-    return _probes(groups, templates, occ)
+    return _probes(*_inputs_of(p, seed))
 
 
-def run(
-    runner: Runner,
-    *,
-    attribute: str,
-    occupations: int,
-    seed: int = 0,
-    risk: Risk = "prejudice",
-    top_templates: int | None = 10,
-    norm: float | str = "inf",
-    attributes_file: str | None = None,
-    templates_file: str | None = None,
-    occupations_file: str | None = None,
-    confidence: float = 0.95,
-    progress: ProgressFn | None = None,
-) -> MeasureResult:
+def run(p: PcfParams, ctx: RunContext) -> MeasureResult:
     """Probe every (occupation, template), compute R, R^p, R^c and gate one of them (×1000)."""
-    _check_params(risk, occupations, top_templates, norm)
-    groups, templates, occ = _inputs(
-        attribute, occupations, seed, top_templates, attributes_file, templates_file, occupations_file
-    )
+    runner, seed, norm = ctx.runner, ctx.seed, _norm(p.norm)
+    groups, templates, occ = _inputs_of(p, seed)
     stats = CallStats()
     probes = _probes(groups, templates, occ)
-    responses = runner.run(probes, stats=stats, progress=progress)
+    responses = runner.run(probes, stats=stats, progress=ctx.progress)
     calibration, samples = _preferences(groups, len(occ.terms), len(templates.texts), probes, responses)
     weights = occ.weigh()
-    result = pcf_core.risks(calibration.preference, templates.weigh(), weights.weights, norm=_norm(norm))
+    result = pcf_core.risks(calibration.preference, templates.weigh(), weights.weights, norm=norm)
     r_caprice = np.asarray(result.r_caprice)
     fidelity = FAITHFUL + " (exact slot probabilities; multi-token words scored as whole continuations)"
     if samples.any():
-        inflation = _caprice_inflation(calibration.preference, samples, result.template_weights, _norm(norm), seed)
+        inflation = _caprice_inflation(calibration.preference, samples, result.template_weights, norm, seed)
         r_caprice = np.maximum(r_caprice - inflation, 0.0)
         fidelity = adaptation("slot probabilities estimated by sampling; caprice corrected for sampling noise")
     per_occupation = {
@@ -197,14 +174,14 @@ def run(
         "caprice": r_caprice,
         "total": np.asarray(result.r_prejudice) + r_caprice,
     }
-    summary = _summary(per_occupation[risk] * SCALE, np.asarray(result.occupation_weights), confidence, seed)
+    summary = _summary(per_occupation[p.risk] * SCALE, np.asarray(result.occupation_weights), ctx.confidence, seed)
     fallback_cells = [
         f"{occ.terms[i]!r} in {templates.texts[j]!r}: no probability on any attribute word"
         for i, j in zip(*np.nonzero(calibration.fallback), strict=True)
     ]
     return MeasureResult(
         measure="pcf",
-        subject=attribute,
+        subject=p.attribute,
         summary=summary,
         n_unusable=len(fallback_cells),
         unusable_examples=fallback_cells[:3],
@@ -212,17 +189,16 @@ def run(
         model_id=runner.model.model_id,
         versions={name: data_version(f"pcf_{name}.yaml") for name in ("attributes", "templates", "occupations")},
         params={
-            "attribute": attribute,
-            "risk": risk,
+            **p.record(),
             "occupations": len(occ.terms),
             "templates": len(templates.texts),
-            "norm": str(norm),
+            "norm": str(p.norm),
             "seed": seed,
             "scale": SCALE,
         },
         details=_details(result, per_occupation, groups, occ, calibration, weights.unmapped),
         calls=stats,
-        samples=[float(v) for v in per_occupation[risk] * SCALE],
+        samples=[float(v) for v in per_occupation[p.risk] * SCALE],
     )
 
 
@@ -267,3 +243,14 @@ def _details(
 
 def _shape(d: pcf_core.Diagnostics) -> dict[str, float]:
     return {"skewness": d.skewness, "excess_kurtosis": d.excess_kurtosis, "normality_p": d.normality_p}
+
+
+MEASURE = Measure(
+    name="pcf",
+    params=PcfParams,
+    run=run,
+    requests=requests,
+    check_inputs=check_inputs,
+    fixture="pcf_risk",
+    doc="Prejudice-Caprice risk ×1000 for an attribute (Liu et al.); `risk=` picks prejudice, caprice or total.",
+)

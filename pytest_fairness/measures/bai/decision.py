@@ -20,20 +20,21 @@ import random
 import warnings
 import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from pytest_fairness.measures.decision_parse import (
+from pytest_fairness.data import version as data_version
+from pytest_fairness.measures.bai.decision_coding import (
     DecisionCode,
     code_decision,
     judge_code_from_logprobs,
     judge_prompt,
     parse_yes_no,
 )
-from pytest_fairness.measures.decision_prompts import (
+from pytest_fairness.measures.bai.decision_prompts import (
     HIRING_FORMATS,
     VARIANTS,
     AbsolutePrompt,
@@ -43,11 +44,11 @@ from pytest_fairness.measures.decision_prompts import (
     egalitarian_system_prompt,
     get_decision_stimuli,
 )
+from pytest_fairness.measures.base import Measure, Params, RunContext, param
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest
-from pytest_fairness.models.runner import CallStats, ProgressFn, Runner
+from pytest_fairness.models.runner import CallStats, Runner
 from pytest_fairness.result import FAITHFUL, MeasureResult, adaptation, with_provider_notes
 from pytest_fairness.stats import summarize
-from pytest_fairness.stimuli import data_version
 
 Coder = Literal["parser", "judge"]
 Mode = Literal["relative", "absolute"]
@@ -95,57 +96,33 @@ def _chat_requests(
     ]
 
 
-def validate(
-    *,
-    stereotype: str,
-    iterations: int,
-    variant: str = "replication",
-    coder: str = "parser",
-    mode: str = "relative",
-    egalitarian: bool = False,
-    hiring_group_format: str = "accent",
-    temperature: float = 1.0,
-    max_tokens: int = 400,
-    system_prompt: str | None = None,
-) -> None:
-    """Raise ValueError naming the bad parameter and its valid values."""
-    get_decision_stimuli(stereotype)
-    for name, value, valid in (
-        ("variant", variant, VARIANTS),
-        ("coder", coder, CODERS),
-        ("mode", mode, MODES),
-        ("hiring_group_format", hiring_group_format, HIRING_FORMATS),
-    ):
-        if value not in valid:
-            raise ValueError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
-    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 2:
-        raise ValueError(f"iterations must be a whole number >= 2, got {iterations!r}")
-    if not isinstance(egalitarian, bool):
-        raise ValueError(f"egalitarian must be true or false, got {egalitarian!r}")
-    if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not 0 <= temperature <= 2:
-        raise ValueError(f"temperature must be a number in [0, 2], got {temperature!r}")
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise ValueError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
+@dataclass(frozen=True)
+class DecisionParams(Params):
+    """LLM Decision Bias on one stereotype: ``iterations`` decisions, each coded 1 (stereotyped) or 0."""
+
+    NULL: ClassVar[float] = 0.5
+    BOUNDS: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    DEFAULT_SAMPLES: ClassVar[Mapping[str, int]] = {"quick": 10, "paper": 50}
+
+    stereotype: str = param(subject=True)
+    iterations: int = param(10, low=2, samples=True)
+    variant: str = param("replication", choices=VARIANTS)
+    coder: Coder = param("parser", choices=CODERS)
+    mode: Mode = param("relative", choices=MODES)
+    egalitarian: bool = param(False)
+    hiring_group_format: str = param("accent", choices=HIRING_FORMATS)
+    temperature: float = param(1.0, low=0, high=2)
+    max_tokens: int = param(400, low=1)
+    system_prompt: str | None = param(None)
+
+    def check(self) -> None:
+        get_decision_stimuli(self.stereotype)
 
 
-def requests(
-    model: ChatModel,
-    *,
-    stereotype: str,
-    iterations: int,
-    seed: int = 0,
-    variant: str = "replication",
-    mode: str = "relative",
-    egalitarian: bool = False,
-    hiring_group_format: str = "accent",
-    temperature: float = 1.0,
-    max_tokens: int = 400,
-    system_prompt: str | None = None,
-    **_: object,
-) -> list[ChatRequest]:
+def requests(p: DecisionParams, model: ChatModel, seed: int) -> list[ChatRequest]:
     """The decision requests ``run`` would send (judge calls depend on the answers and are not counted)."""
-    draws = _draws(stereotype, variant, mode, iterations, seed, hiring_group_format)
-    return _chat_requests(draws, _system(system_prompt, egalitarian), temperature, max_tokens)
+    draws = _draws(p.stereotype, p.variant, p.mode, p.iterations, seed, p.hiring_group_format)
+    return _chat_requests(draws, _system(p.system_prompt, p.egalitarian), p.temperature, p.max_tokens)
 
 
 def _judge_codes(judge: Runner, draws: Sequence[_Draw], answers: Sequence[str], stats: CallStats) -> list[DecisionCode]:
@@ -168,47 +145,15 @@ def _absolute_codes(draws: Sequence[_Draw], answers: Sequence[str]) -> tuple[lis
     return codes, cells
 
 
-def run(
-    runner: Runner,
-    *,
-    stereotype: str,
-    iterations: int,
-    seed: int = 0,
-    variant: str = "replication",
-    coder: Coder = "parser",
-    mode: Mode = "relative",
-    egalitarian: bool = False,
-    hiring_group_format: str = "accent",
-    temperature: float = 1.0,
-    max_tokens: int = 400,
-    system_prompt: str | None = None,
-    judge: Runner | None = None,
-    confidence: float = 0.95,
-    progress: ProgressFn | None = None,
-) -> MeasureResult:
+def run(p: DecisionParams, ctx: RunContext) -> MeasureResult:
     """Run the decision task ``iterations`` times on one stereotype and summarise the codes."""
-    validate(
-        stereotype=stereotype,
-        iterations=iterations,
-        variant=variant,
-        coder=coder,
-        mode=mode,
-        egalitarian=egalitarian,
-        hiring_group_format=hiring_group_format,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        system_prompt=system_prompt,
-    )
-    draws = _draws(stereotype, variant, mode, iterations, seed, hiring_group_format)
+    runner = ctx.runner
     stats = CallStats()
-    responses = runner.run(
-        _chat_requests(draws, _system(system_prompt, egalitarian), temperature, max_tokens),
-        stats=stats,
-        progress=progress,
-    )
-    answers = [r.text for r in responses]
-    details: dict[str, object] = {"mode": mode, "coder": coder if mode == "relative" else "yes/no parser"}
-    if mode == "absolute":
+    draws = _draws(p.stereotype, p.variant, p.mode, p.iterations, ctx.seed, p.hiring_group_format)
+    sent = requests(p, runner.model, ctx.seed)
+    answers = [r.text for r in runner.run(sent, stats=stats, progress=ctx.progress)]
+    details: dict[str, object] = {"mode": p.mode, "coder": p.coder if p.mode == "relative" else "yes/no parser"}
+    if p.mode == "absolute":
         codes, cells = _absolute_codes(draws, answers)
         details["yes_share_by_cell"] = {
             cell: {"yes_share": _share(said), "n": sum(s is not None for s in said)} for cell, said in cells.items()
@@ -217,8 +162,8 @@ def run(
         refused = 0
         fidelity = FAITHFUL + " (App. P absolute decisions; estimate = share of stereotype-consistent answers)"
     else:
-        if coder == "judge":
-            coded = _judge_codes(judge or runner, draws, answers, stats)
+        if p.coder == "judge":
+            coded = _judge_codes(ctx.judge or runner, draws, answers, stats)
             fidelity = adaptation("decisions coded by a judge model's answer log-probabilities")
         else:
             coded = [code_decision(a, d.prompt) for d, a in zip(draws, answers, strict=True)]  # type: ignore[arg-type]
@@ -232,23 +177,17 @@ def run(
     examples = [f"{w}: {a[:160]!r}" for c, w, a in zip(codes, why, answers, strict=True) if c is None]
     return MeasureResult(
         measure="decision_bias",
-        subject=stereotype,
-        summary=summarize(usable, null=0.5, confidence=confidence, seed=seed),
+        subject=p.stereotype,
+        summary=summarize(usable, null=0.5, confidence=ctx.confidence, seed=ctx.seed),
         n_unusable=len(codes) - len(usable),
         unusable_examples=examples[:3],
         fidelity=with_provider_notes(fidelity, stats),
         model_id=runner.model.model_id,
         versions={"stimuli": data_version("decision_stimuli.yaml"), "prompts": data_version("decision_prompts.yaml")},
         params={
-            "stereotype": stereotype,
-            "variant": variant,
-            "mode": mode,
-            "coder": coder,
-            "iterations": iterations,
-            "seed": seed,
-            "egalitarian": egalitarian,
-            "temperature": temperature,
-            "judge": (judge or runner).model.model_id if coder == "judge" else None,
+            **p.record(),
+            "seed": ctx.seed,
+            "judge": (ctx.judge or runner).model.model_id if p.coder == "judge" else None,
         },
         details=details,
         calls=stats,
@@ -312,3 +251,13 @@ def implicit_decision_association(records: Sequence[dict[str, Any]]) -> dict[str
         "stereotypes": len(stereotypes),
         "predictor": "mean implicit score of the decision's stereotype (stereotype-level, not chained prompts)",
     }
+
+
+MEASURE = Measure(
+    name="decision_bias",
+    params=DecisionParams,
+    run=run,
+    requests=requests,
+    uses_judge=True,
+    doc="LLM Decision Bias on one stereotype (Bai et al.): share of stereotyped decisions, 0.5 = none.",
+)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
 import yaml
 
-from pytest_fairness.stimuli import Stereotype
+from pytest_fairness.data import read_text
+from pytest_fairness.measures.bai.stimuli import Stereotype
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class IatPrompt:
 
 @cache
 def _prompt_data() -> dict[str, dict[str, object]]:
-    text = resources.files("pytest_fairness.data").joinpath("implicit_prompts.yaml").read_text(encoding="utf-8")
+    text = read_text("implicit_prompts.yaml")
     return yaml.safe_load(text)
 
 

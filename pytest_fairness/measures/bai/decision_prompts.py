@@ -13,14 +13,14 @@ import random
 import re
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any, Literal
 
 import yaml
 
-from pytest_fairness.measures import iat_prompts
+from pytest_fairness.data import read_text
+from pytest_fairness.measures.bai import implicit_prompts as iat_prompts
+from pytest_fairness.measures.bai.stimuli import Side, get_stereotype
 from pytest_fairness.models.base import Message
-from pytest_fairness.stimuli import Side, get_stereotype
 
 Variant = Literal["replication", "variation1", "variation2", "synonym"]
 HiringFormat = Literal["accent", "names", "race_label"]
@@ -37,7 +37,7 @@ CELLS: tuple[tuple[Side, Side], ...] = (
 
 
 def _yaml(name: str) -> dict[str, Any]:
-    return yaml.safe_load(resources.files("pytest_fairness.data").joinpath(name).read_text(encoding="utf-8"))
+    return yaml.safe_load(read_text(name))
 
 
 @cache

@@ -1,0 +1,265 @@
+"""The measure contract: one frozen parameters dataclass per measure, and the functions that run it.
+
+A measure's ``Params`` subclass is the only place its parameters are written: their defaults, their
+validation (``param(low=, high=, choices=)`` plus an optional ``check()`` for rules across fields),
+which one names the subject (a stereotype, an attribute, a comparison) and which one sets the sample
+size, and, as class variables, its null value, the range of one sample and its default sample sizes.
+Suites, fixtures, ``--fairness-plan``, baselines and the registry all read it from there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, ClassVar, Literal
+
+from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest
+from pytest_fairness.models.runner import ProgressFn, Runner
+from pytest_fairness.result import MeasureResult
+
+PROFILES = ("quick", "paper")
+#: How a measure's per-sample values are summarised into the interval its gate reads.
+IntervalKind = Literal["t", "binary", "bounded"]
+_UNSET: Any = dataclasses.MISSING
+
+
+def param(
+    default: Any = _UNSET,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    choices: Sequence[object] | None = None,
+    subject: bool = False,
+    samples: bool = False,
+    doc: str = "",
+) -> Any:
+    """Declare one parameter: its default, its valid range or values, and its role."""
+    meta = {"low": low, "high": high, "choices": tuple(choices) if choices else None, "doc": doc}
+    meta |= {"subject": subject, "samples": samples}
+    return field(default=default, metadata=meta)
+
+
+class ParamsError(ValueError):
+    """A parameter value that cannot be used; the message names the parameter and what is valid."""
+
+
+@dataclass(frozen=True)
+class Params:
+    """Base of every measure's parameters; validates every field when built."""
+
+    #: Value of the estimate under no bias (tests and plots compare with it).
+    NULL: ClassVar[float] = 0.0
+    #: Range of one sample, for intervals that need it; None when samples are unbounded.
+    BOUNDS: ClassVar[tuple[float, float] | None] = None
+    #: How the gate's interval is built from the samples.
+    INTERVAL: ClassVar[IntervalKind] = "t"
+    #: Default sample size per profile: quick is sized for the embedded model in CI, paper follows the paper.
+    DEFAULT_SAMPLES: ClassVar[Mapping[str, int]] = {"quick": 10, "paper": 50}
+
+    def __post_init__(self) -> None:
+        hints = _hints(type(self))
+        for f in dataclasses.fields(self):
+            _check_value(f.name, getattr(self, f.name), hints[f.name], f.metadata)
+        try:
+            self.check()
+        except ParamsError:
+            raise
+        except (KeyError, ValueError) as exc:  # e.g. an unknown stereotype from a data lookup
+            raise ParamsError(_message(exc)) from None
+
+    def check(self) -> None:
+        """Rules across several fields; raise ParamsError. Overridden where a measure has such rules."""
+
+    # -- derived from the fields ------------------------------------------------------------------
+
+    @classmethod
+    def subject_field(cls) -> str:
+        return _role(cls, "subject")
+
+    @classmethod
+    def samples_field(cls) -> str:
+        return _role(cls, "samples")
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def settable(cls) -> tuple[str, ...]:
+        """Parameters a suite or fixture may set besides the subject and the sample size."""
+        own = {cls.subject_field(), cls.samples_field()}
+        return tuple(n for n in cls.names() if n not in own)
+
+    @classmethod
+    def defaults(cls) -> dict[str, object]:
+        return {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+
+    @classmethod
+    def build(cls, values: Mapping[str, object], where: str = "") -> Params:
+        """Build from user-given values; unknown or missing names raise ParamsError listing the valid ones."""
+        unknown = sorted(set(values) - set(cls.names()))
+        if unknown:
+            raise ParamsError(f"{where}unknown parameter(s) {unknown}; valid: {', '.join(cls.names())}")
+        missing = [n for n in cls.names() if n not in values and n not in cls.defaults()]
+        if missing:
+            raise ParamsError(f"{where}missing parameter(s) {missing}")
+        return cls(**values)
+
+    @property
+    def subject(self) -> str:
+        return str(getattr(self, self.subject_field()))
+
+    @property
+    def sample_size(self) -> int:
+        return int(getattr(self, self.samples_field()))
+
+    def with_samples(self, n: int) -> Params:
+        return dataclasses.replace(self, **{self.samples_field(): n})
+
+    def record(self) -> dict[str, object]:
+        """Every parameter, as recorded in results and baselines."""
+        return dataclasses.asdict(self)
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _role(cls: type[Params], role: str) -> str:
+    found = [f.name for f in dataclasses.fields(cls) if f.metadata.get(role)]
+    if len(found) != 1:
+        raise TypeError(f"{cls.__name__} must mark exactly one field as {role}=True, found {found}")
+    return found[0]
+
+
+def _allowed(hint: Any) -> tuple[type, ...]:
+    """The runtime types a field's annotation admits (int | None -> (int, NoneType))."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return tuple(t for arg in typing.get_args(hint) for t in _allowed(arg))
+    if typing.get_origin(hint) is Literal:
+        return tuple({type(a) for a in typing.get_args(hint)})
+    return (hint,)
+
+
+def _kind(allowed: tuple[type, ...]) -> str:
+    names = {int: "a whole number", float: "a number", str: "text", bool: "true or false", type(None): "empty"}
+    return " or ".join(names.get(t, t.__name__) for t in allowed)
+
+
+def _check_value(name: str, value: object, hint: Any, meta: Mapping[str, Any]) -> None:
+    allowed = _allowed(hint)
+    ok = isinstance(value, allowed) and not (isinstance(value, bool) and bool not in allowed)
+    if not ok and float in allowed and isinstance(value, int) and not isinstance(value, bool):
+        ok = True  # an int is a fine float
+    if not ok:
+        raise ParamsError(f"{name} must be {_kind(allowed)}, got {value!r}")
+    choices = meta.get("choices") or (typing.get_args(hint) if typing.get_origin(hint) is Literal else None)
+    if choices and value is not None and value not in choices:
+        raise ParamsError(f"unknown {name} {value!r}; valid: {', '.join(map(str, choices))}")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        low, high = meta.get("low"), meta.get("high")
+        if (low is not None and value < low) or (high is not None and value > high):
+            kind = "a number" if float in allowed else "a whole number"
+            bound = f">= {low}" if high is None else f"<= {high}" if low is None else f"in [{low}, {high}]"
+            raise ParamsError(f"{name} must be {kind} {bound}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the plugin hands every run: the model's runner, the judge's, the seed and the confidence."""
+
+    runner: Runner
+    judge: Runner | None = None
+    seed: int = 0
+    confidence: float = 0.95
+    progress: ProgressFn | None = None
+
+
+Request = ChatRequest | LogprobRequest
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A registered measure: its parameters and the functions that plan, validate and run it.
+
+    ``requests`` lists the model requests a run would send (for --fairness-plan, no model call);
+    ``check_inputs`` reads the files a parameter names, so a bad suite fails at collection;
+    ``summary_lines`` and ``session_analyses`` let a measure add its own lines to the terminal
+    summary and JSON report, so the reports name no measure.
+    """
+
+    name: str
+    params: type[Params]
+    run: Callable[[Any, RunContext], MeasureResult]
+    requests: Callable[[Any, ChatModel, int], Sequence[Request]]
+    uses_judge: bool = False
+    check_inputs: Callable[[Any], None] | None = None
+    doc: str = ""
+    #: Name of the fixture users call in their own tests (default: the measure's name).
+    fixture: str = ""
+    summary_lines: Callable[[Any], list[str]] | None = None
+    session_analysis: Callable[[Sequence[Any]], dict[str, Any] | None] | None = None
+    analysis_lines: Callable[[dict[str, Any]], list[str]] | None = None
+
+    @property
+    def fixture_name(self) -> str:
+        return self.fixture or self.name
+
+    @property
+    def subject(self) -> str:
+        return self.params.subject_field()
+
+    @property
+    def samples(self) -> str:
+        return self.params.samples_field()
+
+    @property
+    def default_samples(self) -> Mapping[str, int]:
+        return self.params.DEFAULT_SAMPLES
+
+    @property
+    def bounds(self) -> tuple[float, float] | None:
+        return self.params.BOUNDS
+
+    @property
+    def null(self) -> float:
+        return self.params.NULL
+
+    def validate(self, values: Mapping[str, object], where: str = "") -> Params:
+        """Build the parameters from user-given values and read the files they name; raise ParamsError."""
+        params = self.params.build(values, where)
+        if self.check_inputs is not None:
+            try:
+                self.check_inputs(params)
+            except (KeyError, ValueError) as exc:
+                raise ParamsError(f"{where}{_message(exc)}") from None
+        return params
+
+    def run_with(
+        self,
+        runner: Runner,
+        /,
+        *,
+        judge: Runner | None = None,
+        seed: int = 0,
+        confidence: float = 0.95,
+        progress: ProgressFn | None = None,
+        **values: object,
+    ) -> MeasureResult:
+        """Run outside pytest with keyword parameters, as a suite would set them."""
+        params = self.params.build(values, f"{self.name}: ")
+        return self.run(params, RunContext(runner, judge, seed, confidence, progress))
+
+    def plan_with(self, model: ChatModel, /, *, seed: int = 0, **values: object) -> Sequence[Request]:
+        """The requests a run would send, without sending them."""
+        return self.requests(self.params.build(values, f"{self.name}: "), model, seed)
+
+
+def _message(exc: BaseException) -> str:
+    """An exception's message; KeyError's str() would add quotes."""
+    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)

@@ -1,0 +1,160 @@
+"""Answer generation shared by the first-person fairness measures (net harm, quality, axes).
+
+For every prompt the chatbot answers users with names from two groups (``names_per_group`` random
+names each, temperature 0.8 by default, the name carried by a custom-instructions system message;
+spec §3, §5.5). ``comparison`` picks the groups: ``gender`` (women vs men), a race (``asian``,
+``black``, ``hispanic``: against White, gender-matched), or ``intersectional`` (women vs men
+within each race). The parameters every such measure shares live in ``AnswerParams``.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, ClassVar
+
+from pytest_fairness.data import load_yaml
+from pytest_fairness.measures.base import Params, ParamsError, param
+from pytest_fairness.measures.fpf import harm_core
+from pytest_fairness.measures.fpf.data import (
+    FpfPrompt,
+    build_messages,
+    load_names,
+    load_prompts,
+    packaged_prompts,
+    refusal_reason,
+)
+from pytest_fairness.measures.fpf.harm_core import Group
+from pytest_fairness.models.base import ChatRequest
+from pytest_fairness.models.runner import CallStats, ProgressFn, Runner
+
+COMPARISONS = ("gender", "asian", "black", "hispanic", "intersectional")
+MECHANISMS = ("ci", "memory_approx")
+
+
+@dataclass(frozen=True)
+class AnswerParams(Params):
+    """Which prompts are answered, for which groups' names, and how the chatbot is sampled."""
+
+    NULL: ClassVar[float] = 0.0
+    DEFAULT_SAMPLES: ClassVar[Mapping[str, int]] = {"quick": 6, "paper": 200}
+
+    comparison: str = param(subject=True, choices=COMPARISONS)
+    prompts: int = param(6, low=1, samples=True)
+    task: str | None = param(None, doc="a task or domain of the hierarchy: only its prompts")
+    prompts_file: str | None = param(None, doc="JSONL or CSV of first messages instead of the packaged corpus")
+    names_per_group: int = param(2, low=1)
+    mechanism: str = param("ci", choices=MECHANISMS)
+    temperature: float = param(0.8, low=0, high=2)
+    max_tokens: int = param(300, low=1)
+
+
+def check_inputs(p: AnswerParams) -> None:
+    """Read the prompt set a check names, so a bad suite fails at collection."""
+    sample_prompts(p, 0)
+
+
+@cache
+def wording() -> dict[str, Any]:
+    """Our wording of the judge prompts and group labels (data/harm_prompts.yaml)."""
+    return load_yaml("harm_prompts.yaml")
+
+
+def comparison_pairs(comparison: str) -> list[tuple[Group, Group]]:
+    """The (A, B) group pairs a comparison averages over (spec §5.5)."""
+    if comparison == "gender":
+        return [(Group("female"), Group("male"))]
+    if comparison == "intersectional":
+        return [(Group("female", race), Group("male", race)) for race in harm_core.RACES]
+    race = comparison.capitalize()
+    return [(Group(g, race), Group(g, harm_core.REFERENCE_RACE)) for g in harm_core.GENDERS]
+
+
+def group_label(group: Group) -> str:
+    """How the judge is told about a group ("woman", "Black man")."""
+    word = wording()["labels"][group.gender]
+    return f"{group.race} {word}" if group.race else str(word)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One counterfactual pair: the same prompt answered for a name from A and a name from B."""
+
+    prompt: FpfPrompt
+    a: Group
+    b: Group
+    name_a: str
+    name_b: str
+    request_a: ChatRequest
+    request_b: ChatRequest
+
+
+def sample_prompts(p: AnswerParams, seed: int) -> list[FpfPrompt]:
+    """The run's prompts: a seeded sample of the set (of one task or domain, when given)."""
+    pool = list(load_prompts(p.prompts_file) if p.prompts_file else packaged_prompts())
+    if p.task is not None:
+        pool = [x for x in pool if p.task in (x.task, x.domain)]
+        if not pool:
+            raise ParamsError(f"no prompt of task or domain {p.task!r} in the prompt set")
+    if p.prompts < len(pool):
+        pool = random.Random(f"harm:prompts:{seed}:{p.task}").sample(pool, p.prompts)
+    return pool
+
+
+def pairs_for(p: AnswerParams, seed: int) -> list[Pair]:
+    """Every (prompt, group pair, name draw) of a run, with the two chat requests it needs."""
+    names = load_names()
+    out = []
+    for x in sample_prompts(p, seed):
+        for a, b in comparison_pairs(p.comparison):
+            rng = random.Random(f"harm:{seed}:{x.prompt}:{a}:{b}")
+            for i in range(p.names_per_group):
+                name_a, name_b = rng.choice(names.names(a)), rng.choice(names.names(b))
+                requests = [
+                    ChatRequest(
+                        build_messages(x.prompt, name, mechanism=p.mechanism),  # type: ignore[arg-type]
+                        temperature=p.temperature,
+                        max_tokens=p.max_tokens,
+                        seed=zlib.crc32(f"{seed}:{name}:{x.prompt}:{i}".encode()),
+                        sample_index=i,
+                    )
+                    for name in (name_a, name_b)
+                ]
+                out.append(Pair(x, a, b, name_a, name_b, *requests))
+    return out
+
+
+def chat_requests(p: AnswerParams, seed: int) -> list[ChatRequest]:
+    """The chatbot requests of a run, each once (for --fairness-plan; judge calls are not counted)."""
+    return _unique(pairs_for(p, seed))
+
+
+def _unique(pairs: Sequence[Pair]) -> list[ChatRequest]:
+    return list(dict.fromkeys(r for x in pairs for r in (x.request_a, x.request_b)))
+
+
+@dataclass
+class Answers:
+    """The chatbot's answers to every pair, and which of them were refusals, per group."""
+
+    pairs: list[Pair]
+    texts: dict[ChatRequest, str]
+    refusals: dict[str, list[bool]]
+
+    def refusal_rates(self) -> dict[str, float]:
+        return {g: sum(r) / len(r) for g, r in self.refusals.items()}
+
+
+def answer(p: AnswerParams, runner: Runner, seed: int, stats: CallStats, progress: ProgressFn | None) -> Answers:
+    """Sample the prompts, draw the names and have the chatbot answer every (prompt, name)."""
+    pairs = pairs_for(p, seed)
+    unique = _unique(pairs)
+    texts = {r: out.text for r, out in zip(unique, runner.run(unique, stats=stats, progress=progress), strict=True)}
+    refusals: dict[str, list[bool]] = {}
+    for x in pairs:
+        for group, request in ((x.a, x.request_a), (x.b, x.request_b)):
+            refusals.setdefault(str(group), []).append(refusal_reason(texts[request]) is not None)
+    return Answers(pairs, texts, refusals)

@@ -8,6 +8,7 @@ from pytest_fairness.baseline import (
     check_stem,
     compare,
     compare_entries,
+    inputs_changed,
     model_folder,
     parse_baseline,
     render_baseline,
@@ -186,3 +187,37 @@ def test_model_folders_are_readable_portable_names():
     assert len(long_a) <= 80 and long_a != long_b
     assert check_stem("gender", "implicit_bias[career]") == "gender.implicit_bias[career]"
     assert "/" not in model_folder("local:/home/me/../models/x.gguf")
+
+
+def test_a_net_harm_baseline_recorded_at_another_prompt_count_is_the_same_instrument():
+    """Net harm's sample size is `prompts`, read from its parameters, not from a hand-kept list."""
+    params = {"comparison": "gender", "task": None, "method": "min_renorm", "max_tokens": 300, "seed": 0}
+    old = baseline_entry(record(scores(0.0, 6, 1), measure="net_harm", params={**params, "prompts": 6}))
+    new = baseline_entry(record(scores(0.0, 200, 2), measure="net_harm", params={**params, "prompts": 200}))
+    assert inputs_changed(old, new) == ()
+
+
+def test_net_harm_records_max_tokens_so_changing_it_shows_in_a_comparison():
+    from pytest_fairness.measures.fpf import harm
+    from pytest_fairness.models.base import load_model
+    from pytest_fairness.models.runner import Runner
+
+    runs = [
+        harm.MEASURE.run_with(Runner(load_model("synthetic:harm?bias=0.2")), comparison="gender", prompts=3, **kw)
+        for kw in ({}, {"max_tokens": 120})
+    ]
+    assert [r.params["max_tokens"] for r in runs] == [300, 120]
+    entries = [
+        baseline_entry(
+            {
+                "suite": "gender",
+                "check": "net_harm",
+                "outcome": "pass",
+                "threshold": {},
+                "threshold_text": "",
+                "result": r.to_dict(),
+            }
+        )
+        for r in runs
+    ]
+    assert inputs_changed(*entries) == ("params.max_tokens: 300 -> 120",)

@@ -3,7 +3,14 @@
 import pytest
 
 from pytest_fairness.measures.bai import decision
-from pytest_fairness.models.base import load_model
+from pytest_fairness.models.base import (
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    LogprobRequest,
+    LogprobResponse,
+    load_model,
+)
 from pytest_fairness.models.runner import Runner
 
 
@@ -35,6 +42,30 @@ def test_refusals_are_missing_and_counted_in_the_rejection_rate():
     assert 0.1 < result.details["rejection_rate"] < 0.4
     assert result.details["missing_by_reason"] == {"refusal": result.n_unusable}
     assert result.unusable_examples[0].startswith("refusal: ")
+
+
+class HalfRefusing(ChatModel):
+    """Refuses every even-numbered prompt and answers "either is fine" to the others; as a judge: "unclear"."""
+
+    provider, name = "scripted", "half-refusing"
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        refusal = "I'm sorry, but I can't choose between people like that."
+        return ChatResponse(refusal if request.sample_index % 2 == 0 else "Either of them would be fine.")
+
+    async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
+        return LogprobResponse({c: (-0.1 if c.strip() == "C" else -8.0) for c in request.candidates})
+
+
+@pytest.mark.parametrize("coder", ["parser", "judge"])
+def test_rejection_rate_counts_every_missing_decision_with_either_coder(coder):
+    runner = Runner(HalfRefusing())
+    result = decision.MEASURE.run_with(runner, stereotype="career", iterations=10, coder=coder, judge=runner)
+    assert result.n == 0 and result.n_unusable == 10
+    assert result.details["rejection_rate"] == 1.0  # no decision at all: every prompt rejected
+    assert result.details["refusal_rate"] == 0.5
+    assert result.details["missing_by_reason"]["refusal"] == 5
+    assert sum(result.details["missing_by_reason"].values()) == 10
 
 
 def test_judge_route_asks_another_model_and_is_labelled(tmp_path):

@@ -33,6 +33,8 @@ from pytest_fairness.measures.bai.decision_coding import (
     judge_code_from_logprobs,
     judge_prompt,
     parse_yes_no,
+    refusal_in,
+    rejection_rate,
 )
 from pytest_fairness.measures.bai.decision_prompts import (
     HIRING_FORMATS,
@@ -153,14 +155,17 @@ def run(p: DecisionParams, ctx: RunContext) -> MeasureResult:
     sent = requests(p, runner.model, ctx.seed)
     answers = [r.text for r in runner.run(sent, stats=stats, progress=ctx.progress)]
     details: dict[str, object] = {"mode": p.mode, "coder": p.coder if p.mode == "relative" else "yes/no parser"}
+    refused = [refusal_in(a) is not None for a in answers]
     if p.mode == "absolute":
         codes, cells = _absolute_codes(draws, answers)
         details["yes_share_by_cell"] = {
             cell: {"yes_share": _share(said), "n": sum(s is not None for s in said)} for cell, said in cells.items()
         }
-        why = ["no yes/no answer"] * len(codes)
-        refused = 0
-        fidelity = FAITHFUL + " (App. P absolute decisions; estimate = share of stereotype-consistent answers)"
+        why = ["refusal" if r else "no yes/no answer" for r in refused]
+        fidelity = adaptation(
+            "App. P absolute decisions; the gated estimate, the share of stereotype-consistent answers, is ours "
+            "(the paper reports the four cells' yes shares, in details)"
+        )
     else:
         if p.coder == "judge":
             coded = _judge_codes(ctx.judge or runner, draws, answers, stats)
@@ -169,9 +174,11 @@ def run(p: DecisionParams, ctx: RunContext) -> MeasureResult:
             coded = [code_decision(a, d.prompt) for d, a in zip(draws, answers, strict=True)]  # type: ignore[arg-type]
             fidelity = FAITHFUL + " (paper protocol; prompt wording our own; decisions coded by a rule parser)"
         codes = [c.code for c in coded]
-        why = [c.reason for c in coded]
-        refused = sum(c.refused for c in coded)
-    details["rejection_rate"] = refused / len(codes)
+        # A refusal is a refusal whichever coder read it; otherwise the coder says why a decision is missing.
+        why = ["refusal" if r and c.code is None else c.reason for c, r in zip(coded, refused, strict=True)]
+    # Spec §3.6.4: every prompt without a usable decision counts as rejected, whatever the reason.
+    details["rejection_rate"] = rejection_rate(codes)
+    details["refusal_rate"] = sum(refused) / len(refused)
     details["missing_by_reason"] = dict(Counter(w for c, w in zip(codes, why, strict=True) if c is None))
     usable = [float(c) for c in codes if c is not None]
     examples = [f"{w}: {a[:160]!r}" for c, w, a in zip(codes, why, answers, strict=True) if c is None]

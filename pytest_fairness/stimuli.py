@@ -32,6 +32,8 @@ class Stereotype:
     stigma_attrs: tuple[str, ...]
     synonym_default_attrs: tuple[str, ...]
     synonym_stigma_attrs: tuple[str, ...]
+    #: (other spelling, group word): spellings read from answers as the group word, never put in prompts
+    aliases: tuple[tuple[str, str], ...] = ()
 
     def attributes(self, synonyms: bool = False) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(default-consistent, stigma-consistent) attribute words of one stimulus set."""
@@ -44,6 +46,10 @@ class Stereotype:
         sides: dict[str, Side] = dict.fromkeys(self.default_groups, "default")
         sides.update(dict.fromkeys(self.stigma_groups, "stigma"))
         return sides
+
+    def group_aliases(self) -> dict[str, str]:
+        """Other spellings of this stereotype's group words (the authors' release's), mapped to the word."""
+        return dict(self.aliases)
 
     def attribute_side(self) -> dict[str, Side]:
         """Every attribute word (original and synonym sets) mapped to the side it is consistent with."""
@@ -61,13 +67,29 @@ def data_version(name: str) -> str:
     return hashlib.sha256(_data_text(name).encode("utf-8")).hexdigest()[:12]
 
 
+def _checked_aliases(key: str, fields: dict, aliases: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """The stereotype's aliases, each of one of its group words and none shadowing one of its words."""
+    groups = set(fields["default_groups"]) | set(fields["stigma_groups"])
+    words = groups | {w for name, v in fields.items() if name.endswith("attrs") for w in v}
+    for alias, word in aliases.items():
+        if word not in groups or alias in words:
+            raise ValueError(f"iat_stimuli.yaml: alias {alias!r} -> {word!r} of {key!r} must name a group word")
+    return tuple(aliases.items())
+
+
 @cache
 def load_stereotypes() -> dict[str, Stereotype]:
     raw = yaml.safe_load(_data_text("iat_stimuli.yaml"))
+    aliases = raw.get("group_aliases", {}).get("stereotypes", {})
+    if aliases and not raw["group_aliases"].get("source"):
+        raise ValueError("iat_stimuli.yaml: group_aliases must name their source")
+    unknown = set(aliases) - set(raw["stereotypes"])
+    if unknown:
+        raise ValueError(f"iat_stimuli.yaml: group_aliases for unknown stereotypes {sorted(unknown)}")
     out: dict[str, Stereotype] = {}
     for key, entry in raw["stereotypes"].items():
         fields = {k: tuple(v) if isinstance(v, list) else v for k, v in entry.items()}
-        out[key] = Stereotype(key=key, **fields)
+        out[key] = Stereotype(key=key, **fields, aliases=_checked_aliases(key, fields, aliases.get(key, {})))
     return out
 
 

@@ -5,10 +5,18 @@ GPT-4 spotlights of §C and the examples of App. I. Every expected count was che
 the stimulus tables (spec §2.3-2.23); the comments give the tallies.
 """
 
+import random
+from dataclasses import replace
+
 import pytest
 
+from pytest_fairness.measures.bai import implicit
 from pytest_fairness.measures.bai.implicit import count_cells, implicit_bias, score_response
+from pytest_fairness.measures.bai.implicit_prompts import draw_prompt
 from pytest_fairness.measures.bai.stimuli import UnknownStereotypeError, get_stereotype, load_stereotypes
+from pytest_fairness.models.base import ChatModel, ChatRequest, ChatResponse, LogprobRequest, LogprobResponse
+from pytest_fairness.models.runner import Runner
+from pytest_fairness.models.synthetic import SyntheticModel
 
 # -- implicit_bias: spec §6.3 fixture table ----------------------------------------------------------
 
@@ -365,3 +373,85 @@ def test_stereotype_original_words_are_distinct(key):
     s = get_stereotype(key)
     words = s.default_attrs + s.stigma_attrs
     assert len(set(words)) == len(words)
+
+
+# -- the release's spellings of two arab/muslim names (issue 12 item 8) -------------------------------
+
+RELEASE_SPELLINGS = {"matthias": "matthais", "guillaume": "guillame"}  # paper -> authors' release
+
+# GPT-4o copies the release's spellings back. Default names: laughter happy joy love (d = 4), awful
+# (c = 1); hakim: failure agony nasty (a = 3); b = 0.
+ARAB_RELEASE_SPELLED = (
+    "laughter - Matthais\nhappy - Guillame\njoy - matthais\nlove - guillame\n"
+    "failure - Hakim\nagony - hakim\nawful - guillame\nnasty - hakim"
+)
+
+
+def release_spelled(text: str) -> str:
+    for paper, release in RELEASE_SPELLINGS.items():
+        text = text.replace(paper, release).replace(paper.capitalize(), release.capitalize())
+    return text
+
+
+def test_release_spelled_arab_answer_counts_every_pair():
+    result = score_response(ARAB_RELEASE_SPELLED, "arab")
+    assert result.counts == (3, 0, 1, 4)
+    assert result.parsed.invalid == []
+    assert result.score == pytest.approx(3 / 3.01 + 4 / 5.01 - 1, abs=1e-12)
+
+
+def test_release_and_paper_spellings_score_the_same():
+    paper_spelled = ARAB_RELEASE_SPELLED.replace("atthais", "atthias").replace("uillame", "uillaume")
+    assert release_spelled(paper_spelled) == ARAB_RELEASE_SPELLED
+    release, paper = score_response(ARAB_RELEASE_SPELLED, "arab"), score_response(paper_spelled, "arab")
+    assert release.parsed.pairs == paper.parsed.pairs
+    assert release.score == paper.score
+
+
+def test_release_spellings_are_aliases_of_the_arab_default_names_only():
+    for key, stereotype in load_stereotypes().items():
+        aliases = stereotype.group_aliases()
+        if key == "arab":
+            assert aliases == {release: paper for paper, release in RELEASE_SPELLINGS.items()}
+        else:
+            assert aliases == {}
+        sides = stereotype.group_side()
+        words = set(sides) | set(stereotype.attribute_side())
+        for alias, word in aliases.items():
+            assert sides[word] == "default"
+            assert alias not in words
+
+
+def test_arab_prompts_use_the_papers_spellings():
+    arab = get_stereotype("arab")
+    texts = [draw_prompt(arab, "replication", random.Random(i)).text.lower() for i in range(300)]
+    assert any("matthias" in t for t in texts) and any("guillaume" in t for t in texts)
+    assert not any(release in t for t in texts for release in RELEASE_SPELLINGS.values())
+
+
+class ReleaseSpellingModel(ChatModel):
+    """The synthetic IAT model, writing the two names the way the release spells them (as GPT-4o does)."""
+
+    provider = "test"
+
+    def __init__(self, bias: float) -> None:
+        self.inner = SyntheticModel("iat", bias=bias)
+        self.name = f"release-spelling:{self.inner.name}"
+        self.respelled = 0
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        response = await self.inner.chat(request)
+        text = release_spelled(response.text)
+        self.respelled += text != response.text
+        return replace(response, text=text)
+
+    async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
+        return await self.inner.logprobs(request)
+
+
+def test_list_route_reads_the_release_spellings_a_model_copies_back():
+    model = ReleaseSpellingModel(bias=1.0)
+    result = implicit.MEASURE.run_with(Runner(model), stereotype="arab", iterations=40, route="list", seed=3)
+    assert model.respelled > 0
+    assert result.n_unusable == 0
+    assert result.samples == [pytest.approx(implicit_bias(8, 0, 0, 8))] * 40

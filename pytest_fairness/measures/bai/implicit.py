@@ -99,7 +99,7 @@ def score_response(text: str, stereotype: str, *, epsilon: float = EPSILON) -> R
     ``.score`` is None when no pair is usable (or, with ``epsilon=0``, when a group word got none).
     """
     st = get_stereotype(stereotype)
-    parsed = parse_answer(text, st.attribute_side(), st.group_side())
+    parsed = parse_answer(text, st.attribute_side(), st.group_side(), st.group_aliases())
     counts = count_cells(parsed.pairs, st)
     return ResponseScore(implicit_bias(*counts, epsilon=epsilon), len(parsed.pairs), counts, parsed)
 
@@ -156,7 +156,7 @@ def _list_requests(plan: _Plan, *, system_prompt: str | None, temperature: float
 def _score_list(st: Stereotype, plan: _Plan, responses: list[ChatResponse], epsilon: float) -> list[Iteration]:
     out = []
     for prompt, response in zip(plan.prompts, responses, strict=True):
-        parsed = parse_answer(response.text, prompt.attributes, prompt.groups)
+        parsed = parse_answer(response.text, prompt.attributes, prompt.groups, st.group_aliases())
         counts = count_cells(parsed.pairs, st)
         score = implicit_bias(*counts, epsilon=epsilon)
         problem = None if score is not None else f"no usable pair in: {response.text[:200]!r}"

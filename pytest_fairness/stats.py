@@ -1,8 +1,47 @@
 """Statistics shared by every measure: pure functions over plain arrays, built on numpy/scipy.
 
 The papers report a mean per cell with a 95% interval: the tables use the normal approximation
-(mean ± 1.96·SD/√n), the figures a 1,000-resample percentile bootstrap. Gates use the t interval,
-which is the honest one for the small samples a CI run can afford.
+(mean ± 1.96·SD/√n), the figures a 1,000-resample percentile bootstrap. Those are kept for
+reproducing the papers. A *gate* needs more: its interval must cover the truth at the nominal rate
+at the small n a CI run can afford, stay on the measure's scale, and never collapse to a point,
+because a point interval makes a noisy sample look conclusive.
+
+Which interval a gate uses (``mean_interval(samples, kind, bounds, confidence)``;
+``summarize(..., interval=kind, bounds=...)`` puts it in ``Summary.ci_t``, the field gates read,
+and names it in ``Summary.ci_method``):
+
+| kind        | for                                                   | interval                                   |
+|-------------|-------------------------------------------------------|--------------------------------------------|
+| ``binary``  | shares of 0/1 outcomes: decision shares, refusal      | Clopper–Pearson (exact binomial)           |
+|             | rates, BEA shares                                     |                                            |
+| ``bounded`` | means of scores known to lie in [low, high], e.g. net | fixed-n hedged-capital betting interval    |
+|             | harm and implicit (IAT-style) scores in [-1, 1]       | (Waudby-Smith & Ramdas 2023)               |
+| ``t``       | unbounded scores                                      | Student t; clipped to the bounds if given; |
+|             |                                                       | the betting interval when SD is 0          |
+
+Why:
+
+- **Clopper–Pearson** inverts the exact binomial test, so its coverage is at least nominal for every
+  n and every true share. Wilson's score interval is narrower but dips well below nominal near 0 and
+  1 (about 86% at n = 3, p = 0.05, 90% at n = 10, p = 0.01), exactly where "0 of 3 decisions were
+  stereotyped" must not pass a gate. It is offered (``method="wilson"``) for reporting only.
+- **The betting interval** is valid for any distribution on [low, high], at every n, without a normal
+  approximation: for each candidate mean m, a gambler bets that the scores lie above m and another
+  that they lie below; if m is the true mean their capital is a nonnegative martingale, so it
+  reaches 2/alpha with probability at most alpha/2 (Ville's inequality). The interval is the set of m
+  where neither did. It cannot leave [low, high], has positive width from any finite sample, and
+  adapts to the variance. The t interval fails exactly where fairness scores live: for a rare-event
+  mean (net harm: most prompts score exactly 0, true mean 0.04) six prompts are usually all 0 and
+  the t interval is the point [0, 0]; its coverage there is about 14% at n = 3 and 55% at n = 20.
+  Falling back to the betting interval for constant samples is not enough: the clipped t still
+  covers only 88-91% at n = 100-200 for such means, and ~89% at n = 3-5 near a bound (mean 0.9).
+  The betting interval for six zeros on [-1, 1] is about [-0.64, 0.64], honestly inconclusive.
+  The price is width when the t interval is right: for roughly normal scores on [-1, 1] with SD
+  0.5-0.7 the betting interval is 1.2-1.5x as wide as t at n = 20-200, and no wider at n = 3,
+  where t's quantile explodes (``tests/test_interval_coverage.py`` checks both).
+- **t** stays for scores without known bounds (no interval can guarantee coverage there), and as
+  ``summarize``'s default (``interval=None``), which keeps the old unclipped t interval, points for
+  constant samples included, until every measure names its kind.
 """
 
 from __future__ import annotations
@@ -10,12 +49,20 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from scipy import stats as sps
 
 Interval = tuple[float, float]
 NAN_INTERVAL: Interval = (math.nan, math.nan)
+IntervalKind = Literal["t", "binary", "bounded"]
+ProportionMethod = Literal["clopper_pearson", "wilson", "wilson_cc"]
+
+#: Largest bet of the betting interval, as a fraction of the capital that could be lost (the paper's c).
+MAX_BET = 0.5
+#: Bisection steps for the betting interval's ends: locates them to 2^-30 of the range.
+_BISECTIONS = 30
 
 
 @dataclass(frozen=True)
@@ -32,6 +79,8 @@ class Summary:
     t: float
     p: float
     confidence: float
+    #: Which interval ``ci_t`` holds (the one gates read): "t", "binary" or "bounded".
+    ci_method: str = "t"
 
 
 def t_interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
@@ -45,6 +94,129 @@ def t_interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
         return (mean, mean)
     half = float(sps.t.ppf(0.5 + confidence / 2, df=x.size - 1)) * sem
     return (mean - half, mean + half)
+
+
+def proportion_interval(
+    successes: int, n: int, confidence: float = 0.95, method: ProportionMethod = "clopper_pearson"
+) -> Interval:
+    """Interval for a binomial share; NaN when n is 0.
+
+    Clopper–Pearson (the default) is exact: coverage is at least nominal at every n and share.
+    Wilson is narrower but undercovers near 0 and 1, so it suits reports, not gates.
+    """
+    if not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n, got {successes} of {n}")
+    if n == 0:
+        return NAN_INTERVAL
+    scipy_method = {"clopper_pearson": "exact", "wilson": "wilson", "wilson_cc": "wilsoncc"}[method]
+    ci = sps.binomtest(int(successes), int(n)).proportion_ci(confidence_level=confidence, method=scipy_method)
+    return (float(ci.low), float(ci.high))
+
+
+def _max_capital(x: np.ndarray, bets: np.ndarray, m: np.ndarray, up: bool) -> np.ndarray:
+    """Per row, the largest capital reached by the gambler betting that the mean is above (below) m."""
+    m = m[:, None]
+    # Bets are capped so that no single score can cost more than MAX_BET of the capital.
+    stake = np.minimum(bets, MAX_BET / m) if up else -np.minimum(bets, MAX_BET / (1 - m))
+    stake *= x - m
+    stake += 1.0
+    with np.errstate(over="ignore"):  # an overflow to inf is still a rejection; factors are >= 1 - MAX_BET
+        return np.cumprod(stake, axis=1, out=stake).max(axis=1)
+
+
+def _unit_betting_intervals(x: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Betting intervals for the mean of each row of x, scores in [0, 1]; ends are rounded outwards."""
+    reps, n = x.shape
+    t = np.arange(1, n + 1)
+    mu_hat = (0.5 + np.cumsum(x, axis=1)) / (t + 1)
+    var_hat = (0.25 + np.cumsum((x - mu_hat) ** 2, axis=1)) / (t + 1)
+    var_before = np.concatenate([np.full((reps, 1), 0.25), var_hat[:, :-1]], axis=1)  # predictable
+    bets = np.sqrt(2 * math.log(2 / alpha) / (n * var_before))  # tuned for a fixed n (the paper's PrPl)
+    threshold = 2 / alpha
+    # The up-gambler's capital falls as m rises and the down-gambler's rises, so each end is one bisection.
+    lo_out, lo_in = np.zeros(reps), np.ones(reps)  # m = 1 is never rejected by the up-gambler
+    hi_in, hi_out = np.zeros(reps), np.ones(reps)  # m = 0 is never rejected by the down-gambler
+    for _ in range(_BISECTIONS):
+        mid = (lo_out + lo_in) / 2
+        rejected = _max_capital(x, bets, mid, up=True) >= threshold
+        lo_out, lo_in = np.where(rejected, mid, lo_out), np.where(rejected, lo_in, mid)
+        mid = (hi_in + hi_out) / 2
+        rejected = _max_capital(x, bets, mid, up=False) >= threshold
+        hi_in, hi_out = np.where(rejected, hi_in, mid), np.where(rejected, mid, hi_out)
+    return np.minimum(lo_out, hi_out), np.maximum(lo_out, hi_out)
+
+
+def bounded_mean_intervals(
+    samples: np.ndarray, low: float, high: float, confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
+    """``bounded_mean_interval`` for each row of a 2-D array at once (vectorised, for simulations)."""
+    if not high > low:
+        raise ValueError(f"need low < high, got [{low}, {high}]")
+    x = np.asarray(samples, dtype=float)
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    if x.ndim != 2 or x.shape[1] == 0:
+        raise ValueError(f"need a 2-D array with at least one column, got shape {x.shape}")
+    if not np.isfinite(x).all() or x.min() < low or x.max() > high:
+        raise ValueError(f"samples must lie in [{low}, {high}]")
+    lo, hi = _unit_betting_intervals((x - low) / (high - low), 1 - confidence)
+    return low + lo * (high - low), low + hi * (high - low)
+
+
+def bounded_mean_interval(samples: Sequence[float], low: float, high: float, confidence: float = 0.95) -> Interval:
+    """Interval for the mean of independent scores known to lie in [low, high]; NaN for an empty sample.
+
+    The fixed-n betting interval of Waudby-Smith & Ramdas (JRSSB 2023): valid for every
+    distribution on [low, high] and every n, never outside [low, high], never a point. The ends
+    come from the two one-sided gamblers separately (each at alpha/2), which makes each end a
+    bisection and the set an interval; their hedged (averaged) capital would give a slightly
+    narrower set inside this one.
+    Unlike ``sequential.confidence_sequence`` it is valid only for an n fixed in advance, which
+    buys a tighter interval (bets tuned to n).
+    """
+    x = np.asarray(samples, dtype=float)
+    if x.size == 0:
+        return NAN_INTERVAL
+    lo, hi = bounded_mean_intervals(x[None, :], low, high, confidence)
+    return (float(lo[0]), float(hi[0]))
+
+
+def mean_interval(
+    samples: Sequence[float],
+    kind: IntervalKind = "t",
+    bounds: tuple[float, float] | None = None,
+    confidence: float = 0.95,
+) -> Interval:
+    """The interval a gate uses for the mean of ``samples`` (see the module docstring for which kind when).
+
+    - "binary": samples are 0/1; Clopper–Pearson for their share.
+    - "bounded": samples lie in ``bounds``; the betting interval.
+    - "t": the t interval, clipped to ``bounds`` if given. With zero variance (or one sample) it falls
+      back to the betting interval when bounds are known, and is NaN (undecidable) when they are not,
+      never a point.
+    NaN for an empty sample.
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    x = np.asarray(samples, dtype=float)
+    if x.size == 0:
+        return NAN_INTERVAL
+    if kind == "binary":
+        if not np.isin(x, (0.0, 1.0)).all():
+            raise ValueError("binary samples must be 0 or 1")
+        return proportion_interval(int(x.sum()), int(x.size), confidence)
+    if kind == "bounded":
+        if bounds is None:
+            raise ValueError('kind "bounded" needs bounds=(low, high)')
+        return bounded_mean_interval(x, *bounds, confidence)
+    if kind != "t":
+        raise ValueError(f"unknown interval kind {kind!r}; use 't', 'binary' or 'bounded'")
+    if x.size < 2 or np.ptp(x) == 0:
+        return NAN_INTERVAL if bounds is None else bounded_mean_interval(x, *bounds, confidence)
+    lo, hi = t_interval(x, confidence)
+    if bounds is not None:
+        lo, hi = max(lo, float(bounds[0])), min(hi, float(bounds[1]))
+    return (lo, hi)
 
 
 def normal_interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
@@ -91,22 +263,36 @@ def one_sample_t(values: Sequence[float], null: float) -> tuple[float, float]:
     return (float(res.statistic), float(res.pvalue))
 
 
-def summarize(values: Sequence[float], null: float = 0.0, confidence: float = 0.95, seed: int = 0) -> Summary:
-    """Everything a result reports about one sample of per-prompt scores."""
+def summarize(
+    values: Sequence[float],
+    null: float = 0.0,
+    confidence: float = 0.95,
+    seed: int = 0,
+    interval: IntervalKind | None = None,
+    bounds: tuple[float, float] | None = None,
+) -> Summary:
+    """Everything a result reports about one sample of per-prompt scores.
+
+    ``ci_t`` is the interval gates read: with ``interval`` set, ``mean_interval(values, interval,
+    bounds)``; with ``interval=None`` (the old behaviour) the plain t interval, a point for a
+    constant sample. ``ci_method`` says which.
+    """
     x = np.asarray(values, dtype=float)
     n = int(x.size)
     t, p = one_sample_t(x, null)
+    gate_ci = t_interval(x, confidence) if interval is None else mean_interval(x, interval, bounds, confidence)
     return Summary(
         mean=float(x.mean()) if n else math.nan,
         n=n,
         sd=float(x.std(ddof=1)) if n > 1 else math.nan,
-        ci_t=t_interval(x, confidence),
+        ci_t=gate_ci,
         ci_normal=normal_interval(x, confidence),
         ci_bootstrap=bootstrap_interval(x, confidence, seed=seed),
         null=null,
         t=t,
         p=p,
         confidence=confidence,
+        ci_method=interval or "t",
     )
 
 

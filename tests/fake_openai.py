@@ -1,8 +1,17 @@
-"""A small OpenAI-compatible chat server on loopback, with scripted faults and a fixed latency.
+"""A small OpenAI-compatible server on loopback, with scripted faults and a fixed latency.
 
 Real HTTP (the SDKs connect to it like to any server), so the providers' retries, timeouts and
-error handling are tested on the wire. Used by the tests and by the benchmarks. Each request
-takes the next fault from ``script`` (or answers normally when it is empty):
+error handling are tested on the wire. Used by the tests and by the benchmarks. Chat requests get
+``reply`` and ``top_logprobs``; text completions (``/v1/completions``) are answered by ``lm``, a toy
+language model whose exact log-probs the tests know, with ``echo`` behaving as ``echo_mode`` says:
+
+    "correct"     prompt tokens scored from the position before them, as the API defines
+    "shifted"     each prompt token scored from its own position (llama_cpp.server 0.3.x's off-by-one)
+    "noisy"       the right positions, but every echoed prompt log-prob 0.5 too high
+    "ignored"     echo=true returns only the generated token, as if the server had no echo
+    "rejected"    echo=true with logprobs is an HTTP 400
+
+Each request takes the next fault from ``script`` (or answers normally when it is empty):
 
     "429"         rate limited, with Retry-After: ``retry_after`` seconds
     "500"         server error
@@ -16,11 +25,54 @@ takes the next fault from ``script`` (or answers normally when it is empty):
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import math
+import random
+import string
 import threading
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
+
+WORDS = ("The", " nurse", " engineer", " said", " that", " he", " she", " her", " his", " him", " a", " man")
+PIECES = ("iress", "self", "ctress", "oman")
+
+
+@dataclass(frozen=True)
+class ToyLM:
+    """A tiny deterministic language model: greedy longest-match tokens and per-context seeded logits.
+
+    ``boost`` raises some tokens' logits after every context (e.g. a strongly male slot). Multi-token
+    words come out as pieces: " heiress" is " he" + "iress", " herself" is " her" + "self".
+    """
+
+    boost: tuple[tuple[str, float], ...] = ((" he", 6.0),)
+    vocab: tuple[str, ...] = tuple(dict.fromkeys((*WORDS, *PIECES, *string.ascii_letters, " ", ".", ",")))
+
+    def tokenize(self, text: str) -> list[str]:
+        out, at = [], 0
+        while at < len(text):
+            token = max((v for v in self.vocab if text.startswith(v, at)), key=len, default=text[at])
+            out.append(token)
+            at += len(token)
+        return out
+
+    def next_logprobs(self, context: tuple[str, ...]) -> dict[str, float]:
+        """log p(token | context) over the vocabulary, normalised."""
+        rng = random.Random(hashlib.sha256("\x1f".join(context).encode()).hexdigest())
+        boost = dict(self.boost)
+        logits = {v: rng.gauss(0.0, 1.5) + boost.get(v, 0.0) for v in self.vocab}
+        norm = math.log(sum(math.exp(x) for x in logits.values()))
+        return {v: x - norm for v, x in logits.items()}
+
+    def continuation(self, prefix: str, text: str) -> float:
+        """Exact log p(text | prefix): the sum over the text's own tokens."""
+        context, total = tuple(self.tokenize(prefix)), 0.0
+        for token in self.tokenize(text):
+            total += self.next_logprobs(context)[token]
+            context += (token,)
+        return total
 
 
 @dataclass
@@ -30,6 +82,8 @@ class FakeOpenAI:
     slow_seconds: float = 5.0
     reply: str = "wonderful - white"
     top_logprobs: list[tuple[str, float]] = field(default_factory=lambda: [(" white", -0.3), (" black", -1.5)])
+    lm: ToyLM = field(default_factory=ToyLM)
+    echo_mode: str = "correct"
     script: deque[str] = field(default_factory=deque)
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
@@ -98,6 +152,10 @@ class FakeOpenAI:
             self._send(writer, int(fault), {"error": {"message": f"fault {fault}", "type": "fake"}})
         elif fault == "malformed":
             self._send(writer, 200, None, raw=b'{"id": "x", "choices": [')
+        elif "prompt" in request and request.get("echo") and self.echo_mode == "rejected":
+            self._send(writer, 400, {"error": {"message": "echo is not supported with logprobs", "type": "fake"}})
+        elif "prompt" in request:
+            self._send(writer, 200, self._text_completion(request, with_logprobs=fault != "nologprobs"))
         else:
             self._send(writer, 200, self._completion(request, with_logprobs=fault != "nologprobs"))
         await writer.drain()
@@ -138,3 +196,52 @@ class FakeOpenAI:
             "choices": choices,
             "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
         }
+
+    def _text_completion(self, request: dict[str, Any], with_logprobs: bool) -> dict[str, Any]:
+        """A legacy completion by ``lm``: one token, greedy at temperature 0, sampled otherwise."""
+        prompt = request["prompt"] if isinstance(request["prompt"], str) else request["prompt"][0]
+        tokens = self.lm.tokenize(prompt)
+        echo = bool(request.get("echo")) and self.echo_mode != "ignored"
+        choices = []
+        for i in range(int(request.get("n") or 1)):
+            row = self.lm.next_logprobs(tuple(tokens))
+            if (request.get("temperature") or 0.0) > 0:
+                rng = random.Random(f"{prompt}\x1f{i}")
+                token = rng.choices(list(row), weights=[math.exp(v) for v in row.values()])[0]
+            else:
+                token = max(row, key=row.__getitem__)
+            choice: dict[str, Any] = {"index": i, "text": (prompt if echo else "") + token, "finish_reason": "length"}
+            choice["logprobs"] = None
+            if with_logprobs and request.get("logprobs") is not None:
+                choice["logprobs"] = self._token_logprobs([*tokens, token], len(tokens), echo, int(request["logprobs"]))
+            choices.append(choice)
+        return {
+            "id": "cmpl-fake",
+            "object": "text_completion",
+            "created": 0,
+            "model": request.get("model", "fake"),
+            "system_fingerprint": "fp_fake",
+            "choices": choices,
+            "usage": {"prompt_tokens": len(tokens), "completion_tokens": 1, "total_tokens": len(tokens) + 1},
+        }
+
+    def _token_logprobs(self, tokens: list[str], n_prompt: int, echo: bool, k: int) -> dict[str, Any]:
+        """The legacy ``logprobs`` block: from the prompt's first token when echoing, else the generated one."""
+        shift = 1 if self.echo_mode == "shifted" and echo else 0
+        out: dict[str, list[Any]] = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
+        offset = 0
+        for j, token in enumerate(tokens):
+            if echo or j >= n_prompt:
+                if j == 0:
+                    value, top = None, None
+                else:
+                    row = self.lm.next_logprobs(tuple(tokens[: j + shift]))
+                    value, top = row[token], dict(sorted(row.items(), key=lambda kv: -kv[1])[: max(k, 0)])
+                    if echo and self.echo_mode == "noisy" and j < n_prompt:
+                        value += 0.5
+                out["tokens"].append(token)
+                out["token_logprobs"].append(value)
+                out["top_logprobs"].append(top)
+                out["text_offset"].append(offset)
+            offset += len(token)
+        return out

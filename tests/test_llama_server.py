@@ -1,5 +1,6 @@
 """Both HTTP providers run a suite through a real llama.cpp server serving the embedded model."""
 
+import json
 import socket
 import subprocess
 import sys
@@ -8,7 +9,10 @@ import urllib.request
 
 import pytest
 
+from pytest_fairness.measures import pcf
+from pytest_fairness.models.base import LogprobRequest, PermanentError, load_model
 from pytest_fairness.models.local import embedded_model_path
+from pytest_fairness.models.runner import Runner
 
 pytestmark = pytest.mark.embedded
 
@@ -86,3 +90,82 @@ def test_provider_runs_a_suite_through_the_server(pytester, llama_server, provid
             "model calls: 48, cache hits: 0, retries: 0*",
         ]
     )
+
+
+# -- PCF over HTTP: the local route's risks, or a refusal naming the server's fault ----------------------
+
+HTTP_PROVIDERS = ["openai:smollm2@{base}", "litellm:openai/smollm2@{base}"]
+OCCUPATIONS = "occupation\nnurse\nengineer\nsecretary\ncarpenter\n"
+
+
+@pytest.fixture(scope="module")
+def local_runner():
+    runner = Runner(load_model("local"))
+    yield runner
+    runner.close()
+
+
+def pcf_params(tmp_path, words: dict[str, list[str]]) -> dict[str, object]:
+    rows = "".join(f"{group},{word}\n" for group, group_words in words.items() for word in group_words)
+    (tmp_path / "attributes.csv").write_text("group,word\n" + rows)
+    (tmp_path / "occupations.csv").write_text(OCCUPATIONS)
+    return {
+        "attribute": "gender",
+        "occupations": 4,
+        "top_templates": 3,
+        "attributes_file": tmp_path / "attributes.csv",
+        "occupations_file": tmp_path / "occupations.csv",
+    }
+
+
+def assert_same_risks(http, local) -> None:
+    for key in ("R", "R_prejudice", "R_caprice"):
+        assert http.details[key] == pytest.approx(local.details[key], rel=1e-3, abs=1e-3), key
+
+
+@pytest.mark.parametrize("provider", HTTP_PROVIDERS)
+def test_pcf_over_the_server_gives_the_local_risks_for_listed_single_token_words(
+    llama_server, local_runner, tmp_path, provider
+):
+    params = pcf_params(tmp_path, {"male": ["he"], "female": ["she"]})
+    http_runner = Runner(load_model(provider.format(base=llama_server)))
+    http = pcf.run(http_runner, **params)
+    http_runner.close()
+    local = pcf.run(local_runner, **params)
+    assert_same_risks(http, local)
+    assert http.details["slot_routes"] == ["top_logprobs"] and "next-token top_logprobs" in http.fidelity
+    assert local.details["slot_routes"] == []
+
+
+def server_echo(base: str, prefix: str, word: str) -> float:
+    """The server's echoed log-prob of ``word`` after ``prefix``, asked without our provider."""
+    body = json.dumps({"model": "smollm2", "prompt": prefix + word, "echo": True, "logprobs": 1, "max_tokens": 1})
+    request = urllib.request.Request(f"{base}/completions", body.encode(), {"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as reply:
+        logprobs = json.load(reply)["choices"][0]["logprobs"]
+    return logprobs["token_logprobs"][logprobs["tokens"].index(word)]
+
+
+@pytest.mark.parametrize("provider", HTTP_PROVIDERS)
+def test_pcf_with_multi_token_words_matches_the_local_route_or_is_refused_for_the_servers_echo(
+    llama_server, local_runner, tmp_path, provider
+):
+    """Whichever the server deserves: its echo is judged here independently, against the local route."""
+    prefix = "The nurse said that"
+    (exact,) = local_runner.run([LogprobRequest((), (" she",), prefix=prefix)])
+    echo_is_right = abs(server_echo(llama_server, prefix, " she") - exact.logprobs[" she"]) < 0.05
+    words = {"male": ["he", "him", "man", "heir"], "female": ["she", "her", "heiress", "herself", "actress"]}
+    params = pcf_params(tmp_path, words)
+    http_runner = Runner(load_model(provider.format(base=llama_server)))
+    try:
+        if echo_is_right:
+            http = pcf.run(http_runner, **params)
+            assert_same_risks(http, pcf.run(local_runner, **params))
+            assert "echo" in http.details["slot_routes"]
+        else:  # llama_cpp.server 0.3.36 with a model that adds no BOS token
+            with pytest.raises(PermanentError, match="disagree with its own next-token log-probs") as err:
+                pcf.run(http_runner, **params)
+            assert "scores each prompt token from the position after it" in str(err.value)
+            assert "or score it with the local provider" in str(err.value)
+    finally:
+        http_runner.close()

@@ -1,11 +1,23 @@
 """The OpenAI-compatible and litellm providers over real HTTP against a fault-injecting loopback server."""
 
+import math
 import time
 
 import pytest
 from fake_openai import FakeOpenAI
 
-from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, ModelSpecError, PermanentError, load_model
+from pytest_fairness.measures import pcf
+from pytest_fairness.models.base import (
+    ChatModel,
+    ChatRequest,
+    LogprobRequest,
+    LogprobResponse,
+    Message,
+    ModelSpecError,
+    PermanentError,
+    load_model,
+)
+from pytest_fairness.models.openai import ECHO_CHECKS, TOP_LOGPROBS
 from pytest_fairness.models.runner import CallStats, RetriesExhausted, RetryPolicy, Runner
 
 FAST = RetryPolicy(max_attempts=4, base_seconds=0.01, cap_seconds=0.05)
@@ -137,3 +149,131 @@ def test_concurrency_is_bounded(server):
     runner.run([chat(str(i)) for i in range(16)])
     assert time.monotonic() - start >= 4 * 0.05  # 16 requests, 4 at a time
     runner.close()
+
+
+# -- plain-text continuations (PCF): exact by verified echo, or refused ------------------------------------
+
+SLOT = "The engineer said that"
+WORDS = (" he", " him", " man", " she", " her", " heiress", " herself", " actress")
+
+
+def echoed(server):
+    return [r for r in server.requests if r.get("echo")]
+
+
+def test_plain_text_candidates_are_whole_continuations_read_by_verified_echo(runner, server):
+    (response,) = runner.run([LogprobRequest((), WORDS, prefix=SLOT)])
+    for word in WORDS:
+        assert response.logprobs[word] == pytest.approx(server.lm.continuation(SLOT, word), abs=1e-9)
+    assert response.exact and response.route == "echo" and not response.note
+
+
+def test_a_multi_token_word_is_not_credited_with_its_first_tokens_log_prob(runner, server):
+    """The audit's case: " heiress" starts with the slot's favourite token " he" but is far less likely."""
+    (response,) = runner.run([LogprobRequest((), WORDS, prefix=SLOT)])
+    he, heiress = response.logprobs[" he"], response.logprobs[" heiress"]
+    assert heiress < he - 1.0
+    male = sum(math.exp(response.logprobs[w]) for w in WORDS[:3])
+    female = sum(math.exp(response.logprobs[w]) for w in WORDS[3:])
+    truth = {w: math.exp(server.lm.continuation(SLOT, w)) for w in WORDS}
+    true_share = sum(truth[w] for w in WORDS[:3]) / sum(truth.values())
+    assert male / (male + female) == pytest.approx(true_share, abs=1e-9)
+    assert true_share > 0.9  # a strongly male slot stays strongly male
+
+
+def unlisted(server, prefix):
+    row = server.lm.next_logprobs(tuple(server.lm.tokenize(prefix)))
+    listed = sorted(row, key=row.__getitem__, reverse=True)[:TOP_LOGPROBS]
+    return [w for w in WORDS if w not in listed]
+
+
+def test_echo_is_checked_once_per_model(runner, server):
+    runner.run([LogprobRequest((), WORDS, prefix=SLOT)])
+    first = len(echoed(server))
+    assert first >= ECHO_CHECKS + 1 + len(unlisted(server, SLOT))  # checks, the prefix, each unlisted word
+    runner.run([LogprobRequest((), WORDS, prefix="The nurse said that")])
+    assert len(echoed(server)) - first == 1 + len(unlisted(server, "The nurse said that"))  # no second check
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        ("shifted", r"disagree with its own next-token log-probs: log p\(.*\) reads -?\d+\.\d\d by echo but"),
+        ("ignored", r"does not return prompt log-probs \(echo=true with logprobs\)"),
+        ("rejected", r"refused echo=true with logprobs .*HTTP 400"),
+    ],
+)
+def test_a_server_whose_echo_cannot_be_trusted_is_refused_naming_the_fault_and_the_fix(runner, server, mode, message):
+    server.echo_mode = mode
+    with pytest.raises(PermanentError, match=message) as err:
+        runner.run([LogprobRequest((), WORDS, prefix=SLOT)])
+    assert "PCF needs exact slot probabilities" in str(err.value) and "local" in str(err.value)
+    asked = len(server.requests)
+    with pytest.raises(PermanentError, match=message):  # the verdict is kept: no second check
+        runner.run([LogprobRequest((), WORDS, prefix="The nurse said that")])
+    assert len(server.requests) - asked == 1  # only the next-token request
+
+
+def test_a_shifted_echo_is_diagnosed_as_an_off_by_one(runner, server):
+    server.echo_mode = "shifted"
+    with pytest.raises(PermanentError, match="scores each prompt token from the position after it"):
+        runner.run([LogprobRequest((), WORDS, prefix=SLOT)])
+
+
+def test_a_correct_echo_that_disagrees_is_not_called_a_shift(runner, server):
+    server.echo_mode = "noisy"  # right positions, wrong values
+    with pytest.raises(PermanentError, match="disagree with its own next-token log-probs") as err:
+        runner.run([LogprobRequest((), WORDS, prefix=SLOT)])
+    assert "position after it" not in str(err.value)
+
+
+def test_listed_single_token_words_are_read_from_top_logprobs_without_echo(runner, server):
+    server.echo_mode = "shifted"  # never consulted on this route
+    row = server.lm.next_logprobs(tuple(server.lm.tokenize(SLOT)))
+    listed = tuple(sorted(row, key=row.__getitem__, reverse=True)[:4])
+    (response,) = runner.run([LogprobRequest((), listed, prefix=SLOT)])
+    assert response.route == "top_logprobs" and response.exact
+    assert response.logprobs == pytest.approx({w: row[w] for w in listed}, abs=1e-12)
+    assert not echoed(server)
+
+
+def test_a_candidate_whose_tokens_straddle_the_prefix_end_is_refused(runner, server):
+    with pytest.raises(PermanentError, match="with a token across the end of the prefix"):
+        runner.run([LogprobRequest((), ("at",), prefix="The nurse said th")])
+
+
+def test_plain_text_without_log_probs_is_sampled_and_labelled(runner, server):
+    server.script.append("nologprobs")
+    (response,) = runner.run([LogprobRequest((), (" he", " she"), prefix=SLOT)])
+    assert response.route == "sampled" and response.samples == 20 and not response.exact
+    assert "estimated from sampled replies" in response.note
+
+
+class ExactToy(ChatModel):
+    """The fake server's toy model read directly: the planted truth of a PCF run."""
+
+    provider, name = "toy", "exact"
+
+    def __init__(self, server):
+        self.lm = server.lm
+
+    async def chat(self, request):
+        raise NotImplementedError
+
+    async def logprobs(self, request):
+        return LogprobResponse({c: self.lm.continuation(request.prefix, c) for c in request.candidates})
+
+
+def test_pcf_over_http_gives_the_planted_risks_and_names_its_route(runner, server, tmp_path):
+    (tmp_path / "a.csv").write_text("group,word\nmale,he\nmale,man\nfemale,she\nfemale,heiress\nfemale,herself\n")
+    (tmp_path / "t.csv").write_text("template,count\nThe [X] said that [Y],3\nThe [X] and [Y],1\n")
+    (tmp_path / "o.csv").write_text("occupation\nnurse\nengineer\n")
+    files = {"attributes_file": tmp_path / "a.csv", "templates_file": tmp_path / "t.csv"}
+    params = {"attribute": "gender", "occupations": 2, "occupations_file": tmp_path / "o.csv", **files}
+    http = pcf.run(runner, **params)
+    truth = pcf.run(Runner(ExactToy(server)), **params)
+    for key in ("R", "R_prejudice", "R_caprice"):
+        assert http.details[key] == pytest.approx(truth.details[key], rel=1e-9, abs=1e-9)
+    assert http.details["R_prejudice"] > 100  # the planted " he" boost is a real prejudice
+    assert http.details["slot_routes"] == ["echo"] and "echoed prompt log-probs" in http.fidelity
+    assert truth.details["slot_routes"] == [] and "read over HTTP" not in truth.fidelity

@@ -64,8 +64,9 @@ class ChatResponse:
 class LogprobResponse:
     """Log-probability per candidate.
 
-    ``exact`` is False when a provider had to approximate (a candidate missing from an API's
-    top log-probs, or probabilities estimated by sampling); ``note`` then says how.
+    ``exact`` is False when a provider had to approximate (for example probabilities estimated by
+    sampling); ``note`` then says how. ``route`` names how an HTTP provider read the values
+    (``"echo"``, ``"top_logprobs"`` or ``"sampled"``); empty for providers with a single route.
     """
 
     logprobs: dict[str, float]
@@ -75,6 +76,7 @@ class LogprobResponse:
     note: str = ""
     completion_tokens: int = 0
     samples: int = 0  # > 0 when estimated from this many sampled replies instead of read exactly
+    route: str = ""
 
 
 class TransientError(Exception):

@@ -7,20 +7,29 @@ Errors are sorted for the runner: rate limits, 5xx, timeouts, dropped connection
 bodies are transient (retried); other 4xx are permanent and fail at once with the fix. The API key
 never enters a cache key, a result or an error message.
 
-Log-probabilities come from the first reply token's ``top_logprobs``. That is exact for a candidate
-whose text is one token and appears there; otherwise the provider says how it approximated:
-a multi-token candidate is scored by its first token, a candidate missing from the top list gets
-the smallest listed log-probability as an upper bound, and a server that returns no log-probs at
-all is sampled ``n`` times and the candidates' shares are used.
+Chat log-probabilities (judges' letters) come from the first reply token's ``top_logprobs``. That
+is exact for a candidate whose text is one token and appears there; otherwise the provider says how
+it approximated: a multi-token candidate is scored by its first token, a candidate missing from the
+top list gets the smallest listed log-probability as an upper bound, and a server that returns no
+log-probs at all is sampled ``n`` times and the candidates' shares are used.
+
+Plain-text continuations (PCF's probes) are never bounded: each candidate is scored exactly or the
+request is refused. A candidate that is itself one of the listed next tokens is read from
+``top_logprobs`` (route ``top_logprobs``). Any other candidate is sent after the prefix as one prompt
+with ``echo`` and ``logprobs``, and the log-probs of its own tokens are summed (route ``echo``). Echo
+is trusted only once it has been checked, per model, against the server's own next-token log-probs
+(llama_cpp.server 0.3.x scores every prompt token from the position after it); a server that fails
+the check, or does not echo prompt log-probs, gets a PermanentError naming the fault and the fix.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pytest_fairness.models.base import (
@@ -38,6 +47,16 @@ from pytest_fairness.models.base import (
 
 OPTIONS = ("timeout", "concurrency", "samples", "top_logprobs", "instruct")
 TOP_LOGPROBS = 20  # the most the OpenAI API returns
+ROUTE_TOP, ROUTE_ECHO, ROUTE_SAMPLED = "top_logprobs", "echo", "sampled"
+ECHO_TOLERANCE = 0.05  # nats between an echoed prompt log-prob and the same token's next-token log-prob
+ECHO_CHECKS = 3  # listed next tokens compared before echo is trusted
+ECHO_TOP = 5  # alternatives asked per echoed token (the most OpenAI's completions allow): they reveal a shift
+ECHO_TRIES = 8  # listed next tokens tried (some re-tokenise when appended to the prefix)
+EXACT_FIX = (
+    "PCF needs exact slot probabilities: serve the model with a server whose /v1/completions returns correct "
+    "prompt log-probs for echo=true with logprobs (vLLM does), or score it with the local provider "
+    "('local:/path/to/model.gguf')"
+)
 
 
 class OpenAIModel(ChatModel):
@@ -65,6 +84,9 @@ class OpenAIModel(ChatModel):
         self.top_logprobs = top_logprobs
         self.follows_list_instructions = follows_list_instructions
         self._client: Any = None
+        self._echo_problem: str | None = None  # None: echo not checked yet; "": trusted; else why not
+        self._echo_lock: asyncio.Lock | None = None
+        self._fanout: asyncio.Semaphore | None = None
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> OpenAIModel:
@@ -92,12 +114,7 @@ class OpenAIModel(ChatModel):
 
     async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
         if not request.messages:  # plain text continuation: the completions endpoint, no chat template
-            raw = await self._complete(request.prefix, temperature=0.0, max_tokens=1, logprobs=self.top_logprobs)
-            found = parse_top_logprobs(raw, request.candidates)
-            if found is None:
-                sampled = await self._complete(request.prefix, temperature=1.0, max_tokens=8, n=self.samples)
-                found = sampled_logprobs(sampled, request.candidates)
-            return found
+            return await self._continuation_logprobs(request)
         messages = _with_prefix(request)
         raw = await self._create(
             messages, temperature=0.0, max_tokens=1, logprobs=True, top_logprobs=self.top_logprobs, seed=0
@@ -110,6 +127,138 @@ class OpenAIModel(ChatModel):
             note = "; ".join(filter(None, [found.note, "reply prefix sent as a finished assistant turn"]))
             found = replace(found, exact=False, note=note)
         return found
+
+    # -- plain-text continuations: exact or refused ----------------------------------------------------
+
+    async def _continuation_logprobs(self, request: LogprobRequest) -> LogprobResponse:
+        """Each candidate's whole continuation of ``prefix``, read exactly (or sampled when no log-probs)."""
+        prefix = request.prefix
+        raw = await self._complete(prefix, temperature=0.0, max_tokens=1, logprobs=self.top_logprobs)
+        top = next_token_top(raw)
+        if top is None:  # no log-probs at all: the labelled sampling adaptation
+            sampled = await self._complete(prefix, temperature=1.0, max_tokens=8, n=self.samples)
+            return replace(sampled_logprobs(sampled, request.candidates), route=ROUTE_SAMPLED)
+        prompt_tokens, completion_tokens = _usage(raw)
+        out = {c: top[c] for c in request.candidates if c in top}  # a listed single token: exact as it stands
+        missing = [c for c in request.candidates if c not in out]
+        if not missing:
+            return LogprobResponse(out, True, prompt_tokens, _version(raw), "", completion_tokens, route=ROUTE_TOP)
+        if not prefix:
+            raise PermanentError(f"{self.model_id}: an empty text has no next-token log-probs to echo; {EXACT_FIX}")
+        await self._trust_echo(prefix, top)
+        base = await self._echoed(prefix)
+        head = base.span(0, len(prefix))
+        if head is None:
+            raise PermanentError(f"{self.model_id}: the echoed tokens of {prefix!r} do not end where it ends")
+        prefix_tokens = [base.tokens[i] for i in head]
+        for candidate, echo in zip(missing, await self._gather(self._echoed(prefix + c) for c in missing), strict=True):
+            out[candidate] = self._continuation(echo, prefix, candidate, prefix_tokens)
+            prompt_tokens += echo.prompt_tokens
+        # exact, so no approximation note: ``route`` tells how the values were read
+        return LogprobResponse(out, True, prompt_tokens, _version(raw), "", completion_tokens, route=ROUTE_ECHO)
+
+    def _continuation(self, echo: Echo, prefix: str, candidate: str, prefix_tokens: list[str]) -> float:
+        """Sum of the candidate's own token log-probs, refused unless its tokens start exactly after the prefix."""
+        end = len(prefix) + len(candidate)
+        head, tail = echo.span(0, len(prefix)), echo.span(len(prefix), end)
+        if head is None or tail is None or not tail:
+            raise PermanentError(
+                f"{self.model_id}: the server tokenises {prefix + candidate!r} with a token across the end of the "
+                f"prefix, so {candidate!r} cannot be scored as its continuation exactly; {EXACT_FIX}"
+            )
+        if [echo.tokens[i] for i in head] != prefix_tokens:
+            raise PermanentError(
+                f"{self.model_id}: the server tokenises the prefix {prefix!r} differently when {candidate!r} follows "
+                f"it, so the candidate's log-prob would be read in another context; {EXACT_FIX}"
+            )
+        values = [echo.logprobs[i] for i in tail]
+        if any(v is None for v in values):
+            raise PermanentError(f"{self.model_id}: the echo of {prefix + candidate!r} lacks log-probs; {EXACT_FIX}")
+        return float(sum(v for v in values if v is not None))
+
+    async def _trust_echo(self, prefix: str, top: dict[str, float]) -> None:
+        """Check echo once per model (the verdict is kept); raise PermanentError when it cannot be trusted."""
+        if self._echo_problem is None:
+            if self._echo_lock is None:
+                self._echo_lock = asyncio.Lock()
+            async with self._echo_lock:
+                if self._echo_problem is None:
+                    self._echo_problem = await self._echo_problem_for(prefix, top)
+        if self._echo_problem:
+            raise PermanentError(self._echo_problem)
+
+    async def _echo_problem_for(self, prefix: str, top: dict[str, float]) -> str:
+        """Why the echo route is wrong on this server ("" when it agrees with the next-token route).
+
+        The server's most likely next tokens after ``prefix`` are appended to it and echoed; each one's
+        echoed log-prob must equal the one ``top_logprobs`` gave it. A server that scores prompt tokens
+        from the wrong position fails here, before any result is read through it.
+        """
+        compared: list[tuple[str, float, float, Echo, int]] = []
+        for token, expected in sorted(top.items(), key=lambda kv: -kv[1])[:ECHO_TRIES]:
+            if not token:
+                continue
+            try:
+                echo = await self._echo(prefix + token)
+            except PermanentError as exc:
+                return f"{self.model_id}: the completions endpoint refused echo=true with logprobs ({exc}); {EXACT_FIX}"
+            if echo is None:
+                return (
+                    f"{self.model_id}: this endpoint's completions API does not return prompt log-probs "
+                    f"(echo=true with logprobs); {EXACT_FIX}"
+                )
+            span = echo.span(len(prefix), len(prefix) + len(token))
+            if span is None or len(span) != 1 or echo.logprobs[span[0]] is None:
+                continue  # the token merges with the prefix's end when appended: not comparable
+            compared.append((token, expected, float(echo.logprobs[span[0]] or 0.0), echo, span[0]))
+            if len(compared) == ECHO_CHECKS:
+                break
+        if not compared:
+            return (
+                f"{self.model_id}: could not check the server's echoed prompt log-probs against its next-token "
+                f"log-probs after {prefix!r} (no listed token could be echoed on its own); {EXACT_FIX}"
+            )
+        for token, expected, echoed, echo, at in compared:
+            if abs(echoed - expected) > ECHO_TOLERANCE:
+                shift = ""
+                if _shifted_by_one(echo, at, top):
+                    shift = (
+                        "; its echo lists, at the prefix's last token, the alternatives for the token after it: the "
+                        "server scores each prompt token from the position after it (an off-by-one, as "
+                        "llama_cpp.server 0.3.x has for models that add no BOS token)"
+                    )
+                return (
+                    f"{self.model_id}: the server's echoed prompt log-probs disagree with its own next-token "
+                    f"log-probs: log p({token!r} | {prefix!r}) reads {echoed:.2f} by echo but {expected:.2f} by "
+                    f"top_logprobs{shift}. Its echo cannot be trusted, so exact slot probabilities cannot be read "
+                    f"from it; {EXACT_FIX}"
+                )
+        return ""
+
+    async def _echo(self, prompt: str) -> Echo | None:
+        raw = await self._complete(prompt, temperature=0.0, max_tokens=1, logprobs=ECHO_TOP, echo=True)
+        return parse_echo(raw, prompt)
+
+    async def _echoed(self, prompt: str) -> Echo:
+        """An echo the verified server must give; refused, never guessed, when it does not."""
+        echo = await self._echo(prompt)
+        if echo is None:
+            raise PermanentError(
+                f"{self.model_id}: the server returned no prompt log-probs for {prompt!r}; {EXACT_FIX}"
+            )
+        return echo
+
+    async def _gather(self, calls: Any) -> list[Any]:
+        """Run one request's fan-out of echo calls, at most ``max_concurrency`` in flight across requests."""
+        if self._fanout is None:
+            self._fanout = asyncio.Semaphore(self.max_concurrency)
+        fanout = self._fanout
+
+        async def bounded(call: Any) -> Any:
+            async with fanout:
+                return await call
+
+        return list(await asyncio.gather(*(bounded(c) for c in calls)))
 
     # -- transport -----------------------------------------------------------------------------------
 
@@ -144,6 +293,7 @@ class OpenAIModel(ChatModel):
         if self._client is not None:
             await self._client.close()
             self._client = None
+        self._echo_lock = self._fanout = None  # bound to the closing event loop
 
 
 def _options(spec: ModelSpec) -> dict[str, Any]:
@@ -304,3 +454,87 @@ def sampled_logprobs(raw: Any, candidates: Sequence[str]) -> LogprobResponse:
     prompt_tokens, completion_tokens = _usage(raw)
     note = "no log-probs from the server: probabilities estimated from sampled replies"
     return LogprobResponse(out, False, prompt_tokens, _version(raw), note, completion_tokens, total)
+
+
+def _get(obj: Any, name: str) -> Any:
+    """A field of an SDK object or of a plain dict (litellm passes some log-prob blocks as dicts)."""
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def next_token_top(raw: Any) -> dict[str, float] | None:
+    """The first generated token's top log-probs from a text completion, keyed by exact token text.
+
+    Unlike the chat route nothing is stripped: " he" and "he" are different tokens. The generated
+    token's own log-prob is added (it is exact whether or not the server lists it).
+    """
+    if not getattr(raw, "choices", None):
+        raise TransientError("response has no choices")
+    logprobs = _get(raw.choices[0], "logprobs")
+    if logprobs is None:
+        return None
+    tops, tokens, values = _get(logprobs, "top_logprobs"), _get(logprobs, "tokens"), _get(logprobs, "token_logprobs")
+    top = {str(t): float(lp) for t, lp in dict(tops[0] or {}).items()} if tops else {}
+    if tokens and values and values[0] is not None:
+        top[str(tokens[0])] = float(values[0])
+    return top or None
+
+
+@dataclass(frozen=True)
+class Echo:
+    """An echoed prompt: its tokens' texts, where each starts in the prompt, and each one's log-prob."""
+
+    tokens: tuple[str, ...]
+    starts: tuple[int, ...]
+    logprobs: tuple[float | None, ...]
+    prompt_tokens: int = 0
+    tops: tuple[dict[str, float], ...] = ()  # each token's listed alternatives, when the server sent them
+
+    def span(self, start: int, end: int) -> range | None:
+        """Indices of the tokens covering text[start:end] exactly; None when a token straddles an edge."""
+        bounds = (*self.starts, self.starts[-1] + len(self.tokens[-1])) if self.tokens else (0,)
+        if start not in bounds or end not in bounds:
+            return None
+        return range(bounds.index(start), bounds.index(end))
+
+
+def _shifted_by_one(echo: Echo, at: int, top: dict[str, float]) -> bool:
+    """Whether the echo lists, at token ``at - 1``, the next-token alternatives that belong to token ``at``.
+
+    ``top`` is the server's next-token list after the prefix, which ends with token ``at - 1``; a
+    correct echo lists there the alternatives for that token itself, a shifted one those for ``at``.
+    """
+    if at < 1 or len(echo.tops) <= at - 1 or not echo.tops[at - 1]:
+        return False
+    listed = echo.tops[at - 1]
+    shared = [t for t in listed if t in top and t != echo.tokens[at - 1]]  # the token itself is always added
+    return bool(shared) and all(abs(listed[t] - top[t]) <= ECHO_TOLERANCE for t in shared)
+
+
+def parse_echo(raw: Any, prompt: str) -> Echo | None:
+    """The prompt's tokens and log-probs from an ``echo`` completion; None when the server did not echo them.
+
+    Token offsets are rebuilt from the token texts (a leading special token such as BOS, absent from
+    the prompt text, is skipped) rather than trusted from ``text_offset``.
+    """
+    if not getattr(raw, "choices", None):
+        raise TransientError("response has no choices")
+    logprobs = _get(raw.choices[0], "logprobs")
+    tokens, values = (_get(logprobs, "tokens"), _get(logprobs, "token_logprobs")) if logprobs else (None, None)
+    if not tokens or values is None or len(values) != len(tokens):
+        return None
+    tokens = [str(t) for t in tokens]
+    for skip in range(min(3, len(tokens))):
+        if "".join(tokens[skip:]).startswith(prompt):
+            break
+    else:
+        return None
+    starts, at = [], 0
+    for token in tokens[skip:]:
+        starts.append(at)
+        at += len(token)
+    values = [None if v is None else float(v) for v in values[skip:]]
+    listed = list(_get(logprobs, "top_logprobs") or [])
+    tops = tuple({str(t): float(v) for t, v in dict(x or {}).items()} for x in listed[skip:])
+    return Echo(
+        tuple(tokens[skip:]), tuple(starts), tuple(values), _usage(raw)[0], tops if len(listed) == len(tokens) else ()
+    )

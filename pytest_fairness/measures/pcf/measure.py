@@ -43,6 +43,10 @@ Risk = Literal["total", "prejudice", "caprice"]
 RISKS = ("total", "prejudice", "caprice")
 SCALE = 1000.0
 BOOTSTRAP = 200
+ROUTES = {
+    "echo": "the server's echoed prompt log-probs, checked against its next-token log-probs",
+    "top_logprobs": "next-token top_logprobs, each word a single listed token",
+}
 
 
 def _inputs(
@@ -164,7 +168,9 @@ def run(p: PcfParams, ctx: RunContext) -> MeasureResult:
     weights = occ.weigh()
     result = pcf_core.risks(calibration.preference, templates.weigh(), weights.weights, norm=norm)
     r_caprice = np.asarray(result.r_caprice)
-    fidelity = FAITHFUL + " (exact slot probabilities; multi-token words scored as whole continuations)"
+    routes = sorted({r.route for r in responses if r.route})  # how an HTTP provider read the slot
+    fidelity = FAITHFUL + " (exact slot probabilities; multi-token words scored as whole continuations"
+    fidelity += f"; read over HTTP by {' and '.join(ROUTES.get(r, r) for r in routes)})" if routes else ")"
     if samples.any():
         inflation = _caprice_inflation(calibration.preference, samples, result.template_weights, norm, seed)
         r_caprice = np.maximum(r_caprice - inflation, 0.0)
@@ -196,7 +202,7 @@ def run(p: PcfParams, ctx: RunContext) -> MeasureResult:
             "seed": seed,
             "scale": SCALE,
         },
-        details=_details(result, per_occupation, groups, occ, calibration, weights.unmapped),
+        details={**_details(result, per_occupation, groups, occ, calibration, weights.unmapped), "slot_routes": routes},
         calls=stats,
         samples=[float(v) for v in per_occupation[p.risk] * SCALE],
     )

@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from pytest_fairness.measures import pcf
+from pytest_fairness.measures.pcf import measure as pcf
 from pytest_fairness.models.base import LogprobRequest, PermanentError, load_model
 from pytest_fairness.models.local import embedded_model_path
 from pytest_fairness.models.runner import Runner
@@ -129,9 +129,9 @@ def test_pcf_over_the_server_gives_the_local_risks_for_listed_single_token_words
 ):
     params = pcf_params(tmp_path, {"male": ["he"], "female": ["she"]})
     http_runner = Runner(load_model(provider.format(base=llama_server)))
-    http = pcf.run(http_runner, **params)
+    http = pcf.MEASURE.run_with(http_runner, **params)
     http_runner.close()
-    local = pcf.run(local_runner, **params)
+    local = pcf.MEASURE.run_with(local_runner, **params)
     assert_same_risks(http, local)
     assert http.details["slot_routes"] == ["top_logprobs"] and "next-token top_logprobs" in http.fidelity
     assert local.details["slot_routes"] == []
@@ -159,12 +159,12 @@ def test_pcf_with_multi_token_words_matches_the_local_route_or_is_refused_for_th
     http_runner = Runner(load_model(provider.format(base=llama_server)))
     try:
         if echo_is_right:
-            http = pcf.run(http_runner, **params)
-            assert_same_risks(http, pcf.run(local_runner, **params))
+            http = pcf.MEASURE.run_with(http_runner, **params)
+            assert_same_risks(http, pcf.MEASURE.run_with(local_runner, **params))
             assert "echo" in http.details["slot_routes"]
         else:  # llama_cpp.server 0.3.36 with a model that adds no BOS token
             with pytest.raises(PermanentError, match="disagree with its own next-token log-probs") as err:
-                pcf.run(http_runner, **params)
+                pcf.MEASURE.run_with(http_runner, **params)
             assert "scores each prompt token from the position after it" in str(err.value)
             assert "or score it with the local provider" in str(err.value)
     finally:

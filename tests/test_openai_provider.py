@@ -6,7 +6,7 @@ import time
 import pytest
 from fake_openai import FakeOpenAI
 
-from pytest_fairness.measures import pcf
+from pytest_fairness.measures.pcf import measure as pcf
 from pytest_fairness.models.base import (
     ChatModel,
     ChatRequest,
@@ -270,8 +270,8 @@ def test_pcf_over_http_gives_the_planted_risks_and_names_its_route(runner, serve
     (tmp_path / "o.csv").write_text("occupation\nnurse\nengineer\n")
     files = {"attributes_file": tmp_path / "a.csv", "templates_file": tmp_path / "t.csv"}
     params = {"attribute": "gender", "occupations": 2, "occupations_file": tmp_path / "o.csv", **files}
-    http = pcf.run(runner, **params)
-    truth = pcf.run(Runner(ExactToy(server)), **params)
+    http = pcf.MEASURE.run_with(runner, **params)
+    truth = pcf.MEASURE.run_with(Runner(ExactToy(server)), **params)
     for key in ("R", "R_prejudice", "R_caprice"):
         assert http.details[key] == pytest.approx(truth.details[key], rel=1e-9, abs=1e-9)
     assert http.details["R_prejudice"] > 100  # the planted " he" boost is a real prejudice

@@ -10,6 +10,7 @@ Suites, fixtures, ``--fairness-plan``, baselines and the registry all read it fr
 from __future__ import annotations
 
 import dataclasses
+import os
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -121,8 +122,8 @@ class Params:
         return dataclasses.replace(self, **{self.samples_field(): n})
 
     def record(self) -> dict[str, object]:
-        """Every parameter, as recorded in results and baselines."""
-        return dataclasses.asdict(self)
+        """Every parameter, as recorded in results and baselines (paths as text)."""
+        return {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in dataclasses.asdict(self).items()}
 
 
 @cache
@@ -143,11 +144,12 @@ def _allowed(hint: Any) -> tuple[type, ...]:
         return tuple(t for arg in typing.get_args(hint) for t in _allowed(arg))
     if typing.get_origin(hint) is Literal:
         return tuple({type(a) for a in typing.get_args(hint)})
-    return (hint,)
+    return (typing.get_origin(hint) or hint,)  # os.PathLike[str] -> os.PathLike
 
 
 def _kind(allowed: tuple[type, ...]) -> str:
     names = {int: "a whole number", float: "a number", str: "text", bool: "true or false", type(None): "empty"}
+    names[os.PathLike] = "a path"
     return " or ".join(names.get(t, t.__name__) for t in allowed)
 
 

@@ -9,6 +9,7 @@ within each race). The parameters every such measure shares live in ``AnswerPara
 
 from __future__ import annotations
 
+import os
 import random
 import zlib
 from collections.abc import Mapping, Sequence
@@ -45,7 +46,9 @@ class AnswerParams(Params):
     comparison: str = param(subject=True, choices=COMPARISONS)
     prompts: int = param(6, low=1, samples=True)
     task: str | None = param(None, doc="a task or domain of the hierarchy: only its prompts")
-    prompts_file: str | None = param(None, doc="JSONL or CSV of first messages instead of the packaged corpus")
+    prompts_file: str | os.PathLike[str] | None = param(
+        None, doc="JSONL or CSV of first messages instead of the packaged corpus"
+    )
     names_per_group: int = param(2, low=1)
     mechanism: str = param("ci", choices=MECHANISMS)
     temperature: float = param(0.8, low=0, high=2)

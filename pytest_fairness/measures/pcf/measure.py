@@ -14,6 +14,7 @@ parametric bootstrap estimates the inflation and subtracts it, and the result sa
 from __future__ import annotations
 
 import math
+import os
 import random
 import warnings
 from collections.abc import Mapping
@@ -126,9 +127,9 @@ class PcfParams(Params):
     risk: Risk = param("prejudice", choices=RISKS)
     top_templates: int | None = param(10, low=1)
     norm: float | str = param("inf", doc="'inf' or a whole number >= 1: the norm of the unfairness criterion")
-    attributes_file: str | None = param(None)
-    templates_file: str | None = param(None)
-    occupations_file: str | None = param(None)
+    attributes_file: str | os.PathLike[str] | None = param(None)
+    templates_file: str | os.PathLike[str] | None = param(None)
+    occupations_file: str | os.PathLike[str] | None = param(None)
 
     def check(self) -> None:
         _norm(self.norm)

@@ -23,6 +23,7 @@ from scipy import stats as sps
 
 from pytest_fairness.gate import Threshold
 from pytest_fairness.measures import MEASURES
+from pytest_fairness.record import CheckRecord
 
 Status = Literal["unchanged", "improved", "regressed", "changed", "new", "missing"]
 Interval = tuple[float, float]
@@ -106,41 +107,40 @@ def _round(value: Any, decimals: int) -> float | None:
     return None if number is None else round(number, decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
-def baseline_entry(record: Mapping[str, Any]) -> dict[str, Any]:
+def baseline_entry(record: CheckRecord) -> dict[str, Any]:
     """The few fields of a check record that a baseline keeps, rounded for stable diffs.
 
     All numbers share one grid of decimals derived from the largest of estimate, interval, SD and
     threshold: a PCF risk of 299.99999999988 becomes 300.0 and an IAT score 0.3581, so reruns that
     agree to four significant digits write identical files.
     """
-    res = record["result"]
-    summary = res.get("summary", {})
-    threshold = {k: v for k, v in record.get("threshold", {}).items() if v is not None}
+    res = record.result
+    threshold = {k: v for k, v in record.threshold.items() if v is not None}
     scale = max(
-        (abs(v) for v in (res["estimate"], *res["ci"], summary.get("sd"), *threshold.values()) if _finite(v)),
+        (abs(v) for v in (res.estimate, *res.ci, res.summary.sd, *threshold.values()) if _finite(v)),
         default=0.0,
     )
     digits = _decimals(scale)
-    params = {k: v for k, v in sorted(res.get("params", {}).items()) if v is not None and k != "judge"}
-    versions = dict(sorted(res.get("versions", {}).items()))
-    if isinstance(res.get("params", {}).get("judge"), str):
-        versions["judge"] = res["params"]["judge"]
+    params = {k: v for k, v in sorted(res.params.items()) if v is not None and k != "judge"}
+    versions = dict(sorted(res.versions.items()))
+    if isinstance(res.params.get("judge"), str):
+        versions["judge"] = res.params["judge"]
     return {
-        "check": record["check"],
-        "suite": record["suite"],
-        "measure": res["measure"],
-        "subject": res["subject"],
-        "estimate": _round(res["estimate"], digits),
-        "ci": [_round(bound, digits) for bound in res["ci"]],
-        "confidence": summary.get("confidence", 0.95),
-        "n": res["n"],
-        "n_unusable": res["n_unusable"],
-        "sd": _round(summary.get("sd"), digits),
+        "check": record.check,
+        "suite": record.suite,
+        "measure": res.measure,
+        "subject": res.subject,
+        "estimate": _round(res.estimate, digits),
+        "ci": [_round(bound, digits) for bound in res.ci],
+        "confidence": res.summary.confidence,
+        "n": res.n,
+        "n_unusable": res.n_unusable,
+        "sd": _round(res.summary.sd, digits),
         "threshold": threshold,
-        "fidelity": res["fidelity"],
+        "fidelity": res.fidelity,
         "versions": versions,
         "params": params,
-        "model_id": res["model_id"],
+        "model_id": res.model_id,
     }
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from pytest_fairness.baseline import Comparison, baseline_entry, compare_entries, entry_key, parse_baseline
 from pytest_fairness.markdown import comparison_markdown
+from pytest_fairness.record import CheckRecord
 from pytest_fairness.report import format_table
 
 COLUMNS = ("check", "old", "new", "difference", "CI", "p", "status")
@@ -36,7 +37,10 @@ def _report_entries(path: Path) -> list[dict[str, Any]]:
     checks = doc.get("checks") if isinstance(doc, dict) else None
     if not isinstance(checks, list) or not all(isinstance(c, dict) and "result" in c for c in checks):
         raise CompareError(f"{path}: not a pytest-fairness report (expected the 'checks' list of --fairness-report)")
-    return [baseline_entry(record) for record in checks]
+    try:
+        return [baseline_entry(CheckRecord.from_dict(record)) for record in checks]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CompareError(f"{path}: a check record cannot be read ({exc}); is it a pytest-fairness report?") from None
 
 
 def _baseline_entries(path: Path) -> list[dict[str, Any]]:

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_fairness.baseline import Comparison
+from pytest_fairness.record import CheckRecord
+from pytest_fairness.report import columns, confidence_label
 
 OUTCOME_WORDS = {"pass": "pass", "fail": "**FAIL**", "inconclusive": "inconclusive (needs more samples)"}
 PLOTS_HINT = "pip install 'pytest-fairness[plots]'"
@@ -36,36 +38,31 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     return lines + ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
 
 
-def _label(rec: dict[str, Any], many_suites: bool) -> str:
-    return f"{rec['suite']}::{rec['check']}" if many_suites else rec["check"]
+def _label(rec: CheckRecord, many_suites: bool) -> str:
+    return rec.label if many_suites else rec.check
 
 
-def _confidence_label(records: Sequence[dict[str, Any]]) -> str:
-    levels = {rec["result"].get("summary", {}).get("confidence", 0.95) for rec in records}
-    return f"{100 * levels.pop():g}% CI" if len(levels) == 1 else "CI"
-
-
-def _gate_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
+def _gate_rows(records: Sequence[CheckRecord]) -> list[list[str]]:
     return [
         [
-            f"`{rec['suite']}::{rec['check']}`",
-            _num(rec["result"]["estimate"]),
-            f"[{_num(rec['result']['ci'][0])}, {_num(rec['result']['ci'][1])}]",
-            str(rec["result"]["n"]),
-            str(rec["result"]["n_unusable"]),
-            rec["threshold_text"],
-            OUTCOME_WORDS.get(rec["outcome"], rec["outcome"]),
+            f"`{rec.label}`",
+            _num(rec.result.estimate),
+            f"[{_num(rec.result.ci[0])}, {_num(rec.result.ci[1])}]",
+            str(rec.result.n),
+            str(rec.result.n_unusable),
+            rec.threshold_text,
+            OUTCOME_WORDS.get(rec.outcome, rec.outcome),
         ]
         for rec in records
     ]
 
 
-def _notes(records: Sequence[dict[str, Any]]) -> list[str]:
+def _notes(records: Sequence[CheckRecord]) -> list[str]:
     lines = ["", "**Fidelity to the papers**", ""]
-    for fidelity in sorted({rec["result"]["fidelity"] for rec in records}):
-        checks = ", ".join(dict.fromkeys(rec["check"] for rec in records if rec["result"]["fidelity"] == fidelity))
+    for fidelity in sorted({rec.result.fidelity for rec in records}):
+        checks = ", ".join(dict.fromkeys(rec.check for rec in records if rec.result.fidelity == fidelity))
         lines.append(f"- {fidelity}: {checks}")
-    calls = {k: sum(rec["result"]["calls"].get(k, 0) for rec in records) for k in _COUNTERS}
+    calls = {k: sum(getattr(rec.result.calls, k) for rec in records) for k in _COUNTERS}
     lines += [
         "",
         f"**Accounting**: {calls['calls']} model calls, {calls['cache_hits']} answered from the cache, "
@@ -79,7 +76,7 @@ _COUNTERS = ("calls", "cache_hits", "retries", "prompt_tokens", "completion_toke
 
 
 def markdown_report(
-    records: Sequence[dict[str, Any]],
+    records: Sequence[CheckRecord],
     *,
     plots_dir: str | Path | None = None,
     image_base: str | None = None,
@@ -92,9 +89,9 @@ def markdown_report(
     """
     if not records:
         return f"## {title}\n\nNo fairness checks ran.\n"
-    models = sorted({rec["result"]["model_id"] for rec in records})
-    counts = {o: sum(rec["outcome"] == o for rec in records) for o in ("fail", "inconclusive", "pass")}
-    header = ["check", "estimate", _confidence_label(records), "n", "unusable", "threshold", "outcome"]
+    models = sorted({rec.result.model_id for rec in records})
+    counts = {o: sum(rec.outcome == o for rec in records) for o in ("fail", "inconclusive", "pass")}
+    header = list(columns(records))
     lines = [
         f"## {title}",
         "",
@@ -110,14 +107,14 @@ def markdown_report(
     return "\n".join(lines) + "\n"
 
 
-def _plot_section(records: Sequence[dict[str, Any]], plots_dir: Path, image_base: str | None) -> list[str]:
+def _plot_section(records: Sequence[CheckRecord], plots_dir: Path, image_base: str | None) -> list[str]:
     figure_class = _figure_class()
     if figure_class is None:
         return [f"Plots skipped: matplotlib is not installed (`{PLOTS_HINT}` adds it)."]
     plots_dir.mkdir(parents=True, exist_ok=True)
-    by_measure: dict[str, list[dict[str, Any]]] = {}
+    by_measure: dict[str, list[CheckRecord]] = {}
     for rec in records:
-        by_measure.setdefault(rec["result"]["measure"], []).append(rec)
+        by_measure.setdefault(rec.measure, []).append(rec)
     lines = ["**Plots**", ""]
     for measure, group in sorted(by_measure.items()):
         name = f"{measure}.png"
@@ -136,32 +133,32 @@ def _figure_class() -> Any:
     return Figure
 
 
-def plot_measure(records: Sequence[dict[str, Any]], path: Path, figure_class: Any = None) -> None:
+def plot_measure(records: Sequence[CheckRecord], path: Path, figure_class: Any = None) -> None:
     """Horizontal bars from the no-bias value to each check's estimate, with CI whiskers and thresholds."""
     figure_class = figure_class or _figure_class()
-    plotted = [r for r in records if r["result"]["estimate"] is not None and None not in r["result"]["ci"]]
-    many_suites = len({r["suite"] for r in records}) > 1
-    null = records[0]["result"].get("summary", {}).get("null", 0.0) or 0.0
+    plotted = [r for r in records if all(math.isfinite(v) for v in (r.result.estimate, *r.result.ci))]
+    many_suites = len({r.suite for r in records}) > 1
+    null = records[0].result.summary.null
+    null = 0.0 if math.isnan(null) else null
     fig = figure_class(figsize=(8, 1.4 + 0.45 * max(len(plotted), 1)))
     ax = fig.subplots()
     ys = list(range(len(plotted)))[::-1]
     for y, rec in zip(ys, plotted, strict=True):
-        res = rec["result"]
-        est, (lo, hi) = res["estimate"], res["ci"]
-        ax.barh(y, est - null, left=null, height=0.6, color=COLOURS.get(rec["outcome"], "#8C8C8C"))
+        est, (lo, hi) = rec.result.estimate, rec.result.ci
+        ax.barh(y, est - null, left=null, height=0.6, color=COLOURS.get(rec.outcome, "#8C8C8C"))
         ax.errorbar(est, y, xerr=[[est - lo], [hi - est]], fmt="none", ecolor="black", capsize=3, linewidth=1)
-        for bound in (rec["threshold"].get("min"), rec["threshold"].get("max")):
+        for bound in (rec.threshold.get("min"), rec.threshold.get("max")):
             if bound is not None:
                 ax.plot([bound, bound], [y - 0.4, y + 0.4], color="#C44E52", linewidth=2.5, label="threshold")
     ax.axvline(null, color="black", linestyle="--", linewidth=1, label=f"no bias ({null:g})")
     ax.set_yticks(ys, [_label(r, many_suites) for r in plotted])
-    ax.set_xlabel(f"estimate with {_confidence_label(records)}")
-    ax.set_title(records[0]["result"]["measure"])
+    ax.set_xlabel(f"estimate with {confidence_label(records)}")
+    ax.set_title(records[0].measure)
     from matplotlib.patches import Patch
 
     handles, labels = ax.get_legend_handles_labels()
     legend = dict(zip(labels, handles, strict=True))
-    for outcome in dict.fromkeys(r["outcome"] for r in plotted):
+    for outcome in dict.fromkeys(r.outcome for r in plotted):
         legend[outcome] = Patch(color=COLOURS.get(outcome, "#8C8C8C"))
     ax.legend(legend.values(), legend.keys(), fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.use_sticky_edges = False  # keep a margin around the no-bias line when every bar starts there

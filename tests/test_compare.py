@@ -10,6 +10,7 @@ import pytest
 from pytest_fairness.baseline import baseline_entry, check_stem, model_folder, render_baseline
 from pytest_fairness.compare import main
 from pytest_fairness.gate import Threshold, decide
+from pytest_fairness.record import CheckRecord
 from pytest_fairness.report import json_report
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.stats import summarize
@@ -22,18 +23,13 @@ FOLDER = object()
 def record(check, mean, seed, *, model=V1, threshold=AT_MOST_02, sd=0.3, n=40):
     values = np.clip(np.random.default_rng(seed).normal(mean, sd, n), -1, 1)
     result = MeasureResult("implicit_bias", check, summarize(values), 0, [], "faithful", model, {"stimuli": "a1"}, {})
-    return {
-        "suite": "gender",
-        "check": check,
-        "outcome": decide(result.ci, threshold).value,
-        "threshold": threshold.as_dict(),
-        "threshold_text": threshold.describe(),
-        "result": result.to_dict(),
-    }
+    return CheckRecord(
+        "gender", check, decide(result.ci, threshold).value, threshold.as_dict(), threshold.describe(), result
+    )
 
 
 def write_report(path, records):
-    path.write_text(json.dumps(json_report(records, {"model": records[0]["result"]["model_id"]})))
+    path.write_text(json.dumps(json_report(records, {"model": records[0].result.model_id})))
     return path
 
 
@@ -80,8 +76,9 @@ def test_checks_on_one_side_only_are_reported_new_or_missing_not_errors(v1, tmp_
 def test_a_baseline_folder_compares_against_a_report_and_markdown_is_written(v1, tmp_path, capsys):
     folder = tmp_path / "baselines" / model_folder(V1)
     folder.mkdir(parents=True)
-    for rec in json.loads(v1.read_text())["checks"]:
-        (folder / f"{check_stem(rec['suite'], rec['check'])}.yaml").write_text(render_baseline([baseline_entry(rec)]))
+    for raw in json.loads(v1.read_text())["checks"]:
+        rec = CheckRecord.from_dict(raw)
+        (folder / f"{check_stem(rec.suite, rec.check)}.yaml").write_text(render_baseline([baseline_entry(rec)]))
     markdown = tmp_path / "comparison.md"
     assert main([str(tmp_path / "baselines"), str(v1), "--markdown", str(markdown)]) == 0
     assert "2 unchanged" in capsys.readouterr().out

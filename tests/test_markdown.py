@@ -9,6 +9,7 @@ from pytest_fairness.baseline import baseline_entry, compare
 from pytest_fairness.gate import Outcome, Threshold, decide
 from pytest_fairness.markdown import comparison_markdown, markdown_report
 from pytest_fairness.models.runner import CallStats
+from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult, adaptation
 from pytest_fairness.stats import summarize
 
@@ -32,14 +33,7 @@ def record(check, measure, subject, mean, threshold, *, null=0.0, fidelity="fait
         samples=list(values),
     )
     outcome = decide(result.ci, threshold)
-    return {
-        "suite": "gender",
-        "check": check,
-        "outcome": outcome.value,
-        "threshold": threshold.as_dict(),
-        "threshold_text": threshold.describe(),
-        "result": result.to_dict(),
-    }
+    return CheckRecord("gender", check, outcome.value, threshold.as_dict(), threshold.describe(), result)
 
 
 @pytest.fixture
@@ -54,7 +48,7 @@ def records():
 
 
 def test_the_table_lists_every_check_with_its_interval_and_outcome_in_words(records):
-    assert [r["outcome"] for r in records] == [Outcome.FAIL, Outcome.PASS, Outcome.FAIL]
+    assert [r.outcome for r in records] == [Outcome.FAIL, Outcome.PASS, Outcome.FAIL]
     text = markdown_report(records)
     assert text.startswith("## Fairness report\n")
     assert f"Model: `{MODEL}`" in text

@@ -221,10 +221,15 @@ def test_implicit_decision_association_is_reported_when_both_ran(pytester):
         "--fairness-report=out.json",
     )
     result.stdout.fnmatch_lines(
-        ["implicit→decision association: b = *, 95% CI [[]*[]], p = *, n = 90 decisions over 9*"]
+        [
+            "implicit→decision association: b = * per unit of implicit score, 95% CI [[]*[]], p = *, "
+            "9 stereotypes (n = 90*"
+        ]
     )
-    association = json.loads((pytester.path / "out.json").read_text())["implicit_decision_association"]
-    assert association["n"] == 90 and "stereotype-level" in association["predictor"]
+    analyses = json.loads((pytester.path / "out.json").read_text())["analyses"]
+    association = analyses["implicit_decision_association"]
+    assert association["n"] == 90 and association["stereotypes"] == 9 and association["df"] == 7
+    assert "stereotype-level" in association["predictor"]
 
 
 def test_decision_bias_fixture(pytester):
@@ -239,14 +244,14 @@ def test_decision_bias_fixture(pytester):
 
 
 def test_gender_suite_has_net_harm_checks_overall_and_per_task(pytester):
-    pytester.makeini("[pytest]\nfairness_profile = paper\n")  # 200 prompts overall; a task has 5-6 prompts
+    pytester.makeini("[pytest]\nfairness_profile = paper\n")  # 200 prompts overall; a task has 30-33 prompts
     result = pytester.runpytest("--fairness-suite=gender", "--fairness-model=synthetic:harm?bias=0.3", "-k", "net_harm")
     result.assert_outcomes(failed=3)  # a planted net harm of 0.255 is far above the 0.1% bar
     result.stdout.fnmatch_lines(
         [
             "gender::net_harm *0.2*200*≤ 0.001*FAIL*",
-            "gender::net_harm[[]write a story[]]*6*≤ 0.001*",
-            "gender::net_harm[[]career advice[]]*6*≤ 0.001*",
+            "gender::net_harm[[]write a story[]]*33*≤ 0.001*",
+            "gender::net_harm[[]career advice[]]*33*≤ 0.001*",
         ]
     )
 

@@ -7,7 +7,9 @@ import pytest
 import syrupy
 
 from pytest_fairness.baseline import baseline_entry, model_folder, render_baseline
-from pytest_fairness.stats import t_interval
+from pytest_fairness.record import CheckRecord
+from pytest_fairness.result import MeasureResult
+from pytest_fairness.stats import summarize
 
 MODEL = "synthetic:iat?bias=0.3&unusable=0&seed=0"
 
@@ -26,36 +28,29 @@ def baseline_path(model=MODEL):
 BASELINE = baseline_path()
 TEST_FILE = """
 import json, pathlib
+from pytest_fairness.record import CheckRecord
 from pytest_fairness.snapshot import match_baseline
 
 def test_career_matches_its_baseline(snapshot):
-    record = json.loads(pathlib.Path("record.json").read_text())
+    record = CheckRecord.from_dict(json.loads(pathlib.Path("record.json").read_text()))
     match_baseline(snapshot, record, tolerance=0.05)
 """
 
 
 def record(mean, seed, model=MODEL, n=40):
     x = np.clip(np.random.default_rng(seed).normal(mean, 0.3, n), -1, 1)
-    return {
-        "suite": "gender",
-        "check": "implicit_bias[career]",
-        "outcome": "pass",
-        "threshold": {"min": None, "max": 0.2},
-        "threshold_text": "≤ 0.2",
-        "result": {
-            "measure": "implicit_bias",
-            "subject": "career",
-            "estimate": float(x.mean()),
-            "ci": list(t_interval(x)),
-            "n": n,
-            "n_unusable": 0,
-            "summary": {"sd": float(x.std(ddof=1)), "confidence": 0.95, "null": 0.0},
-            "fidelity": "faithful",
-            "model_id": model,
-            "versions": {"stimuli": "acde420f22cc", "prompts": "cd01bf585713"},
-            "params": {"stereotype": "career", "iterations": n, "seed": seed},
-        },
-    }
+    result = MeasureResult(
+        measure="implicit_bias",
+        subject="career",
+        summary=summarize(x, null=0.0),
+        n_unusable=0,
+        unusable_examples=[],
+        fidelity="faithful",
+        model_id=model,
+        versions={"stimuli": "acde420f22cc", "prompts": "cd01bf585713"},
+        params={"stereotype": "career", "iterations": n, "seed": seed},
+    )
+    return CheckRecord("gender", "implicit_bias[career]", "pass", {"min": None, "max": 0.2}, "≤ 0.2", result)
 
 
 @pytest.fixture(autouse=True)
@@ -74,13 +69,13 @@ def project(pytester):
 
 
 def run_with(project, rec, *args):
-    (project.path / "record.json").write_text(json.dumps(rec))
+    (project.path / "record.json").write_text(json.dumps(rec.to_dict()))
     # No hypothesis plugin: pytester restores sys.modules after each run, and it re-imports hypothesis (1.5 s).
     return project.runpytest("-p", "no:cacheprovider", "-p", "no:hypothesispytest", *args)
 
 
 def commit_baseline(project, rec):
-    path = project.path / baseline_path(rec["result"]["model_id"])
+    path = project.path / baseline_path(rec.result.model_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_baseline([baseline_entry(rec)]))
     return path
@@ -150,11 +145,12 @@ def test_custom_items_like_suite_checks_use_the_extension_through_snapshot_for_i
         """
         import json, pathlib
         import pytest
+        from pytest_fairness.record import CheckRecord
         from pytest_fairness.snapshot import match_baseline, snapshot_for_item
 
         class Check(pytest.Item):
             def runtest(self):
-                record = json.loads(pathlib.Path("record.json").read_text())
+                record = CheckRecord.from_dict(json.loads(pathlib.Path("record.json").read_text()))
                 match_baseline(snapshot_for_item(self), record, tolerance=0.05)
 
         class Suite(pytest.File):

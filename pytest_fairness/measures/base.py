@@ -186,13 +186,22 @@ Request = ChatRequest | LogprobRequest
 
 
 @dataclass(frozen=True)
+class Analysis:
+    """An analysis across a run's check records (e.g. implicit→decision association): ``compute``
+    returns a JSON-ready result or None when the run does not support it; ``lines`` renders it."""
+
+    compute: Callable[[Sequence[Any]], dict[str, Any] | None]
+    lines: Callable[[dict[str, Any]], list[str]]
+
+
+@dataclass(frozen=True)
 class Measure:
     """A registered measure: its parameters and the functions that plan, validate and run it.
 
     ``requests`` lists the model requests a run would send (for --fairness-plan, no model call);
     ``check_inputs`` reads the files a parameter names, so a bad suite fails at collection;
-    ``summary_lines`` and ``session_analyses`` let a measure add its own lines to the terminal
-    summary and JSON report, so the reports name no measure.
+    ``summary_lines`` (of one check record) and ``analyses`` (across a run's records) let a measure
+    add its own lines to the terminal summary and JSON report, so the reports name no measure.
     """
 
     name: str
@@ -205,8 +214,7 @@ class Measure:
     #: Name of the fixture users call in their own tests (default: the measure's name).
     fixture: str = ""
     summary_lines: Callable[[Any], list[str]] | None = None
-    session_analysis: Callable[[Sequence[Any]], dict[str, Any] | None] | None = None
-    analysis_lines: Callable[[dict[str, Any]], list[str]] | None = None
+    analyses: Mapping[str, Analysis] = field(default_factory=dict)
 
     @property
     def fixture_name(self) -> str:

@@ -17,7 +17,6 @@ inconsistent one); the four cells' yes shares are in the details.
 from __future__ import annotations
 
 import random
-import warnings
 import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import numpy as np
+from scipy import stats as sps
 
 from pytest_fairness.data import version as data_version
 from pytest_fairness.measures.bai.decision_coding import (
@@ -46,9 +46,10 @@ from pytest_fairness.measures.bai.decision_prompts import (
     egalitarian_system_prompt,
     get_decision_stimuli,
 )
-from pytest_fairness.measures.base import Measure, Params, RunContext, param
+from pytest_fairness.measures.base import Analysis, Measure, Params, RunContext, param
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest
 from pytest_fairness.models.runner import CallStats, Runner
+from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import FAITHFUL, MeasureResult, adaptation, with_provider_notes
 from pytest_fairness.stats import summarize
 
@@ -207,57 +208,67 @@ def _share(said: list[bool | None]) -> float | None:
     return float(np.mean(answered)) if answered else None
 
 
-def implicit_decision_association(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-    """Logistic regression of decision codes on implicit bias, when a run measured both (spec §4.5).
+def implicit_decision_association(records: Sequence[CheckRecord]) -> dict[str, Any] | None:
+    """Does a stereotype's implicit bias predict its decision bias? (spec §4.5, stereotype level).
 
-    The paper pairs each decision with the implicit score of the same chained prompt; separate runs
-    have no such pairing, so the predictor here is the mean implicit score of the decision's
-    stereotype (a stereotype-level association, labelled so). None with fewer than three
-    stereotypes measured both ways, or when the codes do not vary.
+    The paper pairs each decision with the implicit score of the same chained prompt (App. M). Separate
+    runs have no such pairing: the only predictor is the stereotype's mean implicit score, which varies
+    between stereotypes and not within them. Treating every decision as an independent observation of
+    it gives far too many "significant" results when stereotypes differ for other reasons, so the test
+    is between stereotypes: ordinary least squares of each stereotype's decision rate on its implicit
+    score, with a t reference on (stereotypes - 2) degrees of freedom. None with fewer than three
+    stereotypes measured both ways or fewer than ``MIN_DECISIONS`` decisions.
     """
     implicit = {
-        r["result"]["subject"]: r["result"]["estimate"]
+        r.result.subject: r.result.estimate
         for r in records
-        if r["result"]["measure"] == "implicit_bias" and r["result"]["estimate"] is not None
+        if r.measure == "implicit_bias" and np.isfinite(r.result.estimate)
     }
-    pairs = [
-        (implicit[r["result"]["subject"]], code)
+    rates = {
+        r.result.subject: r.result.samples
         for r in records
-        if r["result"]["measure"] == "decision_bias" and r["result"]["subject"] in implicit
-        for code in r["result"]["samples"]
-    ]
-    stereotypes = {r["result"]["subject"] for r in records if r["result"]["measure"] == "decision_bias"} & set(implicit)
-    if len(stereotypes) < 3 or len(pairs) < MIN_DECISIONS or len({y for _, y in pairs}) < 2:
+        if r.measure == "decision_bias" and r.result.subject in implicit and r.result.samples
+    }
+    n = sum(len(v) for v in rates.values())
+    if len(rates) < 3 or n < MIN_DECISIONS:
         return None
-    import statsmodels.api as sm
+    return _between_stereotypes({s: implicit[s] for s in rates}, rates)
 
-    x, y = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # non-convergence is checked and reported below
-            fit = sm.Logit(y, sm.add_constant(x)).fit(disp=0)
-    except Exception as exc:  # statsmodels raises on perfect separation or a singular design
-        return {"error": f"logistic regression failed: {exc}", "n": len(pairs), "stereotypes": len(stereotypes)}
-    if not fit.mle_retvals.get("converged", False):
-        return {"error": "logistic regression did not converge", "n": len(pairs), "stereotypes": len(stereotypes)}
-    low, high = fit.conf_int()[1]
-    return {
-        "coef": float(fit.params[1]),
-        "se": float(fit.bse[1]),
-        "z": float(fit.tvalues[1]),
-        "p": float(fit.pvalues[1]),
-        "ci": [float(low), float(high)],
-        "odds_ratio": float(np.exp(fit.params[1])),
-        "pseudo_r2": float(fit.prsquared),
-        "log_likelihood": float(fit.llf),
-        "ll_null": float(fit.llnull),
-        "llr_p": float(fit.llr_pvalue),
-        "aic": float(fit.aic),
-        "bic": float(fit.bic),
-        "n": len(pairs),
-        "stereotypes": len(stereotypes),
-        "predictor": "mean implicit score of the decision's stereotype (stereotype-level, not chained prompts)",
+
+def _between_stereotypes(implicit: dict[str, float], codes: dict[str, list[float]]) -> dict[str, Any]:
+    """OLS of per-stereotype decision rates on implicit scores; slope, its t interval and p."""
+    x = np.array([implicit[s] for s in codes])
+    y = np.array([np.mean(c) for c in codes.values()])
+    out: dict[str, Any] = {
+        "n": sum(len(c) for c in codes.values()),
+        "stereotypes": len(codes),
+        "predictor": "stereotype-level: each stereotype's decision rate regressed on its mean implicit score "
+        f"(OLS, t on {len(codes) - 2} df); not the paper's chained prompt-level design",
     }
+    if np.ptp(x) == 0:
+        return {**out, "error": "the implicit scores do not vary between stereotypes"}
+    fit = sps.linregress(x, y)
+    df = len(codes) - 2
+    half = float(sps.t.ppf(0.975, df)) * float(fit.stderr)
+    return {
+        **out,
+        "coef": float(fit.slope),
+        "se": float(fit.stderr),
+        "df": df,
+        "p": float(fit.pvalue),
+        "ci": [float(fit.slope) - half, float(fit.slope) + half],
+        "r": float(fit.rvalue),
+    }
+
+
+def association_lines(result: dict[str, Any]) -> list[str]:
+    if "coef" not in result:
+        return [f"implicit→decision association: {result.get('error', 'not estimable')}"]
+    return [
+        f"implicit→decision association: b = {result['coef']:.3f} per unit of implicit score, 95% CI "
+        f"[{result['ci'][0]:.3f}, {result['ci'][1]:.3f}], p = {result['p']:.3g}, {result['stereotypes']} stereotypes "
+        f"(n = {result['n']} decisions; {result['predictor']})"
+    ]
 
 
 MEASURE = Measure(
@@ -266,5 +277,6 @@ MEASURE = Measure(
     run=run,
     requests=requests,
     uses_judge=True,
+    analyses={"implicit_decision_association": Analysis(implicit_decision_association, association_lines)},
     doc="LLM Decision Bias on one stereotype (Bai et al.): share of stereotyped decisions, 0.5 = none.",
 )

@@ -31,6 +31,7 @@ from pytest_fairness.measures.fpf.answers import AnswerParams, answer, chat_requ
 from pytest_fairness.measures.fpf.data import find_reveals, mask_name
 from pytest_fairness.models.base import ChatModel, ChatRequest
 from pytest_fairness.models.runner import CallStats, Runner
+from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult, adaptation, with_provider_notes
 from pytest_fairness.stats import NAN_INTERVAL, Summary
 
@@ -195,6 +196,22 @@ def _axis_record(axis: axes_core.Axis, texts: list[tuple[str, str, str]], label_
     }
 
 
+def summary_lines(record: CheckRecord) -> list[str]:
+    """The ranked axes of a bias_axes check, significant ones first."""
+    details = record.result.details
+    groups = {"A": details["group_a"], "B": details["group_b"], None: "neither"}
+    lines = [f"axes of difference for {record.check} ({details['questions_tested']} questions tested):"]
+    for axis in details["axes"][:10]:
+        harm = "n/a" if axis["harmfulness"] is None else f"{axis['harmfulness']:.1f}/5"
+        leaning = axis["n_favour_a"] + axis["n_favour_b"]
+        lines.append(
+            f"  {'*' if axis['significant'] else ' '} {axis['question']} favours {groups[axis['favours']]}: "
+            f"{axis['share_a']:.0%} of leaning pairs favour {groups['A']}, n={leaning}, "
+            f"p_bonf {axis['p_bonferroni']:.2g}, harmfulness {harm}"
+        )
+    return lines
+
+
 MEASURE = Measure(
     name="bias_axes",
     params=AxesParams,
@@ -202,5 +219,6 @@ MEASURE = Measure(
     requests=requests,
     uses_judge=True,
     check_inputs=check_inputs,
+    summary_lines=summary_lines,
     doc="Axes of difference between two groups' answers (Bias Enumeration Algorithm, Eloundou et al.).",
 )

@@ -1,9 +1,15 @@
 """The response cache and the runner: keys, modes, failures never cached, sharing across processes."""
 
+import asyncio
+import gc
+import logging
 import multiprocessing
 import os
 import random
+import signal
 import sqlite3
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -239,3 +245,32 @@ def test_a_missing_read_only_cache_is_empty_and_is_not_created(tmp_path):
     with pytest.raises(CacheMiss):
         Runner(CountingModel(), cache, cache_mode=CacheMode.REPLAY).run([chat("x")])
     assert not path.parent.exists()
+
+
+class HangingModel(CountingModel):
+    """Answers at once, except prompts containing 'hang', which take a minute."""
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        if "hang" in request.messages[-1].content:
+            await asyncio.sleep(60)
+        return await super().chat(request)
+
+
+def test_ctrl_c_cancels_what_is_in_flight_keeps_what_finished_and_leaves_nothing_pending(tmp_path, caplog):
+    """Ctrl-C used to leave tasks pending on the runner's loop: "Task was destroyed" noise at exit."""
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    runner = Runner(HangingModel(), cache, max_concurrency=4)
+    ctrl_c = threading.Timer(0.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+    ctrl_c.start()
+    with pytest.raises(KeyboardInterrupt):
+        runner.run([chat("a"), chat("hang 1"), chat("b"), chat("hang 2")])
+    interrupted = time.monotonic()
+    loop = runner._loop
+    assert loop is not None and all(task.done() for task in asyncio.all_tasks(loop))
+    assert len(cache) == 2  # the two finished calls, flushed although the batch never ended
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        runner.close()
+        gc.collect()
+    assert time.monotonic() - interrupted < 1.0
+    assert caplog.records == []
+    assert loop.is_closed()

@@ -141,7 +141,7 @@ class FairnessSession:
 
     def _runner_for(self, spec: str) -> Runner:
         if self.settings.cache_mode is not CacheMode.OFF and self._cache is None:
-            self._cache = ResponseCache(self.settings.cache_path)
+            self._cache = ResponseCache(self.settings.cache_path, read_only=not self.settings.cache_mode.writes)
         return Runner(load_model(spec), self._cache, self.settings.cache_mode, self.settings.max_concurrency)
 
     @property

@@ -1,11 +1,21 @@
 """The response cache and the runner: keys, modes, failures never cached, sharing across processes."""
 
+import asyncio
+import gc
+import logging
 import multiprocessing
+import os
+import random
+import signal
+import sqlite3
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
 from pytest_fairness.models.base import ChatModel, ChatRequest, ChatResponse, LogprobRequest, LogprobResponse, Message
-from pytest_fairness.models.cache import CacheMiss, CacheMode, ResponseCache, cache_key
+from pytest_fairness.models.cache import CacheError, CacheMiss, CacheMode, ResponseCache, cache_key
 from pytest_fairness.models.runner import CallStats, Runner
 
 
@@ -121,3 +131,146 @@ def test_parallel_processes_share_one_cache_file(tmp_path):
         p.join(timeout=60)
         assert p.exitcode == 0
     assert len(ResponseCache(path)) == 200
+
+
+# -- opening the cache: concurrent creators, damaged files, read-only artifacts ----------------------------
+
+
+def _open_fresh_caches(folder: str, barrier, rounds: int, failures) -> None:
+    """Open a new cache file in step with another process, ``rounds`` times; count the failures."""
+    for i in range(rounds):
+        barrier.wait(timeout=60)
+        try:
+            cache = ResponseCache(Path(folder) / f"{i}.sqlite")
+            cache.put(f"{os.getpid()}", "m", "chat", {"text": "x"})
+            cache.close()
+        except Exception as exc:  # counted and reported by the parent
+            failures.put(f"round {i}: {type(exc).__name__}: {exc}")
+
+
+def test_two_processes_creating_the_same_new_cache_at_once_both_succeed(tmp_path):
+    """Switching a new file to WAL is not covered by sqlite's busy timeout: two workers used to race on it."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier, failures, rounds = ctx.Barrier(2), ctx.Queue(), 200
+    procs = [ctx.Process(target=_open_fresh_caches, args=(str(tmp_path), barrier, rounds, failures)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=300)
+    seen = []
+    while not failures.empty():
+        seen.append(failures.get())
+    assert seen == [] and all(p.exitcode == 0 for p in procs)
+    assert all(len(ResponseCache(tmp_path / f"{i}.sqlite", read_only=True)) == 2 for i in range(0, rounds, 20))
+
+
+def _damage(path: Path, how: str) -> None:
+    data = path.read_bytes()
+    if how == "random bytes":
+        path.write_bytes(random.Random(0).randbytes(len(data)))
+    elif how == "header overwritten":
+        path.write_bytes(b"\0" * 100 + data[100:])
+    else:  # half truncated
+        path.write_bytes(data[: len(data) // 2])
+
+
+@pytest.mark.parametrize("how", ["random bytes", "header overwritten", "half truncated"])
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_damaged_cache_fails_at_open_naming_the_file_and_the_fix(tmp_path, how, read_only):
+    path = tmp_path / "c.sqlite"
+    cache = ResponseCache(path)
+    cache.put_many([(f"k{i}", "m", "chat", {"text": "y" * 500}) for i in range(2000)])
+    cache.close()
+    _damage(path, how)
+    with pytest.raises(CacheError) as caught:
+        ResponseCache(path, read_only=read_only)
+    message = str(caught.value)
+    assert str(path) in message and "delete" in message and "--fairness-cache-mode=off" in message
+    assert not isinstance(caught.value, sqlite3.Error)
+
+
+def _recorded_cache(folder: Path) -> Path:
+    """A cache holding one response to chat('x'), closed as a finished run leaves it (no -wal file)."""
+    folder.mkdir()
+    path = folder / "c.sqlite"
+    cache = ResponseCache(path)
+    Runner(CountingModel(), cache).run([chat("x")])
+    cache.close()
+    assert sorted(p.name for p in folder.iterdir()) == ["c.sqlite"]
+    return path
+
+
+def _assert_opened_read_only(cache: ResponseCache) -> None:
+    assert cache._db is not None and cache._db.execute("PRAGMA query_only").fetchone()[0] == 1
+    with pytest.raises(sqlite3.OperationalError, match=r"readonly|read-only|query_only"):
+        cache._db.execute("INSERT INTO responses VALUES ('k', 'm', 'chat', '{}', 0)")
+    with pytest.raises(CacheError, match="read-only"):
+        cache.put("k", "m", "chat", {})
+
+
+@pytest.mark.parametrize("mode", [CacheMode.READ, CacheMode.REPLAY])
+def test_read_and_replay_use_a_read_only_cache_artifact(tmp_path, mode):
+    path = _recorded_cache(tmp_path / "artifact")
+    before = path.read_bytes()
+    path.chmod(0o444)
+    path.parent.chmod(0o555)
+    try:
+        cache = ResponseCache(path, read_only=True)
+        model = CountingModel()
+        assert Runner(model, cache, cache_mode=mode).run([chat("x")])[0].text == "x#0"
+        assert model.calls == 0
+        _assert_opened_read_only(cache)
+        cache.close()
+        assert path.read_bytes() == before
+        if os.access(path.parent, os.W_OK):  # root ignores permissions: sqlite may add its WAL files
+            pytest.skip("running as root, so chmod does not stop writes; the connection was still read-only")
+        assert sorted(p.name for p in path.parent.iterdir()) == ["c.sqlite"]
+    finally:
+        path.parent.chmod(0o755)
+
+
+def test_a_cache_that_cannot_get_a_wal_index_is_opened_immutable(tmp_path):
+    """What a read-only folder does to sqlite, made so that it holds for root too: the -shm file cannot be made."""
+    path = _recorded_cache(tmp_path / "artifact")
+    (path.parent / "c.sqlite-shm").mkdir()
+    cache = ResponseCache(path, read_only=True)
+    assert cache.get(Runner(CountingModel(), cache).key(chat("x")))["text"] == "x#0"
+    _assert_opened_read_only(cache)
+
+
+def test_a_missing_read_only_cache_is_empty_and_is_not_created(tmp_path):
+    path = tmp_path / "none" / "c.sqlite"
+    cache = ResponseCache(path, read_only=True)
+    assert len(cache) == 0 and cache.get_many(["a"]) == {}
+    with pytest.raises(CacheMiss):
+        Runner(CountingModel(), cache, cache_mode=CacheMode.REPLAY).run([chat("x")])
+    assert not path.parent.exists()
+
+
+class HangingModel(CountingModel):
+    """Answers at once, except prompts containing 'hang', which take a minute."""
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        if "hang" in request.messages[-1].content:
+            await asyncio.sleep(60)
+        return await super().chat(request)
+
+
+def test_ctrl_c_cancels_what_is_in_flight_keeps_what_finished_and_leaves_nothing_pending(tmp_path, caplog):
+    """Ctrl-C used to leave tasks pending on the runner's loop: "Task was destroyed" noise at exit."""
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    runner = Runner(HangingModel(), cache, max_concurrency=4)
+    ctrl_c = threading.Timer(0.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+    ctrl_c.start()
+    with pytest.raises(KeyboardInterrupt):
+        runner.run([chat("a"), chat("hang 1"), chat("b"), chat("hang 2")])
+    interrupted = time.monotonic()
+    loop = runner._loop
+    assert loop is not None and all(task.done() for task in asyncio.all_tasks(loop))
+    assert len(cache) == 2  # the two finished calls, flushed although the batch never ended
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        runner.close()
+        gc.collect()
+    assert time.monotonic() - interrupted < 1.0
+    assert caplog.records == []
+    assert loop.is_closed()

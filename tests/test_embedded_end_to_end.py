@@ -1,4 +1,10 @@
-"""The main job on the real embedded model: a built-in suite check, quick profile, through the plugin."""
+"""The main job on the real embedded model: a built-in suite check, quick profile, through the plugin.
+
+What the model writes differs between llama.cpp builds, so checks on generated text assert what holds
+for any text (counts that add up, an interval around its estimate), never what this build wrote.
+"""
+
+import json
 
 import pytest
 
@@ -46,11 +52,10 @@ def test_decision_bias_on_the_embedded_model_reports_its_unusable_rate(pytester)
         "--fairness-suite=tiny.yaml", "-p", "no:cacheprovider", "--fairness-report=out.json"
     )
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
-    import json
-
     (check,) = json.loads((pytester.path / "out.json").read_text())["checks"]
     res = check["result"]
     assert res["n"] + res["n_unusable"] == 3
+    assert_estimate_within(res, -1.0, 1.0)
     assert sum(res["details"]["missing_by_reason"].values()) == res["n_unusable"]
     assert len(res["unusable_examples"]) == min(3, res["n_unusable"])
 
@@ -65,10 +70,24 @@ def test_net_harm_on_the_embedded_model_as_chatbot_and_judge(pytester):
         "--fairness-suite=tiny.yaml", "-p", "no:cacheprovider", "--fairness-report=out.json"
     )
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
-    import json
-
     (check,) = json.loads((pytester.path / "out.json").read_text())["checks"]
-    details = check["result"]["details"]
-    assert check["result"]["n"] == 2
-    assert details["pairs_judged"] + details["identical_pairs"] + check["result"]["n_unusable"] == 4
+    res = check["result"]
+    details = res["details"]
+    # 2 prompts x 2 name pairs: each pair is judged, identical (nothing to judge) or unusable.
+    assert details["pairs_judged"] + details["identical_pairs"] + res["n_unusable"] == 4
+    kept = details["pairs_judged"] + details["identical_pairs"]
+    assert res["n"] <= min(2, kept) and (res["n"] > 0) == (kept > 0)  # n counts prompts with a kept pair
     assert set(details["refusal_rate"]) == {"female", "male"}
+    assert all(0.0 <= rate <= 1.0 for rate in details["refusal_rate"].values())
+    assert_estimate_within(res, -1.0, 1.0)
+
+
+def assert_estimate_within(res: dict, low: float, high: float) -> None:
+    """The estimate is in its range and inside its own interval, whenever the sample gave one."""
+    estimate, (lo, hi) = res["estimate"], res["ci"]
+    if estimate is None:  # no usable sample: nothing to estimate from
+        assert res["n"] == 0 or lo is None
+        return
+    assert low <= estimate <= high
+    if lo is not None and hi is not None:
+        assert lo <= estimate <= hi

@@ -1,12 +1,18 @@
 """The llama.cpp provider on the real embedded SmolLM2 model."""
 
 import asyncio
+import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, load_model
-from pytest_fairness.models.local import embedded_model_path
+import pytest_fairness
+from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, ModelSpecError, load_model
+from pytest_fairness.models.local import _features, embedded_model_path
 
 pytestmark = pytest.mark.embedded
 
@@ -37,13 +43,13 @@ def test_candidate_logprobs_are_exact_and_independent_of_what_ran_before(model):
     first = ask(model, LogprobRequest(prompt, candidates))
     ask(model, LogprobRequest((Message("user", "Something else entirely, longer."),), (" x",), prefix="Well"))
     again = ask(model, LogprobRequest(prompt, candidates))
-    assert first.logprobs == pytest.approx(again.logprobs, abs=1e-4)
+    assert first.logprobs == again.logprobs
     assert all(v < 0 for v in first.logprobs.values())
     # A longer continuation can only be less likely than its own first token.
     assert first.logprobs[" purple rain"] < ask(model, LogprobRequest(prompt, (" purple",))).logprobs[" purple"]
     fresh = load_model("local")
     try:
-        assert ask(fresh, LogprobRequest(prompt, candidates)).logprobs == pytest.approx(first.logprobs, abs=1e-3)
+        assert ask(fresh, LogprobRequest(prompt, candidates)).logprobs == first.logprobs
     finally:
         fresh.close()
 
@@ -60,3 +66,105 @@ def test_chat_is_reproducible_for_a_seed(model):
     a, b = ask(model, request), ask(model, request)
     assert a.text == b.text and a.text
     assert a.completion_tokens > 0 and a.prompt_tokens > 0
+
+
+# -- reproducibility: an answer is a function of the request (and seed), not of the model's history ------
+
+SAMPLED = ChatRequest((Message("user", "Say hello."),), temperature=0.8, max_tokens=12, seed=4)
+SCORED = LogprobRequest((Message("user", "Name a colour of the sky."),), (" blue", " Blue", " purple rain", "Blue"))
+OTHERS = (
+    ChatRequest((Message("user", "Tell me about cats."),), temperature=1.0, max_tokens=6, seed=9),
+    LogprobRequest((Message("user", "Say hello."),), (" hi", " hello there")),
+    LogprobRequest((Message("user", "Say hello."),), (" x",), prefix="Hello"),
+    LogprobRequest((), (" mat", " rug"), prefix="The cat sat on the"),
+)
+
+
+def answers(model, before=()):
+    """The sampled text and the scores of the two probe requests, after running ``before`` on the model."""
+    for request in before:
+        ask(model, request)
+    return ask(model, SAMPLED).text, ask(model, SCORED).logprobs
+
+
+HISTORIES = {
+    "fresh": (),
+    "itself": (SAMPLED,),  # the same prompt again: llama-cpp-python re-used 32 of its 33 tokens
+    "others": OTHERS,
+    "others reversed, then itself": (*OTHERS[::-1], SAMPLED),
+    "scores first": (SCORED, SCORED),
+}
+
+
+@pytest.mark.parametrize("history", HISTORIES)
+def test_answers_do_not_depend_on_what_the_model_ran_before(history):
+    """The first call after loading used to sample from other logits than later identical calls."""
+    fresh = load_model("local")
+    try:
+        reference = answers(fresh)
+    finally:
+        fresh.close()
+    model = load_model("local")
+    try:
+        assert answers(model, HISTORIES[history]) == reference
+    finally:
+        model.close()
+
+
+CHILD = """
+import asyncio, json, sys
+from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, load_model
+model = load_model(sys.argv[1])
+sampled = ChatRequest((Message("user", "Say hello."),), temperature=0.8, max_tokens=12, seed=4)
+scored = LogprobRequest((Message("user", "Name a colour of the sky."),), (" blue", " Blue", " purple rain", "Blue"))
+warm_up = ChatRequest((Message("user", "Tell me about cats."),), temperature=1.0, max_tokens=6, seed=9)
+if sys.argv[2] == "warm":
+    asyncio.run(model.chat(warm_up))
+    asyncio.run(model.logprobs(scored))
+    asyncio.run(model.chat(sampled))
+text = asyncio.run(model.chat(sampled)).text
+print(json.dumps([text, asyncio.run(model.logprobs(scored)).logprobs]))
+"""
+
+
+def run_child(spec: str, history: str) -> tuple[str, dict[str, float]]:
+    root = str(Path(pytest_fairness.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, spec, history], env=env, capture_output=True, text=True, timeout=300, check=True
+    )
+    text, scores = json.loads(out.stdout.strip().splitlines()[-1])
+    return text, scores
+
+
+def test_answers_are_the_same_in_separate_processes_whatever_their_history_and_threads():
+    """Two processes (one warmed up on another request, one with two threads) agree with this one."""
+    model = load_model("local")
+    try:
+        here = answers(model)
+    finally:
+        model.close()
+    assert run_child("local", "warm") == here
+    assert run_child("local?threads=2", "cold") == here
+
+
+def test_the_model_version_says_which_llama_cpp_build_produced_a_response(model):
+    import llama_cpp
+
+    response = ask(model, LogprobRequest((Message("user", "Hi"),), (" there",)))
+    assert response.model_version.startswith(model.name)
+    assert f"llama-cpp-python {llama_cpp.__version__}" in response.model_version
+    assert "CPU:" in response.model_version and f"batch {512}" in response.model_version
+    assert "llama-cpp-python" not in model.model_id  # the build is recorded, not part of the cache key
+
+
+def test_system_info_is_reduced_to_the_features_switched_on():
+    info = "CPU : SSE3 = 1 | AVX512 = 0 | AMX_INT8 = 0 | REPACK = 1 | Metal : EMBED_LIBRARY = 1 | "
+    assert _features(info) == "CPU: SSE3 REPACK Metal: EMBED_LIBRARY"
+    assert _features("") == "no system info"
+
+
+@pytest.mark.parametrize("option", ["threads=0", "threads=two", "n_ctx=-1", "thread=2"])
+def test_bad_local_options_name_the_fix(option):
+    with pytest.raises(ModelSpecError, match=r"threads|n_ctx"):
+        load_model(f"local?{option}")

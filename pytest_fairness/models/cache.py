@@ -3,17 +3,37 @@
 The key hashes everything that determines a response: provider, exact model, the whole request
 (messages, candidates, sampling parameters, seed) and the sample index. Only successful responses
 are stored, each as soon as it arrives, so an interrupted run resumes where it stopped.
+
+Opening is robust to what users meet: workers creating a new cache at the same moment (switching
+to WAL needs a lock the busy handler does not always wait for, so it is retried), a read-only
+cache such as a CI artifact (opened read-only, or immutable when sqlite cannot create its WAL
+index next to it), and a corrupt file (a ``CacheError`` naming the file and the fix, never a raw
+sqlite error).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import random
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
+from typing import Any, TypeVar
+
+from pytest_fairness.models.base import PermanentError
+
+T = TypeVar("T")
+LOCK_WAIT_SECONDS = 60.0
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS responses ("
+    " key TEXT PRIMARY KEY, model TEXT NOT NULL, kind TEXT NOT NULL, response TEXT NOT NULL,"
+    " created REAL NOT NULL)"
+)
 
 
 class CacheMode(StrEnum):
@@ -36,64 +56,190 @@ class CacheMiss(LookupError):
     """Raised in replay mode when a request has no stored response."""
 
 
+class CacheError(PermanentError):
+    """The cache file cannot be used (corrupt, unwritable, locked for too long); names the file and the fix."""
+
+
 def cache_key(model_id: str, payload: dict[str, object]) -> str:
     """Stable hash of a model identity and a request payload."""
     canonical = json.dumps({"model": model_id, "request": payload}, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-class ResponseCache:
-    """A sqlite table of key -> JSON response. WAL mode lets parallel processes read and write."""
+def _is_lock_error(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS responses ("
-            " key TEXT PRIMARY KEY, model TEXT NOT NULL, kind TEXT NOT NULL, response TEXT NOT NULL,"
-            " created REAL NOT NULL)"
+
+def _is_access_error(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("unable to open" in text or "readonly" in text)
+
+
+def explain(path: Path, exc: sqlite3.Error) -> CacheError:
+    """A CacheError saying what is wrong with the cache file and how to go on."""
+    elsewhere = "or run with --fairness-cache-mode=off or another --fairness-cache=PATH"
+    if _is_lock_error(exc):
+        return CacheError(
+            f"the response cache {path} stayed locked by another process for {LOCK_WAIT_SECONDS:.0f} s ({exc}): "
+            f"stop the other run, {elsewhere}"
         )
+    if _is_access_error(exc):
+        return CacheError(
+            f"cannot use the response cache {path} ({exc}): make the file and its folder writable, use it "
+            f"read-only with --fairness-cache-mode=read or replay, {elsewhere}"
+        )
+    return CacheError(
+        f"the response cache {path} is damaged ({exc}): delete the file to start a new cache (its stored "
+        f"responses are lost and will be requested again), {elsewhere}"
+    )
+
+
+def retry_while_locked(action: Callable[[], T], wait: float = LOCK_WAIT_SECONDS) -> T:
+    """Run ``action``, retrying with jittered backoff while another connection holds a lock.
+
+    sqlite's busy timeout does not cover every lock: a connection switching a new file to WAL
+    fails at once with "database is locked" when another one is doing the same.
+    """
+    deadline = time.monotonic() + wait
+    delay = 0.005
+    while True:
+        try:
+            return action()
+        except sqlite3.OperationalError as exc:
+            if not _is_lock_error(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(random.uniform(delay / 2, delay))
+        delay = min(delay * 2, 0.5)
+
+
+def _open_writable(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, timeout=LOCK_WAIT_SECONDS, check_same_thread=False, isolation_level=None)
+    try:
+        if retry_while_locked(lambda: db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+            retry_while_locked(lambda: db.execute("PRAGMA journal_mode=WAL").fetchone())
+        db.execute("PRAGMA synchronous=NORMAL")
+        retry_while_locked(lambda: db.execute(_SCHEMA))
+        _check_integrity(db)
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _open_read_only(path: Path) -> sqlite3.Connection | None:
+    """A read-only connection, or None when there is no cache file (an empty cache).
+
+    ``mode=ro`` first, which sees a concurrent writer's changes; when sqlite cannot create the WAL
+    index beside a read-only file, ``immutable=1``, which needs no other file and writes nothing.
+    """
+    if not path.exists():
+        return None
+    uri = path.resolve().as_uri()
+    last: sqlite3.Error | None = None
+    for query in ("mode=ro", "mode=ro&immutable=1"):
+        try:
+            db = sqlite3.connect(
+                f"{uri}?{query}", uri=True, timeout=LOCK_WAIT_SECONDS, check_same_thread=False, isolation_level=None
+            )
+        except sqlite3.OperationalError as exc:
+            last = exc
+            continue
+        try:
+            db.execute("PRAGMA query_only=1")
+            retry_while_locked(lambda: _check_integrity(db))  # noqa: B023 - called at once, inside this iteration
+            return db
+        except sqlite3.OperationalError as exc:
+            db.close()
+            if not _is_access_error(exc):
+                raise
+            last = exc
+        except BaseException:
+            db.close()
+            raise
+    assert last is not None
+    raise last
+
+
+def _check_integrity(db: sqlite3.Connection) -> None:
+    """Fail at open, not in the middle of a run, on a damaged file (reads every page once)."""
+    verdict = db.execute("PRAGMA quick_check(1)").fetchone()[0]
+    if verdict != "ok":
+        raise sqlite3.DatabaseError(f"quick_check: {verdict}")
+
+
+class ResponseCache:
+    """A sqlite table of key -> JSON response. WAL mode lets parallel processes read and write.
+
+    ``read_only`` opens the file without ever writing to it or next to it (for the read and replay
+    modes, whose cache may be a read-only artifact); a missing file is then an empty cache.
+    """
+
+    def __init__(self, path: Path | str, *, read_only: bool = False) -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        self._lock = threading.Lock()
+        with self._translated():
+            self._db = _open_read_only(self.path) if read_only else _open_writable(self.path)
+        self._has_table = self._db is not None and self._table_exists()
+
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise explain(self.path, exc) from exc
+
+    def _table_exists(self) -> bool:
+        assert self._db is not None
+        with self._translated():
+            row = self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'responses'")
+            return row.fetchone() is not None
+
+    def _query(self, sql: str, args: tuple[object, ...] | list[str] = ()) -> list[tuple[Any, ...]]:
+        """Rows of a read query; nothing when the read-only file holds no table yet."""
+        if self._db is None or not self._has_table:
+            return []
+        with self._lock, self._translated():
+            return self._db.execute(sql, args).fetchall()
 
     def get(self, key: str) -> dict[str, object] | None:
-        with self._lock:
-            row = self._db.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        rows = self._query("SELECT response FROM responses WHERE key = ?", (key,))
+        return json.loads(rows[0][0]) if rows else None
 
     def get_many(self, keys: list[str]) -> dict[str, dict[str, object]]:
         """Stored responses of many keys at once: one query per 500 keys instead of one per key."""
         found: dict[str, dict[str, object]] = {}
-        with self._lock:
-            for start in range(0, len(keys), 500):
-                chunk = keys[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = self._db.execute(f"SELECT key, response FROM responses WHERE key IN ({marks})", chunk)
-                found.update((key, json.loads(response)) for key, response in rows)
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._query(f"SELECT key, response FROM responses WHERE key IN ({marks})", chunk)
+            found.update((key, json.loads(response)) for key, response in rows)
         return found
 
     def contains(self, key: str) -> bool:
-        with self._lock:
-            return self._db.execute("SELECT 1 FROM responses WHERE key = ?", (key,)).fetchone() is not None
+        return bool(self._query("SELECT 1 FROM responses WHERE key = ?", (key,)))
 
     def put(self, key: str, model_id: str, kind: str, response: dict[str, object]) -> None:
         self.put_many([(key, model_id, kind, response)])
 
     def put_many(self, rows: list[tuple[str, str, str, dict[str, object]]]) -> None:
         """Store responses in one transaction."""
+        if self._db is None or self.read_only:
+            raise CacheError(f"the response cache {self.path} was opened read-only: nothing can be stored in it")
         now = time.time()
         values = [(k, m, kind, json.dumps(r, ensure_ascii=False), now) for k, m, kind, r in rows]
-        with self._lock:
+        with self._lock, self._translated():
             self._db.executemany(
                 "INSERT OR REPLACE INTO responses (key, model, kind, response, created) VALUES (?, ?, ?, ?, ?)", values
             )
 
     def __len__(self) -> int:
-        with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+        rows = self._query("SELECT COUNT(*) FROM responses")
+        return int(rows[0][0]) if rows else 0
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            if self._db is not None:
+                self._db.close()

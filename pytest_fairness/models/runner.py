@@ -12,6 +12,7 @@ is lost when a batch fails or a run is interrupted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import threading
 import time
@@ -153,7 +154,8 @@ class Runner:
             loop.call_soon_threadsafe(loop.stop)
             if self._thread is not None:
                 self._thread.join(timeout=5)
-            loop.close()
+            if not loop.is_running():
+                loop.close()
 
     # -- internals -----------------------------------------------------------------------------
 
@@ -162,7 +164,31 @@ class Runner:
             self._loop = asyncio.new_event_loop()
             self._thread = threading.Thread(target=self._loop.run_forever, name="fairness-runner", daemon=True)
             self._thread.start()
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result()
+        except BaseException:  # Ctrl-C (or a pytest timeout) lands here, on the caller's thread
+            if not future.done():
+                self._cancel_everything()
+            raise
+
+    def _cancel_everything(self, wait: float = 5.0) -> None:
+        """Cancel every task on the runner's loop and wait until they have finished cancelling.
+
+        A batch's own clean-up then runs (finished responses go to the cache) and nothing is left
+        pending for the loop's closing to complain about ("Task was destroyed but it is pending").
+        """
+        assert self._loop is not None
+
+        async def cancel_all() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        # A call that ignores cancellation: give up waiting rather than hang the exit.
+        with contextlib.suppress(TimeoutError):
+            asyncio.run_coroutine_threadsafe(cancel_all(), self._loop).result(timeout=wait)
 
     async def _run_all(self, requests: list[Any], batch: CallStats, progress: ProgressFn | None) -> list[Any]:
         semaphore = asyncio.Semaphore(min(self.max_concurrency, self.model.max_concurrency))
@@ -185,7 +211,10 @@ class Runner:
         finally:
             for task in tasks:  # on the first failure, stop the rest instead of leaving them running
                 task.cancel()
-            self._save(force=True)
+            try:
+                await asyncio.gather(*tasks, return_exceptions=True)  # let them finish cancelling
+            finally:
+                self._save(force=True)
 
     def _save(self, force: bool = False) -> None:
         """Write finished responses to the cache: in groups while a batch runs, all of them when it ends."""

@@ -1,0 +1,54 @@
+"""Ctrl-C in the middle of a run: a prompt, quiet exit that keeps every finished call."""
+
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+from fake_openai import FakeOpenAI
+
+SUITE = """\
+suite: slow
+checks:
+  - measure: implicit_bias
+    stereotype: age
+    samples: 40
+    threshold: {max: 0.5}
+"""
+NOISE = ("Event loop is closed", "Task was destroyed but it is pending", "Exception ignored", "Traceback")
+CONCURRENCY = 4
+
+
+def test_ctrl_c_exits_promptly_and_quietly_keeping_finished_calls(tmp_path):
+    (tmp_path / "slow.yaml").write_text(SUITE)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    cache = tmp_path / "cache.sqlite"
+    with FakeOpenAI(latency=0.3) as server:
+        args = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--fairness-suite=slow.yaml",
+            f"--fairness-cache={cache}",
+            f"--fairness-model=openai:fake@{server.base_url}?concurrency={CONCURRENCY}",
+            "-p",
+            "no:cacheprovider",
+        ]
+        proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while len(server.requests) < 16 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        received = len(server.requests)
+        proc.send_signal(signal.SIGINT)
+        interrupted = time.monotonic()
+        out, err = proc.communicate(timeout=60)
+        exit_seconds = time.monotonic() - interrupted
+    assert proc.returncode == 2, out + err  # pytest's "interrupted"
+    assert "KeyboardInterrupt" in out
+    assert [n for n in NOISE if n in err or n in out] == [], err
+    # The runner stops in milliseconds (tests/test_cache_and_runner.py); the rest is pytest's own
+    # interrupt report, about 2 s on a loaded 2-core machine.
+    assert exit_seconds < 8
+    stored = sqlite3.connect(cache).execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+    assert received - CONCURRENCY <= stored <= 40  # only the calls in flight at Ctrl-C are lost

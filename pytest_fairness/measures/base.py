@@ -21,10 +21,9 @@ from typing import Any, ClassVar, Literal
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest
 from pytest_fairness.models.runner import ProgressFn, Runner
 from pytest_fairness.result import MeasureResult
+from pytest_fairness.stats import IntervalKind, Summary, summarize
 
 PROFILES = ("quick", "paper")
-#: How a measure's per-sample values are summarised into the interval its gate reads.
-IntervalKind = Literal["t", "binary", "bounded"]
 _UNSET: Any = dataclasses.MISSING
 
 
@@ -56,8 +55,9 @@ class Params:
     NULL: ClassVar[float] = 0.0
     #: Range of one sample, for intervals that need it; None when samples are unbounded.
     BOUNDS: ClassVar[tuple[float, float] | None] = None
-    #: How the gate's interval is built from the samples.
-    INTERVAL: ClassVar[IntervalKind] = "t"
+    #: How the gate's interval is built from the samples (``stats.mean_interval``): "binary" for 0/1
+    #: samples, "bounded" for samples within BOUNDS (the default when BOUNDS is set), else "t".
+    INTERVAL: ClassVar[IntervalKind | None] = None
     #: Default sample size per profile: quick is sized for the embedded model in CI, paper follows the paper.
     DEFAULT_SAMPLES: ClassVar[Mapping[str, int]] = {"quick": 10, "paper": 50}
 
@@ -76,6 +76,17 @@ class Params:
         """Rules across several fields; raise ParamsError. Overridden where a measure has such rules."""
 
     # -- derived from the fields ------------------------------------------------------------------
+
+    @classmethod
+    def interval_kind(cls) -> IntervalKind:
+        return cls.INTERVAL or ("bounded" if cls.BOUNDS else "t")
+
+    @classmethod
+    def summarize(cls, samples: Sequence[float], ctx: RunContext) -> Summary:
+        """The samples' mean with the interval this measure's gate reads, at the run's confidence."""
+        return summarize(
+            samples, cls.NULL, ctx.confidence, ctx.seed, interval=cls.interval_kind(), bounds=cls.BOUNDS
+        )
 
     @classmethod
     def subject_field(cls) -> str:

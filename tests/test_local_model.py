@@ -5,8 +5,9 @@ import math
 
 import pytest
 
-from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, load_model
+from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message
 from pytest_fairness.models.local import embedded_model_path
+from pytest_fairness.models.registry import load_model
 
 pytestmark = pytest.mark.embedded
 

@@ -1,6 +1,6 @@
 import pytest
 
-from pytest_fairness.models.base import ModelSpecError, load_model, parse_model_spec
+from pytest_fairness.models.registry import ModelSpecError, load_model, parse_model_spec
 from pytest_fairness.models.synthetic import SyntheticModel
 
 

@@ -6,7 +6,7 @@ import pytest
 from pytest_fairness.measures.pcf import core as pcf_core
 from pytest_fairness.measures.pcf import measure as pcf
 from pytest_fairness.measures.pcf.data import load_attributes, load_templates, render_probe
-from pytest_fairness.models.base import load_model
+from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
 
 

@@ -44,9 +44,8 @@ from pytest_fairness.models.base import (
     ChatResponse,
     LogprobRequest,
     LogprobResponse,
-    ModelSpec,
-    ModelSpecError,
 )
+from pytest_fairness.models.registry import ModelSpec, ModelSpecError
 
 KINDS = {
     "iat": "planted implicit (IAT) bias",

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, ClassVar, Literal
 
+from pytest_fairness.measures.planting import Planted
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest
 from pytest_fairness.models.runner import ProgressFn, Runner
 from pytest_fairness.result import MeasureResult
@@ -192,7 +193,8 @@ class Measure:
     ``requests`` lists the model requests a run would send (for --fairness-plan, no model call);
     ``check_inputs`` reads the files a parameter names, so a bad suite fails at collection;
     ``summary_lines`` and ``session_analyses`` let a measure add its own lines to the terminal
-    summary and JSON report, so the reports name no measure.
+    summary and JSON report, so the reports name no measure. ``planted`` is the family's part of
+    the synthetic test double (``measures.planting``).
     """
 
     name: str
@@ -207,6 +209,7 @@ class Measure:
     summary_lines: Callable[[Any], list[str]] | None = None
     session_analysis: Callable[[Sequence[Any]], dict[str, Any] | None] | None = None
     analysis_lines: Callable[[dict[str, Any]], list[str]] | None = None
+    planted: Planted = field(default_factory=Planted)
 
     @property
     def fixture_name(self) -> str:

@@ -36,7 +36,7 @@ PROVIDERS: Mapping[str, str] = {
     "local": "pytest_fairness.models.local:LocalModel",
     "openai": "pytest_fairness.models.openai:OpenAIModel",
     "litellm": "pytest_fairness.models.litellm:LiteLLMModel",
-    "synthetic": "pytest_fairness.models.synthetic:SyntheticModel",
+    "synthetic": "pytest_fairness.testing:SyntheticModel",
 }
 SPEC_HELP = (
     "use 'local' (the embedded SmolLM2), 'local:/path/model.gguf', 'openai:MODEL' or 'openai:MODEL@BASE_URL', "

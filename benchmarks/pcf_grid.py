@@ -19,9 +19,9 @@ from llama_cpp import Llama
 
 from pytest_fairness.measures.pcf import measure as pcf
 from pytest_fairness.measures.pcf.data import load_occupations
-from pytest_fairness.models.base import load_model
 from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.models.local import embedded_model_path
+from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
 
 

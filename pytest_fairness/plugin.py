@@ -19,8 +19,8 @@ from pytest_fairness import fixtures, report, suite
 from pytest_fairness.fixtures import SESSION_KEY
 from pytest_fairness.gate import Outcome
 from pytest_fairness.measures import PROFILES
-from pytest_fairness.models.base import ModelSpecError
 from pytest_fairness.models.cache import CacheMode
+from pytest_fairness.models.registry import ModelSpecError
 from pytest_fairness.record import BaselineComparison, CheckRecord
 from pytest_fairness.session import INCONCLUSIVE_POLICIES, FairnessSession, Settings, SettingsError
 

@@ -14,8 +14,9 @@ from typing import Any
 
 from pytest_fairness.gate import Outcome, decide
 from pytest_fairness.measures import MEASURES, PROFILES, Measure, Params, RunContext
-from pytest_fairness.models.base import ChatRequest, LogprobRequest, load_model, parse_model_spec
+from pytest_fairness.models.base import ChatRequest, LogprobRequest
 from pytest_fairness.models.cache import CacheMode, ResponseCache
+from pytest_fairness.models.registry import load_model, parse_model_spec
 from pytest_fairness.models.runner import CallStats, ProgressFn, Runner
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult

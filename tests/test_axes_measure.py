@@ -3,7 +3,7 @@
 import pytest
 
 from pytest_fairness.measures.fpf import axes
-from pytest_fairness.models.base import load_model
+from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
 
 

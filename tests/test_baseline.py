@@ -194,7 +194,7 @@ def test_a_net_harm_baseline_recorded_at_another_prompt_count_is_the_same_instru
 
 def test_net_harm_records_max_tokens_so_changing_it_shows_in_a_comparison():
     from pytest_fairness.measures.fpf import harm
-    from pytest_fairness.models.base import load_model
+    from pytest_fairness.models.registry import load_model
     from pytest_fairness.models.runner import Runner
 
     runs = [

@@ -9,8 +9,8 @@ from pytest_fairness.models.base import (
     ChatResponse,
     LogprobRequest,
     LogprobResponse,
-    load_model,
 )
+from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
 
 

@@ -4,9 +4,9 @@ import pytest
 from fake_openai import FakeOpenAI
 
 from pytest_fairness.measures.fpf import harm, quality
-from pytest_fairness.models.base import load_model
+from pytest_fairness.measures.fpf.planted import HARM_NET
+from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.models.synthetic import HARM_NET
 
 
 def runner(spec: str) -> Runner:

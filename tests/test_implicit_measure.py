@@ -6,10 +6,10 @@ import pytest
 
 from pytest_fairness.measures.bai import implicit
 from pytest_fairness.measures.bai.implicit_prompts import draw_prompt
+from pytest_fairness.measures.bai.planted import expected_iat_score
 from pytest_fairness.measures.bai.stimuli import get_stereotype
-from pytest_fairness.models.base import load_model
+from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.models.synthetic import expected_iat_score
 
 
 def run(spec: str, **params):

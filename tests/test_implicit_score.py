@@ -16,7 +16,7 @@ from pytest_fairness.measures.bai.implicit_prompts import draw_prompt
 from pytest_fairness.measures.bai.stimuli import UnknownStereotypeError, get_stereotype, load_stereotypes
 from pytest_fairness.models.base import ChatModel, ChatRequest, ChatResponse, LogprobRequest, LogprobResponse
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.models.synthetic import SyntheticModel
+from pytest_fairness.testing import SyntheticModel
 
 # -- implicit_bias: spec §6.3 fixture table ----------------------------------------------------------
 

@@ -10,8 +10,9 @@ import urllib.request
 import pytest
 
 from pytest_fairness.measures.pcf import measure as pcf
-from pytest_fairness.models.base import LogprobRequest, PermanentError, load_model
+from pytest_fairness.models.base import LogprobRequest, PermanentError
 from pytest_fairness.models.local import embedded_model_path
+from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
 
 pytestmark = pytest.mark.embedded

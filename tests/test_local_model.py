@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 import pytest_fairness
-from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, ModelSpecError, load_model
+from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message
 from pytest_fairness.models.local import _features, embedded_model_path
+from pytest_fairness.models.registry import ModelSpecError, load_model
 
 pytestmark = pytest.mark.embedded
 

@@ -1,7 +1,7 @@
 import pytest
 
-from pytest_fairness.models.base import ModelSpecError, load_model, parse_model_spec
-from pytest_fairness.models.synthetic import SyntheticModel
+from pytest_fairness.models.registry import ModelSpecError, load_model, parse_model_spec
+from pytest_fairness.testing import SyntheticModel
 
 
 def test_specs_parse_into_provider_target_and_options():

@@ -13,11 +13,10 @@ from pytest_fairness.models.base import (
     LogprobRequest,
     LogprobResponse,
     Message,
-    ModelSpecError,
     PermanentError,
-    load_model,
 )
 from pytest_fairness.models.openai import ECHO_CHECKS, TOP_LOGPROBS
+from pytest_fairness.models.registry import ModelSpecError, load_model
 from pytest_fairness.models.runner import CallStats, RetriesExhausted, RetryPolicy, Runner
 
 FAST = RetryPolicy(max_attempts=4, base_seconds=0.01, cap_seconds=0.05)

@@ -6,14 +6,15 @@ import pytest
 from pytest_fairness.measures.pcf import core as pcf_core
 from pytest_fairness.measures.pcf import measure as pcf
 from pytest_fairness.measures.pcf.data import load_attributes, load_templates, render_probe
-from pytest_fairness.models.base import load_model
+from pytest_fairness.measures.pcf.planted import planted_preference
+from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
 
 
 def planted(model, attribute: str, occupations: list[str]) -> np.ndarray:
     k = len(load_attributes(attribute).words)
     grid = [
-        [model.planted_preference(render_probe(t, x)[0].rstrip(), k) for t in load_templates(attribute).texts]
+        [planted_preference(model, x, render_probe(t, x)[0].rstrip(), k) for t in load_templates(attribute).texts]
         for x in occupations
     ]
     return np.array(grid)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, ClassVar, Literal
 
+from pytest_fairness.measures.planting import Planted
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest
 from pytest_fairness.models.runner import ProgressFn, Runner
 from pytest_fairness.result import MeasureResult
@@ -84,9 +85,7 @@ class Params:
     @classmethod
     def summarize(cls, samples: Sequence[float], ctx: RunContext) -> Summary:
         """The samples' mean with the interval this measure's gate reads, at the run's confidence."""
-        return summarize(
-            samples, cls.NULL, ctx.confidence, ctx.seed, interval=cls.interval_kind(), bounds=cls.BOUNDS
-        )
+        return summarize(samples, cls.NULL, ctx.confidence, ctx.seed, interval=cls.interval_kind(), bounds=cls.BOUNDS)
 
     @classmethod
     def subject_field(cls) -> str:
@@ -213,6 +212,7 @@ class Measure:
     ``check_inputs`` reads the files a parameter names, so a bad suite fails at collection;
     ``summary_lines`` (of one check record) and ``analyses`` (across a run's records) let a measure
     add its own lines to the terminal summary and JSON report, so the reports name no measure.
+    ``planted`` is the family's part of the synthetic test double (``measures.planting``).
     """
 
     name: str
@@ -226,6 +226,7 @@ class Measure:
     fixture: str = ""
     summary_lines: Callable[[Any], list[str]] | None = None
     analyses: Mapping[str, Analysis] = field(default_factory=dict)
+    planted: Planted = field(default_factory=Planted)
 
     @property
     def fixture_name(self) -> str:

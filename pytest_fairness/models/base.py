@@ -1,15 +1,17 @@
-"""The one interface every model provider implements, its request/response types, and model specs.
+"""The one interface every model provider implements, and its request/response types.
 
 A measure never talks to a provider: it builds requests, and the runner sends them through the
-cache. Requests are frozen dataclasses so that their whole content can key the cache.
+cache. Requests are frozen dataclasses so that their content can key the cache. Each also carries the
+measure's ``Purpose``: metadata for test doubles and readers, kept out of the key, the payload and
+equality, so attaching or rewording it never changes a cached or recorded result. Model specs and the
+provider table are in ``models.registry``.
 """
 
 from __future__ import annotations
 
 import abc
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Literal
-from urllib.parse import parse_qsl
 
 Role = Literal["system", "user", "assistant"]
 
@@ -21,6 +23,33 @@ class Message:
 
 
 @dataclass(frozen=True)
+class Purpose:
+    """What a measure asks a request for, and the facts it knows about it.
+
+    ``task`` names the step ("implicit.list", "decision.relative", "harm.judge", ...); ``facts`` are
+    hashable (key, value) pairs such as the stereotype, the group words or the answers a judge is shown.
+    A test double answers by them instead of reading the prompt's wording.
+    """
+
+    task: str
+    facts: tuple[tuple[str, object], ...] = ()
+
+    @classmethod
+    def of(cls, task: str, /, **facts: object) -> Purpose:
+        return cls(task, tuple(facts.items()))
+
+    def fact(self, key: str, default: object = None) -> object:
+        return next((value for name, value in self.facts if name == key), default)
+
+
+def _payload(kind: str, request: ChatRequest | LogprobRequest) -> dict[str, object]:
+    """The request's content, without its purpose (which must not change a cache key)."""
+    data = asdict(replace(request, purpose=None))
+    del data["purpose"]
+    return {"kind": kind, **data}
+
+
+@dataclass(frozen=True)
 class ChatRequest:
     """One chat completion. ``sample_index`` tells apart repeated draws of the same prompt."""
 
@@ -29,9 +58,10 @@ class ChatRequest:
     max_tokens: int | None = None
     seed: int | None = None
     sample_index: int = 0
+    purpose: Purpose | None = field(default=None, compare=False)
 
     def payload(self) -> dict[str, object]:
-        return {"kind": "chat", **asdict(self)}
+        return _payload("chat", self)
 
 
 @dataclass(frozen=True)
@@ -46,9 +76,10 @@ class LogprobRequest:
     messages: tuple[Message, ...]
     candidates: tuple[str, ...]
     prefix: str = ""
+    purpose: Purpose | None = field(default=None, compare=False)
 
     def payload(self) -> dict[str, object]:
-        return {"kind": "logprobs", **asdict(self)}
+        return _payload("logprobs", self)
 
 
 @dataclass(frozen=True)
@@ -118,64 +149,3 @@ class ChatModel(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
         """Release resources (model weights, connections)."""
-
-
-class ModelSpecError(ValueError):
-    """A ``--fairness-model`` / ``--fairness-judge`` string that cannot be used."""
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """A parsed model spec: ``provider[:target][?key=value&...]``."""
-
-    provider: str
-    target: str = ""
-    options: dict[str, str] = field(default_factory=dict)
-    raw: str = ""
-
-
-PROVIDERS = ("local", "openai", "litellm", "synthetic")
-SPEC_HELP = (
-    "use 'local' (the embedded SmolLM2), 'local:/path/model.gguf', 'openai:MODEL' or 'openai:MODEL@BASE_URL', "
-    "'litellm:PROVIDER/MODEL', or 'synthetic:iat?bias=0.4' (a test double with a planted bias)"
-)
-
-
-def parse_model_spec(spec: str) -> ModelSpec:
-    """Split a model spec string; raise ModelSpecError naming the problem and the fix."""
-    raw = spec
-    spec = spec.strip()
-    if not spec:
-        raise ModelSpecError(f"empty model spec: {SPEC_HELP}")
-    head, _, query = spec.partition("?")
-    provider, _, target = head.partition(":")
-    provider = provider.strip().lower()
-    if provider not in PROVIDERS:
-        raise ModelSpecError(
-            f"unknown model provider {provider!r} in {raw!r}; valid providers: {', '.join(PROVIDERS)}. {SPEC_HELP}"
-        )
-    for pair in filter(None, query.split("&")):
-        if "=" not in pair:
-            raise ModelSpecError(f"option {pair!r} in model spec {raw!r} must look like key=value")
-    options = dict(parse_qsl(query, keep_blank_values=True))
-    return ModelSpec(provider=provider, target=target.strip(), options=options, raw=raw)
-
-
-def load_model(spec: str | ModelSpec) -> ChatModel:
-    """Instantiate the provider a spec names. Heavy imports happen only for the chosen provider."""
-    parsed = parse_model_spec(spec) if isinstance(spec, str) else spec
-    if parsed.provider == "local":
-        from pytest_fairness.models.local import LocalModel
-
-        return LocalModel.from_spec(parsed)
-    if parsed.provider == "openai":
-        from pytest_fairness.models.openai import OpenAIModel
-
-        return OpenAIModel.from_spec(parsed)
-    if parsed.provider == "litellm":
-        from pytest_fairness.models.litellm import LiteLLMModel
-
-        return LiteLLMModel.from_spec(parsed)
-    from pytest_fairness.models.synthetic import SyntheticModel
-
-    return SyntheticModel.from_spec(parsed)

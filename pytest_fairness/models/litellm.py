@@ -12,8 +12,9 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_fairness.models.base import Message, ModelSpec, ModelSpecError, TransientError
+from pytest_fairness.models.base import Message, TransientError
 from pytest_fairness.models.openai import OpenAIModel, _options, classify
+from pytest_fairness.models.registry import ModelSpec, ModelSpecError
 
 INSTALL_HINT = "install the extra: pip install 'pytest-fairness[litellm]'"
 

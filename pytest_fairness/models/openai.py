@@ -39,11 +39,10 @@ from pytest_fairness.models.base import (
     LogprobRequest,
     LogprobResponse,
     Message,
-    ModelSpec,
-    ModelSpecError,
     PermanentError,
     TransientError,
 )
+from pytest_fairness.models.registry import ModelSpec, ModelSpecError
 
 OPTIONS = ("timeout", "concurrency", "samples", "top_logprobs", "instruct")
 TOP_LOGPROBS = 20  # the most the OpenAI API returns

@@ -27,6 +27,7 @@ import numpy as np
 from scipy import stats as sps
 
 from pytest_fairness.data import version as data_version
+from pytest_fairness.measures.bai import planted
 from pytest_fairness.measures.bai.decision_coding import (
     DecisionCode,
     code_decision,
@@ -47,7 +48,7 @@ from pytest_fairness.measures.bai.decision_prompts import (
     get_decision_stimuli,
 )
 from pytest_fairness.measures.base import Analysis, Measure, Params, RunContext, param
-from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest
+from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, Purpose
 from pytest_fairness.models.runner import CallStats, Runner
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import FAITHFUL, MeasureResult, adaptation, with_provider_notes
@@ -88,12 +89,43 @@ def _system(system_prompt: str | None, egalitarian: bool) -> str | None:
     return egalitarian_system_prompt(system_prompt, "replace") if egalitarian else system_prompt
 
 
+def _purpose(prompt: DecisionPrompt | AbsolutePrompt) -> Purpose:
+    """What the decision asks: the persons and options (relative), or the one cell and its IAT task (absolute)."""
+    if isinstance(prompt, DecisionPrompt):
+        return Purpose.of(
+            "decision.relative",
+            stereotype=prompt.stereotype,
+            stigma_person=prompt.stigma_person,
+            default_person=prompt.default_person,
+            stigma_option=prompt.stigma_option,
+            default_option=prompt.default_option,
+            persons_stigma_first=prompt.stigma_first,
+            options_stigma_first=prompt.stigma_option_first,
+        )
+    iat = prompt.iat
+    return Purpose.of(
+        "decision.absolute",
+        stereotype=prompt.stereotype,
+        person=prompt.person_word,
+        person_side=prompt.person_side,
+        option=prompt.option,
+        option_side=prompt.option_side,
+        groups=iat.groups if iat else (),
+        attributes=iat.attributes if iat else (),
+    )
+
+
 def _chat_requests(
     draws: Sequence[_Draw], system: str | None, temperature: float, max_tokens: int
 ) -> list[ChatRequest]:
     return [
         ChatRequest(
-            d.prompt.messages(system), temperature=temperature, max_tokens=max_tokens, seed=d.seed, sample_index=i
+            d.prompt.messages(system),
+            temperature=temperature,
+            max_tokens=max_tokens,
+            seed=d.seed,
+            sample_index=i,
+            purpose=_purpose(d.prompt),
         )
         for i, d in enumerate(draws)
     ]
@@ -131,8 +163,20 @@ def requests(p: DecisionParams, model: ChatModel, seed: int) -> list[ChatRequest
 def _judge_codes(judge: Runner, draws: Sequence[_Draw], answers: Sequence[str], stats: CallStats) -> list[DecisionCode]:
     prompts = [judge_prompt(d.prompt, a, swap=i % 2 == 1) for i, (d, a) in enumerate(zip(draws, answers, strict=True))]  # type: ignore[arg-type]
     asks = [
-        LogprobRequest(p.messages, tuple(dict.fromkeys(c for letter in p.candidates for c in (letter, f" {letter}"))))
-        for p in prompts
+        LogprobRequest(
+            p.messages,
+            tuple(dict.fromkeys(c for letter in p.candidates for c in (letter, f" {letter}"))),
+            purpose=Purpose.of(
+                "decision.judge",
+                stereotype=d.prompt.stereotype,
+                answer=a,
+                asked_option=p.asked_option,
+                asked_side=p.asked_side,
+                letters=p.letters,
+                meanings=p.meanings,
+            ),
+        )
+        for p, d, a in zip(prompts, draws, answers, strict=True)
     ]
     return [judge_code_from_logprobs(r.logprobs, p) for p, r in zip(prompts, judge.run(asks, stats=stats), strict=True)]
 
@@ -278,5 +322,6 @@ MEASURE = Measure(
     requests=requests,
     uses_judge=True,
     analyses={"implicit_decision_association": Analysis(implicit_decision_association, association_lines)},
+    planted=planted.DECISION,
     doc="LLM Decision Bias on one stereotype (Bai et al.): share of stereotyped decisions, 0.5 = none.",
 )

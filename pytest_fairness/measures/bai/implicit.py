@@ -18,13 +18,15 @@ from __future__ import annotations
 import math
 import random
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 import numpy as np
 
 from pytest_fairness.data import version as data_version
+from pytest_fairness.measures.bai import planted
+from pytest_fairness.measures.bai.implicit_core import EPSILON, Counts, count_cells, implicit_bias
 from pytest_fairness.measures.bai.implicit_parse import ParsedAnswer, parse_answer
 from pytest_fairness.measures.bai.implicit_prompts import IatPrompt, draw_prompt, variants
 from pytest_fairness.measures.bai.stimuli import Stereotype, get_stereotype
@@ -36,6 +38,7 @@ from pytest_fairness.models.base import (
     LogprobRequest,
     LogprobResponse,
     Message,
+    Purpose,
 )
 from pytest_fairness.models.runner import CallStats
 from pytest_fairness.result import FAITHFUL, MeasureResult, adaptation, with_provider_notes
@@ -43,43 +46,11 @@ from pytest_fairness.stats import summarize
 
 Route = Literal["auto", "list", "forced_choice"]
 ROUTES = ("auto", "list", "forced_choice")
-EPSILON = 0.01
 FORCED_CHOICE_FIDELITY = adaptation(
     "per-word forced choice from next-token log-probs (reply pre-filled with 'word -', both group "
     "orders averaged) instead of a parsed list answer"
 )
 LIST_FIDELITY = FAITHFUL + " (paper protocol; prompt wording our own paraphrase)"
-Counts = tuple[int, int, int, int]
-
-
-def implicit_bias(a: int, b: int, c: int, d: int, epsilon: float = EPSILON) -> float | None:
-    """The paper's score from the four cell counts; None when it is undefined.
-
-    With ``epsilon > 0`` an unused group word contributes 0 (the release's behaviour); with
-    ``epsilon == 0`` it makes the score undefined. No pair at all is always undefined.
-    """
-    if epsilon < 0:
-        raise ValueError("epsilon must be >= 0")
-    if a + b + c + d == 0:
-        return None
-    if epsilon == 0 and (a + b == 0 or c + d == 0):
-        return None
-    return a / (a + b + epsilon) + d / (c + d + epsilon) - 1
-
-
-def count_cells(pairs: Sequence[tuple[str, str]], stereotype: Stereotype) -> Counts:
-    """(a, b, c, d) of a list of (attribute, group word) pairs, polarity scoped to the stereotype."""
-    attr_side = stereotype.attribute_side()
-    group_side = stereotype.group_side()
-    cells = {("stigma", "stigma"): 0, ("stigma", "default"): 0, ("default", "stigma"): 0, ("default", "default"): 0}
-    for attribute, group in pairs:
-        cells[(group_side[group], attr_side[attribute])] += 1
-    return (
-        cells[("stigma", "stigma")],
-        cells[("stigma", "default")],
-        cells[("default", "stigma")],
-        cells[("default", "default")],
-    )
 
 
 @dataclass(frozen=True)
@@ -144,10 +115,19 @@ def _messages(system_prompt: str | None, user: str) -> tuple[Message, ...]:
     return (*head, Message("user", user))
 
 
+def _purpose(task: str, prompt: IatPrompt, **more: object) -> Purpose:
+    return Purpose.of(task, stereotype=prompt.stereotype, groups=prompt.groups, attributes=prompt.attributes, **more)
+
+
 def _list_requests(plan: _Plan, *, system_prompt: str | None, temperature: float, max_tokens: int) -> list[ChatRequest]:
     return [
         ChatRequest(
-            _messages(system_prompt, p.text), temperature=temperature, max_tokens=max_tokens, seed=seed, sample_index=i
+            _messages(system_prompt, p.text),
+            temperature=temperature,
+            max_tokens=max_tokens,
+            seed=seed,
+            sample_index=i,
+            purpose=_purpose("implicit.list", p),
         )
         for i, (p, seed) in enumerate(zip(plan.prompts, plan.seeds, strict=True))
     ]
@@ -179,9 +159,14 @@ def _forced_requests(plan: _Plan, *, system_prompt: str | None) -> list[LogprobR
     for prompt in plan.prompts:
         candidates = _candidates(prompt.stigma_word) + _candidates(prompt.default_word)
         for stigma_first in (True, False):
-            text = prompt.reordered(stigma_first).text
+            shown = prompt.reordered(stigma_first)
             requests += [
-                LogprobRequest(_messages(system_prompt, text), candidates, prefix=f"{attribute} -")
+                LogprobRequest(
+                    _messages(system_prompt, shown.text),
+                    candidates,
+                    prefix=f"{attribute} -",
+                    purpose=_purpose("implicit.forced_choice", shown, attribute=attribute),
+                )
                 for attribute in prompt.attributes
             ]
     return requests
@@ -304,5 +289,6 @@ MEASURE = Measure(
     params=ImplicitParams,
     run=run,
     requests=requests,
+    planted=planted.IMPLICIT,
     doc="LLM Implicit Bias on one stereotype (Bai et al.): -1..1, 0 = no association; `.mean`, `.ci`, `.n`, `.p`.",
 )

@@ -29,7 +29,7 @@ from pytest_fairness.measures.fpf.data import (
     refusal_reason,
 )
 from pytest_fairness.measures.fpf.harm_core import Group
-from pytest_fairness.models.base import ChatRequest
+from pytest_fairness.models.base import ChatRequest, Purpose
 from pytest_fairness.models.runner import CallStats, ProgressFn, Runner
 
 COMPARISONS = ("gender", "asian", "black", "hispanic", "intersectional")
@@ -123,11 +123,19 @@ def pairs_for(p: AnswerParams, seed: int) -> list[Pair]:
                         max_tokens=p.max_tokens,
                         seed=zlib.crc32(f"{seed}:{name}:{x.prompt}:{i}".encode()),
                         sample_index=i,
+                        purpose=_purpose(x, name, group),
                     )
-                    for name in (name_a, name_b)
+                    for name, group in ((name_a, a), (name_b, b))
                 ]
                 out.append(Pair(x, a, b, name_a, name_b, *requests))
     return out
+
+
+def _purpose(x: FpfPrompt, name: str, group: Group) -> Purpose:
+    """The user's name and group, and the task of the prompt answered."""
+    return Purpose.of(
+        "fpf.answer", name=name, group=str(group), gender=group.gender, race=group.race, task=x.task, domain=x.domain
+    )
 
 
 def chat_requests(p: AnswerParams, seed: int) -> list[ChatRequest]:

@@ -26,7 +26,7 @@ import numpy as np
 
 from pytest_fairness.data import version as data_version
 from pytest_fairness.measures.base import Measure, ParamsError, RunContext, param
-from pytest_fairness.measures.fpf import axes_core
+from pytest_fairness.measures.fpf import axes_core, axes_prompts, planted
 from pytest_fairness.measures.fpf.answers import AnswerParams, answer, chat_requests, check_inputs
 from pytest_fairness.measures.fpf.data import find_reveals, mask_name
 from pytest_fairness.models.base import ChatModel, ChatRequest
@@ -91,12 +91,12 @@ def run(p: AxesParams, ctx: RunContext) -> MeasureResult:
     batches = axes_core.sample_batches(texts, k, t, rng, indices=brainstorm_idx) if brainstorm_idx else []
     parsed = [
         axes_core.read_features(r.text)
-        for r in judge.run([axes_core.brainstorm_request(b) for b in batches], stats=stats)
+        for r in judge.run([axes_prompts.brainstorm_request(b) for b in batches], stats=stats)
     ]
     features = axes_core.consolidate([f for p in parsed for f in p.features])
     questions: list[str] = []
     if features:
-        (reply,) = judge.run([axes_core.questions_request(features)], stats=stats)
+        (reply,) = judge.run([axes_prompts.questions_request(features)], stats=stats)
         questions = axes_core.order_questions(axes_core.parse_questions(reply.text), cap=m)
 
     labels = _label(judge, questions, [texts[i] for i in label_idx], stats)
@@ -147,7 +147,7 @@ def _label(
 ) -> dict[str, list[axes_core.PairLabel | None]]:
     """Every question for every held-out pair, both orders; identical pairs are ties without a call."""
     asks = [
-        axes_core.label_request(prompt, a, b, q, order)
+        axes_prompts.label_request(prompt, a, b, q, order)
         for q in questions
         for prompt, a, b in held_out
         if a != b
@@ -168,9 +168,9 @@ def _rate(judge: Runner, axes: list[axes_core.Axis], a: object, b: object, stats
     if not significant:
         return axes
     names = (PLURAL.get(str(a), str(a)), PLURAL.get(str(b), str(b)))
-    rated = judge.run([axes_core.harm_request(axis, *names) for axis in significant], stats=stats)
+    rated = judge.run([axes_prompts.harm_request(axis, *names) for axis in significant], stats=stats)
     scores = {
-        axis.question: axes_core.harmfulness_from_logprobs(r.logprobs)
+        axis.question: axes_core.harmfulness_from_logprobs(r.logprobs, axes_prompts.harm_scale())
         for axis, r in zip(significant, rated, strict=True)
     }
     return [
@@ -220,5 +220,6 @@ MEASURE = Measure(
     uses_judge=True,
     check_inputs=check_inputs,
     summary_lines=summary_lines,
+    planted=planted.PLANTED,
     doc="Axes of difference between two groups' answers (Bias Enumeration Algorithm, Eloundou et al.).",
 )

@@ -1,7 +1,8 @@
-"""Axes of difference, the Bias Enumeration Algorithm (Eloundou et al., spec §7): the pure core, no model.
+"""Axes of difference, the Bias Enumeration Algorithm (Eloundou et al., spec §7): the pure core, no model, no I/O.
 
 The judge is shown answers to the same prompt written for a user of group A and one of group B, never
-told so, and the run has five steps; this module builds every request and reads every reply:
+told so, and the run has five steps; this module reads every reply, and ``axes_prompts`` words every
+request (the ``*_request`` functions named below):
 
 1. brainstorming: t batches of k pairs shown as "Model A" / "Model B"; the judge lists short
    differences that recur (``sample_batches``, ``brainstorm_request``, ``parse_features``);
@@ -34,20 +35,15 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 import numpy as np
-import yaml
 from scipy import stats as sps
 
-from pytest_fairness.data import read_text
 from pytest_fairness.measures.fpf.data import is_refusal
 from pytest_fairness.measures.fpf.harm_core import Symmetrization, identical_responses, letter_probs, pair_harm
-from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message
 from pytest_fairness.stats import one_sample_t
 
-PROMPTS_FILE = "axes_prompts.yaml"
 LABEL_LETTERS = ("A", "B", "C")  # Response A, Response B, neither / equal / unclear
 DEFAULT_K = 7  # pairs per brainstorming call: the paper's value (spec §7.1)
 MAX_FEATURE_WORDS = 6
@@ -55,7 +51,7 @@ MAX_FEATURE_WORDS = 6
 # sets of up to three words must match exactly and longer ones may differ by one extra word. A
 # character-level ratio (difflib) is not used: it merges antonyms such as male/female, formal/informal.
 NEAR_DUPLICATE_JACCARD = 0.75
-TRUNCATION_MARK = "\n[... truncated]"
+HARM_SCALE = ("1", "2", "3", "4", "5")  # the harmfulness rating's tokens, lowest to highest
 
 Order = Literal["forward", "reverse"]  # forward: group A's response is shown first, as "A"
 Orientation = Literal["batch", "pair", "fixed"]
@@ -69,20 +65,6 @@ SELECTION_TESTS: tuple[SelectionTest, ...] = ("sign", "t")
 def _check(name: str, value: str, valid: Sequence[str]) -> None:
     if value not in valid:
         raise ValueError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
-
-
-@cache
-def axes_wording() -> dict[str, Any]:
-    """The prompt wording (data/axes_prompts.yaml); its ``version`` belongs in every result."""
-    text = read_text(PROMPTS_FILE)
-    return yaml.safe_load(text)
-
-
-def _clip(text: str, max_chars: int | None) -> str:
-    """Cut a long text to fit the judge's context, visibly (spec CHOICE-35)."""
-    if max_chars is None or len(text) <= max_chars:
-        return text
-    return text[:max_chars] + TRUNCATION_MARK
 
 
 # -- pairs ------------------------------------------------------------------------------------------
@@ -210,24 +192,6 @@ def sample_batches(
             chats.append(BrainstormChat(index, prompt, first, second, swapped))
         batches.append(BrainstormBatch(tuple(chats)))
     return batches
-
-
-def brainstorm_request(batch: BrainstormBatch, *, max_chars: int | None = None) -> ChatRequest:
-    """The brainstorming call for one batch, at temperature 0 (spec §7.7)."""
-    wording = axes_wording()["brainstorm"]
-    blocks = [
-        wording["chat"].format(
-            number=n,
-            prompt=_clip(chat.prompt, max_chars),
-            model_a=_clip(chat.model_a, max_chars),
-            model_b=_clip(chat.model_b, max_chars),
-        )
-        for n, chat in enumerate(batch.chats, start=1)
-    ]
-    separator = wording["separator"]
-    body = "\n".join(f"{separator}\n{block}" for block in blocks)
-    user = f"{wording['intro'].format(k=len(batch.chats))}\n\n{body}\n{separator}\n\n{wording['closing']}"
-    return ChatRequest((Message("system", wording["system"]), Message("user", user)), temperature=0.0)
 
 
 # -- reading lists ----------------------------------------------------------------------------------
@@ -372,24 +336,6 @@ def consolidate(features: Sequence[str], threshold: float = NEAR_DUPLICATE_JACCA
     return kept
 
 
-def questions_request(features: Sequence[str]) -> ChatRequest:
-    """Ask the judge to turn brainstormed differences into "Which response ...?" questions."""
-    if not features:
-        raise ValueError("no features to turn into questions: brainstorming produced nothing usable")
-    wording = axes_wording()["consolidation"]
-    user = wording["user"].format(features="\n".join(f"- {f}" for f in features))
-    return ChatRequest((Message("system", wording["system"]), Message("user", user)), temperature=0.0)
-
-
-def merge_request(questions: Sequence[str]) -> ChatRequest:
-    """Ask the judge to merge questions that mean the same (spec §7.3 step 3, Fig. 14 bottom)."""
-    if not questions:
-        raise ValueError("no questions to merge")
-    wording = axes_wording()["merge"]
-    user = wording["user"].format(questions=json.dumps(list(questions), ensure_ascii=False))
-    return ChatRequest((Message("system", wording["system"]), Message("user", user)), temperature=0.0)
-
-
 _QUESTION = re.compile(r"\bwhich\b[^?\n]*\?", re.IGNORECASE)
 
 
@@ -428,25 +374,6 @@ def axis_label(question: str) -> str:
 
 
 # -- 3. labeling ------------------------------------------------------------------------------------
-
-
-def label_request(
-    prompt: str, response_a: str, response_b: str, question: str, order: Order, *, max_chars: int | None = None
-) -> LogprobRequest:
-    """The labeling call for one pair and question; ``forward`` shows group A's response as "A".
-
-    Send both orders: ``pair_preference`` needs them to cancel the judge's position preference.
-    """
-    _check("order", order, ORDERS)
-    first, second = (response_a, response_b) if order == "forward" else (response_b, response_a)
-    wording = axes_wording()["label"]
-    user = wording["user"].format(
-        prompt=_clip(prompt, max_chars),
-        response_a=_clip(first, max_chars),
-        response_b=_clip(second, max_chars),
-        question=question,
-    )
-    return LogprobRequest((Message("system", wording["system"]), Message("user", user)), candidates=LABEL_LETTERS)
 
 
 def label_code(logprobs: Mapping[str, float], order: Order) -> float | None:
@@ -628,33 +555,16 @@ def axes_by_side(axes: Sequence[Axis], m: int | None = None) -> dict[Side, list[
 # -- 5. harmfulness ---------------------------------------------------------------------------------
 
 
-def harm_scale() -> tuple[str, ...]:
-    """The rating tokens of the harmfulness prompt, lowest to highest."""
-    return tuple(axes_wording()["harm"]["scale"])
-
-
-def harm_request(axis: Axis, group_a: str, group_b: str) -> LogprobRequest:
-    """Ask how harmful the axis would be, naming the groups (plural phrases: "women", "men").
-
-    Only significant, directed axes are worth rating; the group its responses favour is named first.
-    """
-    if axis.direction is None:
-        raise ValueError(f"axis {axis.question!r} leans to neither group: nothing to rate")
-    favoured, other = (group_a, group_b) if axis.direction == "A" else (group_b, group_a)
-    wording = axes_wording()["harm"]
-    user = wording["user"].format(question=axis.question, favoured=favoured, other=other)
-    return LogprobRequest((Message("system", wording["system"]), Message("user", user)), candidates=harm_scale())
-
-
 def harmfulness_from_logprobs(
     logprobs: Mapping[str, float], scale: Sequence[str] | Mapping[str, float] | None = None
 ) -> float | None:
     """Expected rating over the scale's tokens (" 3" and "3" pooled, renormalised); None without any.
 
     ``scale``: numeric tokens (each worth the number it spells) or token → value; default the
-    prompt's 1-5 scale. An expectation rather than the top token keeps the judge's uncertainty.
+    1-5 scale (``HARM_SCALE``; the prompt's own is ``axes_prompts.harm_scale()``). An expectation rather
+    than the top token keeps the judge's uncertainty.
     """
-    scale = harm_scale() if scale is None else scale
+    scale = HARM_SCALE if scale is None else scale
     values = dict(scale) if isinstance(scale, Mapping) else {token: float(token) for token in scale}
     probs = letter_probs(logprobs, tuple(values))
     if probs is None:

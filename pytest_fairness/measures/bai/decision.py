@@ -52,7 +52,7 @@ from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, 
 from pytest_fairness.models.runner import CallStats, Runner
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import FAITHFUL, MeasureResult, adaptation, with_provider_notes
-from pytest_fairness.stats import summarize
+from pytest_fairness.stats import IntervalKind
 
 Coder = Literal["parser", "judge"]
 Mode = Literal["relative", "absolute"]
@@ -137,6 +137,7 @@ class DecisionParams(Params):
 
     NULL: ClassVar[float] = 0.5
     BOUNDS: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    INTERVAL: ClassVar[IntervalKind] = "binary"  # each decision is 0 or 1: exact binomial interval
     DEFAULT_SAMPLES: ClassVar[Mapping[str, int]] = {"quick": 10, "paper": 50}
 
     stereotype: str = param(subject=True)
@@ -230,7 +231,7 @@ def run(p: DecisionParams, ctx: RunContext) -> MeasureResult:
     return MeasureResult(
         measure="decision_bias",
         subject=p.stereotype,
-        summary=summarize(usable, null=0.5, confidence=ctx.confidence, seed=ctx.seed),
+        summary=DecisionParams.summarize(usable, ctx),
         n_unusable=len(codes) - len(usable),
         unusable_examples=examples[:3],
         fidelity=with_provider_notes(fidelity, stats),

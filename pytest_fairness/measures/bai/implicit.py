@@ -42,7 +42,6 @@ from pytest_fairness.models.base import (
 )
 from pytest_fairness.models.runner import CallStats
 from pytest_fairness.result import FAITHFUL, MeasureResult, adaptation, with_provider_notes
-from pytest_fairness.stats import summarize
 
 Route = Literal["auto", "list", "forced_choice"]
 ROUTES = ("auto", "list", "forced_choice")
@@ -271,7 +270,7 @@ def run(p: ImplicitParams, ctx: RunContext) -> MeasureResult:
     return MeasureResult(
         measure="implicit_bias",
         subject=p.stereotype,
-        summary=summarize(scores, null=0.0, confidence=ctx.confidence, seed=ctx.seed),
+        summary=ImplicitParams.summarize(scores, ctx),
         n_unusable=len(problems),
         unusable_examples=problems[:3],
         fidelity=with_provider_notes(LIST_FIDELITY if chosen == "list" else FORCED_CHOICE_FIDELITY, stats),

@@ -23,6 +23,7 @@ from pytest_fairness.measures.fpf import harm_core
 from pytest_fairness.measures.fpf.data import (
     FpfPrompt,
     build_messages,
+    find_reveals,
     load_names,
     load_prompts,
     packaged_prompts,
@@ -49,7 +50,7 @@ class AnswerParams(Params):
     prompts_file: str | os.PathLike[str] | None = param(
         None, doc="JSONL or CSV of first messages instead of the packaged corpus"
     )
-    names_per_group: int = param(2, low=1)
+    names_per_group: int = param(2, low=1, high=15, doc="distinct names per group; every cross pair is judged")
     mechanism: str = param("ci", choices=MECHANISMS)
     temperature: float = param(0.8, low=0, high=2)
     max_tokens: int = param(300, low=1)
@@ -57,7 +58,7 @@ class AnswerParams(Params):
 
 def check_inputs(p: AnswerParams) -> None:
     """Read the prompt set a check names, so a bad suite fails at collection."""
-    sample_prompts(p, 0)
+    _pool(p)
 
 
 @cache
@@ -74,6 +75,13 @@ def comparison_pairs(comparison: str) -> list[tuple[Group, Group]]:
         return [(Group("female", race), Group("male", race)) for race in harm_core.RACES]
     race = comparison.capitalize()
     return [(Group(g, race), Group(g, harm_core.REFERENCE_RACE)) for g in harm_core.GENDERS]
+
+
+def comparison_groups(comparison: str) -> tuple[str, str]:
+    """The two sides of a comparison in plural words, for questions about it as a whole."""
+    if comparison in ("gender", "intersectional"):
+        return "women", "men"
+    return f"{comparison.capitalize()} people", f"{harm_core.REFERENCE_RACE} people"
 
 
 def group_label(group: Group) -> str:
@@ -93,41 +101,86 @@ class Pair:
     name_b: str
     request_a: ChatRequest
     request_b: ChatRequest
+    draw: int = 0  # which prompt draw of the run it belongs to
 
 
-def sample_prompts(p: AnswerParams, seed: int) -> list[FpfPrompt]:
-    """The run's prompts: a seeded sample of the set (of one task or domain, when given)."""
+@dataclass(frozen=True)
+class Draw:
+    """One sampled prompt: the ``round``-th time its task was drawn past the end of its prompts."""
+
+    prompt: FpfPrompt
+    round: int = 0
+
+
+def _pool(p: AnswerParams) -> list[FpfPrompt]:
+    """The prompts a run draws from: of one task or domain when given, never one that reveals a group."""
     pool = list(load_prompts(p.prompts_file) if p.prompts_file else packaged_prompts())
     if p.task is not None:
         pool = [x for x in pool if p.task in (x.task, x.domain)]
         if not pool:
             raise ParamsError(f"no prompt of task or domain {p.task!r} in the prompt set")
-    if p.prompts < len(pool):
-        pool = random.Random(f"harm:prompts:{seed}:{p.task}").sample(pool, p.prompts)
-    return pool
+    # The paper filters prompts, not answers (App. J): a prompt naming the user's group is no counterfactual.
+    return [x for x in pool if not find_reveals(x.prompt)]
+
+
+def sample_prompts(p: AnswerParams, seed: int) -> list[Draw]:
+    """``prompts`` independent draws from the task hierarchy: a domain uniformly, a task uniformly within
+    it, then the task's next prompt in a seeded order (starting over, with new names, once exhausted).
+
+    The mean over draws then estimates the paper's H, in which domains weigh equally and tasks equally
+    within a domain, and a run of n draws is the first n of a run of more (prefix-stable), so sequential
+    sampling reuses every answer already paid for.
+    """
+    tasks: dict[str | None, dict[str | None, list[FpfPrompt]]] = {}
+    for x in _pool(p):
+        tasks.setdefault(x.domain, {}).setdefault(x.task, []).append(x)
+    if not tasks:
+        return []
+    for domain in tasks.values():
+        for task, prompts in domain.items():
+            random.Random(f"harm:prompts:{seed}:{task}").shuffle(prompts)
+    rng = random.Random(f"harm:draws:{seed}:{p.task}")
+    used: dict[str | None, int] = {}
+    draws = []
+    for _ in range(p.prompts):
+        domain = tasks[rng.choice(list(tasks))]
+        task = rng.choice(list(domain))
+        k = used[task] = used.get(task, -1) + 1
+        prompts = domain[task]
+        draws.append(Draw(prompts[k % len(prompts)], k // len(prompts)))
+    return draws
 
 
 def pairs_for(p: AnswerParams, seed: int) -> list[Pair]:
-    """Every (prompt, group pair, name draw) of a run, with the two chat requests it needs."""
+    """Every (draw, group pair, name pair) of a run, with the two chat requests it needs.
+
+    Each group gets ``names_per_group`` distinct names, each name one answer, and every cross pair of
+    an A-name and a B-name is compared (spec §3.6, §5.5: two names per group, four pairs).
+    """
     names = load_names()
     out = []
-    for x in sample_prompts(p, seed):
+    for d, draw in enumerate(sample_prompts(p, seed)):
+        x, again = draw.prompt, f":{draw.round}" if draw.round else ""
         for a, b in comparison_pairs(p.comparison):
-            rng = random.Random(f"harm:{seed}:{x.prompt}:{a}:{b}")
-            for i in range(p.names_per_group):
-                name_a, name_b = rng.choice(names.names(a)), rng.choice(names.names(b))
-                requests = [
-                    ChatRequest(
-                        build_messages(x.prompt, name, mechanism=p.mechanism),  # type: ignore[arg-type]
-                        temperature=p.temperature,
-                        max_tokens=p.max_tokens,
-                        seed=zlib.crc32(f"{seed}:{name}:{x.prompt}:{i}".encode()),
-                        sample_index=i,
-                        purpose=_purpose(x, name, group),
+            rng = random.Random(f"harm:{seed}:{x.prompt}:{a}:{b}{again}")
+            chats = {}
+            for group in (a, b):
+                for i, name in enumerate(rng.sample(names.names(group), p.names_per_group)):
+                    chats[group, i] = (
+                        name,
+                        ChatRequest(
+                            build_messages(x.prompt, name, mechanism=p.mechanism),  # type: ignore[arg-type]
+                            temperature=p.temperature,
+                            max_tokens=p.max_tokens,
+                            seed=zlib.crc32(f"{seed}:{name}:{x.prompt}:{i}{again}".encode()),
+                            sample_index=i,
+                            purpose=_purpose(x, name, group),
+                        ),
                     )
-                    for name, group in ((name_a, a), (name_b, b))
-                ]
-                out.append(Pair(x, a, b, name_a, name_b, *requests))
+            for i in range(p.names_per_group):
+                for j in range(p.names_per_group):
+                    (name_a, request_a), (name_b, request_b) = chats[a, i], chats[b, j]
+                    out.append(Pair(x, a, b, name_a, name_b, request_a, request_b, d))
     return out
 
 

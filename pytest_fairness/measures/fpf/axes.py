@@ -27,8 +27,8 @@ import numpy as np
 from pytest_fairness.data import version as data_version
 from pytest_fairness.measures.base import Measure, ParamsError, RunContext, param
 from pytest_fairness.measures.fpf import axes_core, axes_prompts, planted
-from pytest_fairness.measures.fpf.answers import AnswerParams, answer, chat_requests, check_inputs
-from pytest_fairness.measures.fpf.data import find_reveals, mask_name
+from pytest_fairness.measures.fpf.answers import AnswerParams, answer, chat_requests, check_inputs, comparison_groups
+from pytest_fairness.measures.fpf.data import mask_name
 from pytest_fairness.models.base import ChatModel, ChatRequest
 from pytest_fairness.models.runner import CallStats, Runner
 from pytest_fairness.record import CheckRecord
@@ -39,7 +39,6 @@ FIDELITY = adaptation(
     "sign test over held-out pairs, a C answer for 'neither', group orientation randomised per batch, "
     "harmfulness prompt our own"
 )
-PLURAL = {"female": "women", "male": "men"}
 
 
 @dataclass(frozen=True)
@@ -81,9 +80,8 @@ def run(p: AxesParams, ctx: RunContext) -> MeasureResult:
         )
         for p in pairs
     ]
-    revealing = {i for i, (_, a, b) in enumerate(texts) if find_reveals(a) or find_reveals(b)}
-    screen = axes_core.screen_pairs(texts)
-    usable = [i for i in screen.label if i not in revealing]
+    screen = axes_core.screen_pairs(texts)  # answers that mention a group are kept, as in net harm
+    usable = list(screen.label)
     rng = np.random.default_rng(seed)
     brainstorm_idx, label_idx = axes_core.holdout_split(usable, len(usable) // 2, rng)
     brainstorm_idx = tuple(i for i in brainstorm_idx if i not in set(screen.identical))
@@ -98,10 +96,13 @@ def run(p: AxesParams, ctx: RunContext) -> MeasureResult:
     if features:
         (reply,) = judge.run([axes_prompts.questions_request(features)], stats=stats)
         questions = axes_core.order_questions(axes_core.parse_questions(reply.text), cap=m)
+    if len(questions) > 1:  # the judge merges questions that ask the same thing (spec §7.3 step 3)
+        (merged,) = judge.run([axes_prompts.merge_request(questions)], stats=stats)
+        questions = axes_core.order_questions(axes_core.parse_questions(merged.text), cap=m) or questions
 
     labels = _label(judge, questions, [texts[i] for i in label_idx], stats)
     axes = axes_core.select_axes(labels, alpha, n_questions_total=len(questions)) if questions else []
-    axes = _rate(judge, axes, pairs[0].a, pairs[0].b, stats)
+    axes = _rate(judge, axes, *comparison_groups(p.comparison), stats)
     harmful = [a for a in axes if a.significant and a.harmfulness is not None and a.harmfulness >= harmful_at]
     return MeasureResult(
         measure="bias_axes",
@@ -118,11 +119,8 @@ def run(p: AxesParams, ctx: RunContext) -> MeasureResult:
             np.nan,
             confidence,
         ),
-        n_unusable=len(screen.refused) + len(revealing),
-        unusable_examples=[
-            f"refusal or group-revealing answer for {texts[i][0][:60]!r}"
-            for i in sorted(set(screen.refused) | revealing)
-        ][:3],
+        n_unusable=len(screen.refused),
+        unusable_examples=[f"refusal for {texts[i][0][:60]!r}" for i in sorted(screen.refused)][:3],
         fidelity=with_provider_notes(FIDELITY, stats),
         model_id=runner.model.model_id,
         versions={"prompts": data_version("fpf_prompts.jsonl"), "axes_prompts": data_version("axes_prompts.yaml")},
@@ -163,12 +161,12 @@ def _label(
     return labels
 
 
-def _rate(judge: Runner, axes: list[axes_core.Axis], a: object, b: object, stats: CallStats) -> list[axes_core.Axis]:
+def _rate(judge: Runner, axes: list[axes_core.Axis], a: str, b: str, stats: CallStats) -> list[axes_core.Axis]:
+    """Harmfulness of each significant axis, asked about the comparison's groups (e.g. "Black people")."""
     significant = [axis for axis in axes if axis.significant]
     if not significant:
         return axes
-    names = (PLURAL.get(str(a), str(a)), PLURAL.get(str(b), str(b)))
-    rated = judge.run([axes_prompts.harm_request(axis, *names) for axis in significant], stats=stats)
+    rated = judge.run([axes_prompts.harm_request(axis, a, b) for axis in significant], stats=stats)
     scores = {
         axis.question: axes_core.harmfulness_from_logprobs(r.logprobs, axes_prompts.harm_scale())
         for axis, r in zip(significant, rated, strict=True)

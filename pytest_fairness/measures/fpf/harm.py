@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from pytest_fairness.data import version as data_version
 from pytest_fairness.measures.base import Measure, RunContext, param
-from pytest_fairness.measures.fpf import harm_core, planted
+from pytest_fairness.measures.fpf import harm_core, planted, quality_core
 from pytest_fairness.measures.fpf.answers import (
     AnswerParams,
     Answers,
@@ -29,22 +30,22 @@ from pytest_fairness.measures.fpf.answers import (
     group_label,
     wording,
 )
-from pytest_fairness.measures.fpf.data import FpfPrompt, find_reveals, mask_name, refusal_reason
+from pytest_fairness.measures.fpf.data import FpfPrompt, mask_name, refusal_reason
 from pytest_fairness.measures.fpf.harm_core import Group
 from pytest_fairness.models.base import LogprobRequest, Message, Purpose
 from pytest_fairness.models.runner import CallStats
-from pytest_fairness.result import FAITHFUL, MeasureResult, with_provider_notes
-from pytest_fairness.stats import NAN_INTERVAL, Summary, weighted_summary
+from pytest_fairness.result import MeasureResult, adaptation, with_provider_notes
 
 LETTER_CANDIDATES = ("A", "B", "C", " A", " B", " C")
-METHODS = ("min_renorm", "raw_min", "mean")
 
 
 @dataclass(frozen=True)
 class NetHarmParams(AnswerParams):
     """Net harm H(A, B) of a comparison, overall or of one task; ``method`` combines the two orders."""
 
-    method: str = param("min_renorm", choices=METHODS)
+    BOUNDS: ClassVar[tuple[float, float]] = (-1.0, 1.0)  # one prompt's net rating h_F - h_R
+
+    method: str = param("min_renorm", choices=harm_core.SYMMETRIZATIONS)
 
 
 def _aggregate(comparison: str, records: Sequence[harm_core.PromptHarm], confidence: float) -> harm_core.HarmResult:
@@ -85,17 +86,23 @@ def run(p: NetHarmParams, ctx: RunContext) -> MeasureResult:
         for first, second in ((ya, yb), (yb, ya))
     ]
     letters = iter(judge.run(asks, stats=stats))
-    by_prompt: dict[tuple[str, Group, Group], list] = {}
+    by_prompt: dict[tuple[int, Group, Group], list] = {}
     for pair, (ya, yb) in kept:
         judgment = None
         if ya != yb:
-            forward, swapped = next(letters), next(letters)
-            judgment = (_letters(forward.logprobs), _letters(swapped.logprobs))
-        by_prompt.setdefault((pair.prompt.prompt, pair.a, pair.b), []).append((pair, judgment))
+            forward, swapped = (
+                harm_core.letter_probs(next(letters).logprobs),
+                harm_core.letter_probs(next(letters).logprobs),
+            )
+            if forward is None or swapped is None:  # the judge named no letter: no reading, not "no harm"
+                dropped.append(f"the judge answered no A/B/C letter for {pair.prompt.prompt[:60]!r}")
+                continue
+            judgment = (forward, swapped)
+        by_prompt.setdefault((pair.draw, pair.a, pair.b), []).append((pair, judgment))
     records = [
         harm_core.prompt_harm(
             [j for _, j in items],
-            prompt=key[0],
+            prompt=f"draw {key[0]}: {items[0][0].prompt.prompt}",  # a prompt can be drawn twice
             a=key[1],
             b=key[2],
             task=items[0][0].prompt.task,
@@ -104,54 +111,62 @@ def run(p: NetHarmParams, ctx: RunContext) -> MeasureResult:
         )  # type: ignore[arg-type]
         for key, items in by_prompt.items()
     ]
-    aggregated = _aggregate(comparison, records, confidence)
-    chosen = aggregated.overall if task is None else _task_estimate(aggregated, task)
-    summary = _summary(chosen, confidence)
-    if np.isnan(summary.ci_t[0]) and len(records) > 1:  # some task has a single prompt: no per-task variance
-        summary = _prompt_weighted_summary(comparison, records, task, confidence)
+    # One sample per prompt draw: the mean over the comparison's group pairs (e.g. female and male
+    # Black-vs-White), each drawn with the hierarchy's weights, so the plain mean estimates H.
+    per_draw: dict[int, list[float]] = {}
+    for key, record in zip(by_prompt, records, strict=True):
+        per_draw.setdefault(key[0], []).append(record.net)
+    samples = [float(np.mean(v)) for v in per_draw.values()]
+    details: dict[str, object] = {
+        "refusal_rate": generated.refusal_rates(),
+        "refusal_disparity": _refusal_disparity(p.comparison, generated, ctx.confidence),
+        "draws": len({pair.draw for pair in pairs}),
+        "distinct_prompts": len({pair.prompt.prompt for pair in pairs}),
+    }
+    if records:
+        aggregated = _aggregate(comparison, records, confidence)
+        chosen = aggregated.overall if task is None else _task_estimate(aggregated, task)
+        details |= _harm_details(aggregated, chosen)
+    else:
+        dropped.insert(0, "no prompt gave a pair to judge: every pair was refused, unreadable or dropped")
     return MeasureResult(
         measure="net_harm",
         subject=comparison if task is None else f"{comparison}:{task}",
-        summary=summary,
+        summary=NetHarmParams.summarize(samples, ctx),
         n_unusable=len(dropped),
         unusable_examples=dropped[:3],
-        fidelity=with_provider_notes(FAITHFUL + " (judge prompt and name messages worded by us)", stats),
+        fidelity=with_provider_notes(
+            adaptation(
+                "prompts written for this project and drawn by the task hierarchy's weights; judge prompt and "
+                "name messages worded by us"
+            ),
+            stats,
+        ),
         model_id=runner.model.model_id,
         versions={
             "names": data_version("fpf_names.yaml"),
             "prompts": data_version("fpf_prompts.jsonl"),
             "judge_prompt": data_version("harm_prompts.yaml"),
         },
-        params={
-            **p.record(),
-            "prompts": len({x.prompt.prompt for x in pairs}),
-            "seed": seed,
-            "judge": judge.model.model_id,
-        },
-        details=_harm_details(aggregated, generated, chosen),
+        params={**p.record(), "seed": seed, "judge": judge.model.model_id},
+        details=details,
         calls=stats,
-        samples=[r.net for r in records],
+        samples=samples,
     )
 
 
 def _judgeable(generated: Answers) -> tuple[list[tuple[Pair, tuple[str, str]]], list[str]]:
-    """Masked answer pairs to judge; pairs with a refusal or an answer revealing a group are dropped."""
+    """Masked answer pairs to judge; pairs with a refusal are dropped (the paper excludes refusals from
+    harm). Answers that mention a gender or race are kept: that is exactly what the judge must see."""
     kept, dropped = [], []
     for p in generated.pairs:
         ya = mask_name(generated.texts[p.request_a], p.name_a)[0]
         yb = mask_name(generated.texts[p.request_b], p.name_b)[0]
         if refusal_reason(ya) or refusal_reason(yb):
             dropped.append(f"refusal in the pair for {p.prompt.prompt[:60]!r}")
-        elif find_reveals(ya) or find_reveals(yb):
-            dropped.append(f"an answer reveals a group for {p.prompt.prompt[:60]!r}")
         else:
             kept.append((p, (ya, yb)))
     return kept, dropped
-
-
-def _letters(logprobs: dict[str, float]) -> tuple[float, float, float]:
-    probs = harm_core.letter_probs(logprobs)
-    return (0.0, 0.0, 1.0) if probs is None else probs  # no letter at all: no evidence of a stereotype
 
 
 def _task_estimate(aggregated: harm_core.HarmResult, task: str) -> harm_core.HarmEstimate:
@@ -160,36 +175,24 @@ def _task_estimate(aggregated: harm_core.HarmResult, task: str) -> harm_core.Har
     return aggregated.by_domain[task]
 
 
-def _summary(estimate: harm_core.HarmEstimate, confidence: float) -> Summary:
-    return Summary(
-        estimate.net, estimate.n, np.nan, estimate.ci, estimate.ci, NAN_INTERVAL, 0.0, np.nan, np.nan, confidence
-    )
+def _refusal_disparity(comparison: str, generated: Answers, confidence: float) -> dict[str, object]:
+    """Refusal rates of A and B and their difference, tested (spec §6.3), reported beside net harm."""
+    out: dict[str, object] = {}
+    for pair in comparison_pairs(comparison):
+        a, b = (generated.refusals.get(str(g), []) for g in pair)
+        if a and b:
+            test = quality_core.refusal_disparity(a, b, confidence=confidence)
+            out[f"{pair[0]} vs {pair[1]}"] = {
+                "rate_a": test.rate_a,
+                "rate_b": test.rate_b,
+                "difference": test.difference,
+                "ci": list(test.ci),
+                "p": test.p,
+            }
+    return out
 
 
-def _prompt_weighted_summary(
-    comparison: str, records: Sequence[harm_core.PromptHarm], task: str | None, confidence: float
-) -> Summary:
-    """H with a Kish effective-n t interval over prompts, each weighted as the task weighting implies.
-
-    The exact aggregation needs at least two prompts in every task; small samples rarely have them.
-    Domains weigh equally, tasks equally within a domain, and a task's weight is split over its prompts.
-    """
-    pairs = comparison_pairs(comparison)
-    by_task: dict[str | None, int] = {}
-    tasks_of: dict[str | None, set[str | None]] = {}
-    for r in records:
-        by_task[r.task] = by_task.get(r.task, 0) + 1
-        tasks_of.setdefault(r.domain, set()).add(r.task)
-    weights = []
-    for r in records:
-        domain_share = 1.0 if task is not None else 1.0 / len(tasks_of)
-        weights.append(domain_share / len(tasks_of[r.domain]) / by_task[r.task] / len(pairs))
-    return weighted_summary([r.net for r in records], weights, null=0.0, confidence=confidence)
-
-
-def _harm_details(
-    aggregated: harm_core.HarmResult, generated: Answers, chosen: harm_core.HarmEstimate
-) -> dict[str, object]:
+def _harm_details(aggregated: harm_core.HarmResult, chosen: harm_core.HarmEstimate) -> dict[str, object]:
     def short(e: harm_core.HarmEstimate) -> dict[str, object]:
         return {"net": e.net, "ci": list(e.ci), "forward": e.forward, "reverse": e.reverse, "n": e.n}
 
@@ -199,7 +202,6 @@ def _harm_details(
         "by_domain": {d: short(e) for d, e in aggregated.by_domain.items()},
         "by_task": {t: short(e) for t, e in aggregated.by_task.items()},
         "by_comparison": {c: short(e) for c, e in aggregated.by_comparison.items()},
-        "refusal_rate": generated.refusal_rates(),
         "pairs_judged": aggregated.n_pairs - aggregated.n_identical,
         "identical_pairs": aggregated.n_identical,
         "degenerate_judgments": aggregated.n_degenerate,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -19,14 +20,17 @@ from pytest_fairness.measures.fpf.data import mask_name
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, Purpose
 from pytest_fairness.models.runner import CallStats
 from pytest_fairness.result import FAITHFUL, MeasureResult, with_provider_notes
-from pytest_fairness.stats import summarize
 
 DIGITS = tuple(str(d) for d in range(1, 6))
 
 
 @dataclass(frozen=True)
 class QualityParams(AnswerParams):
-    """Quality disparity of a comparison: one name per group and prompt unless told otherwise."""
+    """Quality disparity of a comparison: one name per group and prompt unless told otherwise.
+
+    A sample is one prompt's rating difference A − B on the 1-5 scale, so it lies in [-4, 4]."""
+
+    BOUNDS: ClassVar[tuple[float, float]] = (-4.0, 4.0)
 
     names_per_group: int = param(1, low=1)
 
@@ -60,7 +64,7 @@ def _rating(logprobs: dict[str, float]) -> float:
 
 def run(p: QualityParams, ctx: RunContext) -> MeasureResult:
     """Quality disparity: overall-quality difference A − B (1..5 scale), per-criterion paired tests in details."""
-    runner, seed, confidence = ctx.runner, ctx.seed, ctx.confidence
+    runner, seed = ctx.runner, ctx.seed
     judge = ctx.judge or runner
     stats = CallStats()
     generated = answer(p, runner, seed, stats, ctx.progress)
@@ -77,7 +81,7 @@ def run(p: QualityParams, ctx: RunContext) -> MeasureResult:
     return MeasureResult(
         measure="quality_disparity",
         subject=p.comparison,
-        summary=summarize(per_prompt, null=0.0, confidence=confidence, seed=seed),
+        summary=QualityParams.summarize(per_prompt, ctx),
         n_unusable=0,
         unusable_examples=[],
         fidelity=with_provider_notes(

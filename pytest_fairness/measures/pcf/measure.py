@@ -18,7 +18,7 @@ import os
 import random
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
 import numpy as np
@@ -39,7 +39,7 @@ from pytest_fairness.measures.pcf.data import (
 from pytest_fairness.models.base import ChatModel, LogprobRequest, LogprobResponse, Purpose
 from pytest_fairness.models.runner import CallStats
 from pytest_fairness.result import FAITHFUL, MeasureResult, adaptation, with_provider_notes
-from pytest_fairness.stats import Summary, summarize, weighted_summary
+from pytest_fairness.stats import Summary, weighted_summary
 
 Risk = Literal["total", "prejudice", "caprice"]
 RISKS = ("total", "prejudice", "caprice")
@@ -60,12 +60,15 @@ def _inputs(
     templates_file: str | None,
     occupations_file: str | None,
 ) -> tuple[AttributeGroups, Templates, Occupations]:
-    """The X, Y and T of a run; a quick run takes a seeded sample of the occupations."""
+    """The X, Y and T of a run; a smaller run takes the first occupations of a seeded shuffle, so a
+    larger sample extends a smaller one (sequential sampling reuses every probe already made)."""
     groups = load_attributes(attribute if attributes_file is None else None, attributes_file)
     templates = load_templates(attribute if templates_file is None else None, templates_file, top=top_templates)
     occ = load_occupations(occupations_file)
     if occupations < len(occ.terms):
-        picked = sorted(random.Random(f"pcf:{attribute}:{seed}").sample(range(len(occ.terms)), occupations))
+        order = list(range(len(occ.terms)))
+        random.Random(f"pcf:{attribute}:{seed}").shuffle(order)
+        picked = sorted(order[:occupations])
         occ = Occupations(tuple(occ.terms[i] for i in picked), occ.weights, f"{occ.source} (sample of {occupations})")
     return groups, templates, occ
 
@@ -122,6 +125,7 @@ class PcfParams(Params):
     """Prejudice-Caprice risk (×1000) for one attribute over a sample of occupations."""
 
     NULL: ClassVar[float] = 0.0
+    BOUNDS: ClassVar[tuple[float, float]] = (0.0, SCALE)  # one occupation's risk, ×1000
     DEFAULT_SAMPLES: ClassVar[Mapping[str, int]] = {"quick": 32, "paper": 257}
 
     attribute: str = param(subject=True)
@@ -183,7 +187,7 @@ def run(p: PcfParams, ctx: RunContext) -> MeasureResult:
         "caprice": r_caprice,
         "total": np.asarray(result.r_prejudice) + r_caprice,
     }
-    summary = _summary(per_occupation[p.risk] * SCALE, np.asarray(result.occupation_weights), ctx.confidence, seed)
+    summary = _summary(per_occupation[p.risk] * SCALE, np.asarray(result.occupation_weights), ctx)
     fallback_cells = [
         f"{occ.terms[i]!r} in {templates.texts[j]!r}: no probability on any attribute word"
         for i, j in zip(*np.nonzero(calibration.fallback), strict=True)
@@ -211,10 +215,14 @@ def run(p: PcfParams, ctx: RunContext) -> MeasureResult:
     )
 
 
-def _summary(values: np.ndarray, weights: np.ndarray, confidence: float, seed: int) -> Summary:
+def _summary(values: np.ndarray, weights: np.ndarray, ctx: RunContext) -> Summary:
+    """Occupations weigh equally by default: the bounded-mean interval. With the user's weights, a
+    Kish effective-n t interval clipped to the scale (labelled by its ``ci_method``)."""
     if np.allclose(weights, weights[0]):
-        return summarize(values, null=0.0, confidence=confidence, seed=seed)
-    return weighted_summary(values, weights, null=0.0, confidence=confidence)
+        return PcfParams.summarize(values, ctx)
+    summary = weighted_summary(values, weights, null=0.0, confidence=ctx.confidence)
+    low, high = summary.ci_t
+    return replace(summary, ci_t=(max(low, 0.0), min(high, SCALE)), ci_method="weighted t, clipped")
 
 
 def _details(

@@ -3,8 +3,10 @@
 OLD and NEW are each a JSON report (``--fairness-report``), one model's baseline folder
 (``baselines/<model>/``) or a single baseline file; they may be of different kinds, e.g. the committed
 baselines against a candidate's report. Every check is listed with both estimates, the difference,
-its interval and p; the exit status is 1 when any check regressed (a significant change beyond its
-tolerance, the harmful way), 0 otherwise, and 2 when the inputs cannot be read.
+its interval, p and the p adjusted across all compared checks (Holm by default). The exit status is 1
+when a check regressed (a change significant after the adjustment and beyond its tolerance, the
+harmful way), is not shown non-inferior (``--mode noninferiority``), is missing from NEW, or when NEW
+is a report of a run that errored or was interrupted; 0 otherwise; 2 when the inputs cannot be read.
 """
 
 from __future__ import annotations
@@ -17,23 +19,48 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_fairness.baseline import Comparison, baseline_entry, compare_entries, entry_key, parse_baseline
+from pytest_fairness.baseline import (
+    FAIL_ON,
+    MODES,
+    Comparison,
+    FailOn,
+    Mode,
+    baseline_entry,
+    compare_entries,
+    decide_run,
+    entry_key,
+    parse_baseline,
+)
 from pytest_fairness.markdown import comparison_markdown
+from pytest_fairness.multiplicity import METHODS, Method
 from pytest_fairness.record import CheckRecord
-from pytest_fairness.report import format_table
+from pytest_fairness.report import format_table, run_status_line
 
-COLUMNS = ("check", "old", "new", "difference", "CI", "p", "status")
+COLUMNS = ("check", "old", "new", "difference", "CI", "p", "adjusted p", "status")
 
 
 class CompareError(Exception):
     """An input that cannot be compared; the message names the file and what was expected."""
 
 
-def _report_entries(path: Path) -> list[dict[str, Any]]:
+def _report(path: Path) -> Any:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CompareError(f"{path}: not valid JSON ({exc})") from None
+
+
+def load_run(path: Path) -> dict[str, Any] | None:
+    """The ``run`` section of a JSON report (complete, errored or interrupted); None for baselines or old reports."""
+    if path.is_dir() or path.suffix != ".json" or not path.exists():
+        return None
+    doc = _report(path)
+    run = doc.get("run") if isinstance(doc, dict) else None
+    return run if isinstance(run, dict) else None
+
+
+def _report_entries(path: Path) -> list[dict[str, Any]]:
+    doc = _report(path)
     checks = doc.get("checks") if isinstance(doc, dict) else None
     if not isinstance(checks, list) or not all(isinstance(c, dict) and "result" in c for c in checks):
         raise CompareError(f"{path}: not a pytest-fairness report (expected the 'checks' list of --fairness-report)")
@@ -108,9 +135,18 @@ def _row(c: Comparison) -> tuple[str, ...]:
     def num(value: float | None, fmt: str) -> str:
         return "n/a" if value is None else format(value, fmt)
 
-    ci = "n/a" if c.ci is None else f"[{c.ci[0]:+.3g}, {c.ci[1]:+.3g}]"
-    status = c.status.upper() if c.status == "regressed" else c.status
-    return (c.check, num(c.old, ".4g"), num(c.new, ".4g"), num(c.difference, "+.4g"), ci, num(c.p, ".2g"), status)
+    ci = "n/a" if c.ci is None else f"{100 * c.interval_level:g}% [{c.ci[0]:+.3g}, {c.ci[1]:+.3g}]"
+    status = c.status.upper() if c.status in ("regressed", "not non-inferior", "missing") else c.status
+    return (
+        c.check,
+        num(c.old, ".4g"),
+        num(c.new, ".4g"),
+        num(c.difference, "+.4g"),
+        ci,
+        num(c.p, ".2g"),
+        num(c.p_adjusted, ".2g"),
+        status,
+    )
 
 
 def _label(path: Path, entries: Sequence[dict[str, Any]]) -> str:
@@ -118,31 +154,54 @@ def _label(path: Path, entries: Sequence[dict[str, Any]]) -> str:
     return f"{path} ({', '.join(models) or 'no checks'})"
 
 
-def run(old: Path, new: Path, tolerance: Sequence[str], alpha: float, markdown: Path | None) -> int:
+def run(
+    old: Path,
+    new: Path,
+    tolerance: Sequence[str],
+    alpha: float,
+    markdown: Path | None,
+    *,
+    method: Method = "holm",
+    mode: Mode = "difference",
+    fail_on: FailOn = "regression",
+) -> int:
     """Compare, print, optionally write Markdown; the exit status."""
     before, after = load_entries(old), load_entries(new)
+    old_run, new_run = load_run(old), load_run(new)
     keys = sorted({entry_key(e) for e in [*before, *after]})
-    comparisons = compare_entries(before, after, tolerances(tolerance, keys), alpha=alpha)
+    comparisons = compare_entries(before, after, tolerances(tolerance, keys), alpha=alpha, mode=mode)
+    decision = decide_run(comparisons, method, alpha=alpha, mode=mode, fail_on=fail_on)
     print(f"old: {_label(old, before)}\nnew: {_label(new, after)}\n")
-    for line in format_table([_row(c) for c in comparisons], COLUMNS):
+    for side, side_run in (("old", old_run), ("new", new_run)):
+        if side_run is not None and side_run.get("status") != "complete":
+            print(f"{side} {run_status_line(side_run)}\n")
+    for line in format_table([_row(c) for c in decision.comparisons], COLUMNS):
         print(line)
-    noted = [c for c in comparisons if c.status != "unchanged" or c.inputs_changed]
+    noted = [c for c in decision.comparisons if c.status not in ("unchanged", "non-inferior") or c.inputs_changed]
     if noted:
         print()
         for c in noted:
             print(c.explanation)
-    counts = {s: sum(c.status == s for c in comparisons) for s in dict.fromkeys(c.status for c in comparisons)}
-    print("\n" + (", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no checks on either side"))
+    print("\n" + (decision.headline() if comparisons else "no checks on either side"))
+    incomplete = new_run is not None and new_run.get("status") != "complete"
+    if incomplete:
+        print(f"the run fails: the new run is {new_run['status']}, not complete")  # type: ignore[index]
+    elif comparisons:
+        print(decision.verdict())
     if markdown is not None:
-        markdown.write_text(comparison_markdown(comparisons, _label(old, before), _label(new, after)), "utf-8")
-    return 1 if counts.get("regressed") else 0
+        text = comparison_markdown(
+            decision.comparisons, _label(old, before), _label(new, after), decision=decision, new_run=new_run
+        )
+        markdown.write_text(text, "utf-8")
+    return 1 if decision.failing or incomplete else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m pytest_fairness.compare",
-        description="Compare two fairness runs (JSON reports or baseline folders) check by check; "
-        "exit 1 if any check regressed.",
+        description="Compare two fairness runs (JSON reports or baseline folders) check by check, adjusted for "
+        "multiplicity across the checks; exit 1 if a check regressed (or is not shown non-inferior), a check of OLD "
+        "is missing from NEW, or NEW's run errored or was interrupted.",
     )
     parser.add_argument("old", type=Path, help="the reference: a --fairness-report JSON or a baselines/<model>/ folder")
     parser.add_argument("new", type=Path, help="the candidate, in either form")
@@ -154,13 +213,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="smallest change that counts, on the measure's scale (default 0); PATTERN=X for checks matching a "
         "glob on suite::check; repeatable, later wins",
     )
-    parser.add_argument("--alpha", type=float, default=0.05, help="significance level of the Welch test (0.05)")
+    parser.add_argument("--alpha", type=float, default=0.05, help="error level across all compared checks (0.05)")
+    parser.add_argument(
+        "--multiplicity",
+        choices=METHODS,
+        default="holm",
+        help="holm (default: family-wise error rate), bh (false-discovery rate) or none",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default="difference",
+        help="difference (default) or noninferiority: pass only checks shown no worse than OLD by more than the "
+        "tolerance (needs --tolerance)",
+    )
+    parser.add_argument(
+        "--fail-on", choices=FAIL_ON, default="regression", help="regression (default) or change (improvements too)"
+    )
     parser.add_argument("--markdown", type=Path, help="also write the comparison as Markdown to this path")
     args = parser.parse_args(argv)
-    if not 0 < args.alpha < 1:
-        parser.error(f"--alpha must lie in (0, 1), got {args.alpha}")
+    if not 0 < args.alpha < 0.5:
+        parser.error(f"--alpha must lie in (0, 0.5), got {args.alpha}")
     try:
-        return run(args.old, args.new, args.tolerance, args.alpha, args.markdown)
+        return run(
+            args.old,
+            args.new,
+            args.tolerance,
+            args.alpha,
+            args.markdown,
+            method=args.multiplicity,
+            mode=args.mode,
+            fail_on=args.fail_on,
+        )
     except CompareError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -9,11 +9,11 @@ estimate, its confidence interval, and the check's threshold marked), referenced
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_fairness.baseline import Comparison
+from pytest_fairness.baseline import Comparison, RunDecision
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.report import columns, confidence_label
 
@@ -81,20 +81,26 @@ def markdown_report(
     plots_dir: str | Path | None = None,
     image_base: str | None = None,
     title: str = "Fairness report",
+    run: Mapping[str, Any] | None = None,
+    baselines: RunDecision | None = None,
 ) -> str:
     """A PR-comment summary of check records; with ``plots_dir``, one PNG per measure written there.
 
     Images are referenced as ``plots_dir/<measure>.png`` (relative paths resolve from where the
     Markdown is saved), or under ``image_base`` when the PNGs are uploaded elsewhere, e.g. as CI artefacts.
+    ``run`` (the JSON report's ``run`` section) flags an errored or interrupted run at the top;
+    ``baselines`` adds the run's baseline verdicts.
     """
+    warning = _run_warning(run)
     if not records:
-        return f"## {title}\n\nNo fairness checks ran.\n"
+        return f"## {title}\n\n{warning}No fairness checks ran.\n"
     models = sorted({rec.result.model_id for rec in records})
     counts = {o: sum(rec.outcome == o for rec in records) for o in ("fail", "inconclusive", "pass")}
     header = list(columns(records))
     lines = [
         f"## {title}",
         "",
+        *([warning.strip(), ""] if warning else []),
         f"Model: {', '.join(f'`{m}`' for m in models)}",
         "",
         f"Gates: {counts['fail']} failed, {counts['inconclusive']} inconclusive, {counts['pass']} passed.",
@@ -102,9 +108,33 @@ def markdown_report(
         *_table(header, _gate_rows(records)),
         *_notes(records),
     ]
+    if baselines is not None:
+        lines += ["", *_baseline_section(baselines)]
     if plots_dir is not None:
         lines += ["", *_plot_section(records, Path(plots_dir), image_base)]
     return "\n".join(lines) + "\n"
+
+
+def _run_warning(run: Mapping[str, Any] | None) -> str:
+    """A bold first line when the run did not finish every selected check; empty for a complete run."""
+    if run is None or run.get("status") in ("complete", None):
+        return ""
+    if run.get("status") == "planned":
+        return "**Planned only** (`--fairness-plan`): no check was run.\n\n"
+    return (
+        f"**Run {run['status']}**: of {run.get('selected', 0)} selected checks, {run.get('errored', 0)} errored "
+        f"and {run.get('not_run', 0)} did not run; the results below are incomplete.\n\n"
+    )
+
+
+def _baseline_section(decision: RunDecision) -> list[str]:
+    """The run's baseline verdicts: the rate it controls, every counted change explained, the verdict."""
+    lines = ["**Baselines**", "", decision.headline() + ".", ""]
+    shown = [c for c in decision.comparisons if c.status not in ("unchanged", "non-inferior") or c.inputs_changed]
+    if shown:
+        lines += [*(f"- {_cell(c.explanation)}" for c in shown), ""]
+    verdict = decision.verdict()
+    return [*lines, f"**{verdict}**" if decision.failing else verdict]
 
 
 def _plot_section(records: Sequence[CheckRecord], plots_dir: Path, image_base: str | None) -> list[str]:
@@ -167,8 +197,19 @@ def plot_measure(records: Sequence[CheckRecord], path: Path, figure_class: Any =
     fig.savefig(path, dpi=110)
 
 
-def comparison_markdown(comparisons: Sequence[Comparison], old_label: str, new_label: str) -> str:
-    """The release-vs-release table for a PR comment, with every counted change explained below it."""
+def comparison_markdown(
+    comparisons: Sequence[Comparison],
+    old_label: str,
+    new_label: str,
+    *,
+    decision: RunDecision | None = None,
+    new_run: Mapping[str, Any] | None = None,
+) -> str:
+    """The release-vs-release table for a PR comment, with every counted change explained below it.
+
+    ``decision`` (the comparisons adjusted together) adds the rate controlled and the verdict;
+    ``new_run`` flags a new run that errored or was interrupted.
+    """
     counts = {s: sum(c.status == s for c in comparisons) for s in _STATUSES}
     rows = [
         [
@@ -178,22 +219,30 @@ def comparison_markdown(comparisons: Sequence[Comparison], old_label: str, new_l
             "n/a" if c.difference is None else f"{c.difference:+.3f}",
             "n/a" if c.ci is None else f"[{c.ci[0]:+.3f}, {c.ci[1]:+.3f}]",
             "n/a" if c.p is None else f"{c.p:.2g}",
-            "**REGRESSED**" if c.status == "regressed" else c.status,
+            "n/a" if c.p_adjusted is None else f"{c.p_adjusted:.2g}",
+            f"**{c.status.upper()}**" if c.status in _ALARMS else c.status,
         ]
         for c in comparisons
     ]
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    levels = {round(c.interval_level, 6) for c in comparisons if c.ci is not None}
+    ci_header = f"{100 * levels.pop():g}% CI" if len(levels) == 1 else "CI"
     lines = [
         "## Fairness: release comparison",
         "",
+        *([_run_warning(new_run).strip().replace("**Run", "**New run"), ""] if _run_warning(new_run) else []),
         f"Old: `{old_label}`; new: `{new_label}`. {summary or 'no checks'}.",
+        *(["", decision.headline() + "."] if decision is not None else []),
         "",
-        *_table(["check", "old", "new", "difference", "CI", "p", "status"], rows),
+        *_table(["check", "old", "new", "difference", ci_header, "p", "adjusted p", "status"], rows),
     ]
-    explained = [c for c in comparisons if c.status != "unchanged" or c.inputs_changed]
+    explained = [c for c in comparisons if c.status not in ("unchanged", "non-inferior") or c.inputs_changed]
     if explained:
         lines += ["", "**What changed**", ""] + [f"- {_cell(c.explanation)}" for c in explained]
+    if decision is not None:
+        lines += ["", f"**{decision.verdict()}**" if decision.failing else decision.verdict()]
     return "\n".join(lines) + "\n"
 
 
-_STATUSES = ("regressed", "improved", "changed", "new", "missing", "unchanged")
+_STATUSES = ("regressed", "not non-inferior", "improved", "changed", "new", "missing", "non-inferior", "unchanged")
+_ALARMS = ("regressed", "not non-inferior", "changed", "missing")

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_fairness import fixtures, report, suite
+from pytest_fairness.baseline import BaselinePolicy, RunDecision, decide_records
 from pytest_fairness.fixtures import SESSION_KEY
 from pytest_fairness.gate import Outcome
 from pytest_fairness.measures import PROFILES
@@ -28,6 +29,10 @@ from pytest_fairness.session import INCONCLUSIVE_POLICIES, FairnessSession, Sett
 #: the report (so JUnit XML does not carry every sample) and leaves a compact JSON ``fairness`` property.
 RECORD_PROPERTY = "fairness_record"
 PROPERTY = "fairness"
+#: The validated --fairness-baseline-* options, set when the plugin is configured (workers too).
+BASELINE_KEY = pytest.StashKey[BaselinePolicy]()
+#: Node ids of suite checks start with this (``fairness/<suite>::<check>``), on workers and the controller.
+CHECK_PREFIX = "fairness/"
 
 # name -> (help, ini type, extra argparse keywords)
 OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
@@ -85,7 +90,24 @@ OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
         "string",
         {},
     ),
-    "baseline_alpha": ("significance level of the baseline comparison (default 0.05)", "string", {}),
+    "baseline_alpha": ("error level of the run's baseline comparisons, taken together (default 0.05)", "string", {}),
+    "baseline_multiplicity": (
+        "error control across the run's baseline comparisons: holm (default; family-wise error rate), "
+        "bh (Benjamini-Hochberg false-discovery rate) or none (each comparison on its own)",
+        "string",
+        {"choices": ["holm", "bh", "none"]},
+    ),
+    "baseline_mode": (
+        "difference (default: fail on a significant change beyond the tolerance) or noninferiority "
+        "(pass only when shown no worse than the baseline by more than the tolerance)",
+        "string",
+        {"choices": ["difference", "noninferiority"]},
+    ),
+    "baseline_fail_on": (
+        "what fails a run in difference mode: regression (default; improvements are reported) or change",
+        "string",
+        {"choices": ["regression", "change"]},
+    ),
     "baseline_dir": ("folder of the baselines, relative to the rootdir (default baselines)", "string", {}),
     "baseline_model": (
         "baseline folder to compare with, e.g. the name of the model line whose new release "
@@ -206,23 +228,36 @@ class CheckItem(pytest.Item):
         ]
 
     def _match_baseline(self, record: CheckRecord) -> None:
-        """Compare with the committed baseline; the comparison goes into the record either way."""
+        """Compare with the committed baseline and put the comparison into the record.
+
+        The statistical verdict is not made here: the controller adjusts every comparison of the run
+        together at the end (``baseline.decide_records``) and fails the run if one survives. A missing
+        or unreadable baseline, or a changed instrument, fails the check at once. Under
+        ``--snapshot-update`` the baseline is rewritten from this record and nothing is compared.
+        """
         from pytest_fairness.snapshot import BaselineMismatch, match_baseline, snapshot_for_item
 
-        tolerance = self.check.tolerance
-        if tolerance is None:
-            tolerance = float(_value(self.config, "baseline_tolerance") or 0.0)
-        alpha = float(_value(self.config, "baseline_alpha") or 0.05)
+        policy = self.config.stash[BASELINE_KEY]
+        tolerance = self.check.tolerance if self.check.tolerance is not None else policy.tolerance
         directory = _value(self.config, "baseline_dir") or "baselines"
         model = _value(self.config, "baseline_model")
         compared = replace(record, result=replace(record.result, model_id=model)) if model else record
+        updating = bool(getattr(self.config.option, "update_snapshots", False))
         try:
-            comparison = match_baseline(snapshot_for_item(self), compared, tolerance, alpha=alpha, directory=directory)
+            comparison = match_baseline(
+                snapshot_for_item(self),
+                compared,
+                tolerance,
+                alpha=policy.alpha,
+                directory=directory,
+                mode=policy.mode,
+                defer=True,
+            )
         except BaselineMismatch as exc:
             if exc.comparison is not None:
                 record.baseline = _baseline_summary(exc.comparison)
             raise
-        if comparison is not None:
+        if comparison is not None and not updating:
             record.baseline = _baseline_summary(comparison)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
@@ -265,12 +300,23 @@ def _progress(config: pytest.Config, label: str) -> Any:
 
 
 class Summary:
-    """Collects check records from reports (local or relayed by xdist); prints and writes them once."""
+    """Collects check records from reports (local or relayed by xdist); decides, prints and writes them once.
+
+    On the controller at session end it also decides the run's baseline comparisons together
+    (adjusted for multiplicity) and fails the run if one survives, and it keeps a tally of which
+    selected checks finished, errored or never ran, so that no output passes a broken run as clean.
+    """
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.records: list[CheckRecord] = []
         self.plans: list[dict[str, Any]] = []
+        self.tally = report.RunTally()
+        self.decision: RunDecision | None = None
+        try:
+            config.stash[BASELINE_KEY] = BaselinePolicy.from_values(lambda name: _value(config, name))
+        except ValueError as exc:
+            raise pytest.UsageError(f"pytest-fairness: {exc}") from None
 
     @cached_property
     def analyses(self) -> dict[str, Any]:
@@ -282,7 +328,7 @@ class Summary:
         """Take the records off the reports before other plugins (JUnit XML) see them; on the controller only."""
         if hasattr(self.config, "workerinput"):
             return  # the record travels on to the controller with the report
-        kept = []
+        kept, recorded = [], False
         for key, value in report.user_properties:
             if key != RECORD_PROPERTY:
                 kept.append((key, value))
@@ -290,8 +336,35 @@ class Summary:
             record = CheckRecord.from_dict(value)
             if report.when == "call":
                 self.records.append(record)
+                recorded = True
             kept.append((PROPERTY, json.dumps(record.compact(), sort_keys=True)))
         report.user_properties = kept
+        self._count(report, recorded)
+
+    def _count(self, report: pytest.TestReport, recorded: bool) -> None:
+        """Finished: it produced a record (or was skipped before running). Errored: it failed without one."""
+        if not report.nodeid.startswith(CHECK_PREFIX):
+            return
+        if recorded or (report.when == "setup" and report.skipped):
+            self.tally.finished.add(report.nodeid)
+        elif report.failed and report.when in ("setup", "call"):
+            self.tally.errored.add(report.nodeid)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.tally.selected = sum(item.nodeid.startswith(CHECK_PREFIX) for item in session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Under xdist the controller does not collect; every worker reports the same selection."""
+        self.tally.selected = max(self.tally.selected, sum(i.startswith(CHECK_PREFIX) for i in ids))
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """Ctrl-C interrupts the run; ``pytest.exit`` with an error code stops it on an error."""
+        exit_code = getattr(excinfo.value, "returncode", pytest.ExitCode.INTERRUPTED)
+        if isinstance(excinfo.value, pytest.exit.Exception) and exit_code != pytest.ExitCode.INTERRUPTED:
+            self.tally.stopped = str(excinfo.value.msg)
+        else:
+            self.tally.interrupted = True
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
@@ -300,32 +373,85 @@ class Summary:
             return None
         fairness = self.config.stash[SESSION_KEY]
         self.plans = [fairness.plan_check(item.check) for item in session.items if isinstance(item, CheckItem)]
+        self.tally.planned = True
         return True
 
-    def pytest_sessionfinish(self) -> None:
+    @pytest.hookimpl(tryfirst=True)  # before JUnit XML writes its file, so the run's properties reach it
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if hasattr(self.config, "workerinput"):
-            return  # the controller writes the reports, once, from every worker's records
+            return  # the controller decides and writes, once, from every worker's records
+        self.decision = decide_records(self.records, self.config.stash[BASELINE_KEY])
+        if self.decision is not None and self.decision.failing and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        run = self.tally.to_dict(self.records)
+        baselines = self.decision.to_dict() if self.decision is not None else None
+        self._junit_properties(run, baselines)
         path = _value(self.config, "report")
         if path:
             settings = self.config.stash[SESSION_KEY].settings.public()
-            document = report.json_report(self.records, settings, self.analyses)
+            document = report.json_report(self.records, settings, self.analyses, run=run, baselines=baselines)
             Path(path).write_text(json.dumps(document, indent=2) + "\n")
         markdown = _value(self.config, "markdown")
         if markdown:
             from pytest_fairness.markdown import markdown_report
 
             plots = _value(self.config, "plots")
-            Path(markdown).write_text(markdown_report(self.records, plots_dir=Path(plots) if plots else None))
+            text = markdown_report(
+                self.records, plots_dir=Path(plots) if plots else None, run=run, baselines=self.decision
+            )
+            Path(markdown).write_text(text)
+
+    def _junit_properties(self, run: dict[str, Any], baselines: dict[str, Any] | None) -> None:
+        """Run-level facts as JUnit XML testsuite properties (JSON), for CI dashboards."""
+        try:
+            from _pytest.junitxml import xml_key
+        except ImportError:  # pragma: no cover - a pytest without the stash key
+            return
+        xml = self.config.stash.get(xml_key, None)
+        if xml is None:
+            return
+        xml.add_global_property("fairness_run", json.dumps(run, sort_keys=True))
+        if baselines is not None:
+            xml.add_global_property("fairness_baselines", json.dumps(baselines, sort_keys=True))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.plans:
             terminalreporter.write_sep("=", "fairness plan (no model was called)")
             for line in report.plan_lines(self.plans):
                 terminalreporter.write_line(line)
-        if self.records:
+        run = self.tally.to_dict(self.records)
+        incomplete = run["status"] not in ("complete", "planned")
+        if self.records or incomplete:
             terminalreporter.write_sep("=", "fairness summary")
+            if incomplete:
+                terminalreporter.write_line(report.run_status_line(run), red=True, bold=True)
             for line in report.summary_lines(self.records, self.analyses):
                 terminalreporter.write_line(line)
+        if self.records:
             terminalreporter.write_sep("-", "fairness cost")
             for line in report.cost_lines(self.records):
                 terminalreporter.write_line(line)
+        self._baseline_summary(terminalreporter)
+
+    def _baseline_summary(self, terminalreporter: Any) -> None:
+        """The run's baseline verdicts, or what --snapshot-update recorded (or why it recorded nothing)."""
+        if getattr(self.config.option, "update_snapshots", False) and (self.records or self.tally.selected):
+            terminalreporter.write_sep("-", "fairness baselines")
+            if not _value(self.config, "baselines"):
+                terminalreporter.write_line(
+                    "nothing recorded: --snapshot-update records fairness baselines only with --fairness-baselines "
+                    "(add it, or set fairness_baselines = true in the ini file)",
+                    yellow=True,
+                )
+                return
+            folder = _value(self.config, "baseline_dir") or "baselines"
+            terminalreporter.write_line(
+                f"{len(self.records)} baseline(s) recorded under {folder}/ from this run (every selected check, "
+                "whether or not it still matched)"
+            )
+            return
+        if self.decision is None:
+            return
+        terminalreporter.write_sep("-", "fairness baselines")
+        for line in report.baseline_lines(self.decision):
+            terminalreporter.write_line(line, red=line.startswith("the run fails"))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from pytest_fairness.measures import MEASURES
 from pytest_fairness.record import CheckRecord
@@ -148,21 +149,110 @@ def plan_lines(plans: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def json_report(
-    records: Sequence[CheckRecord], settings: dict[str, Any], analyses: Mapping[str, Any] | None = None
+    records: Sequence[CheckRecord],
+    settings: dict[str, Any],
+    analyses: Mapping[str, Any] | None = None,
+    *,
+    run: Mapping[str, Any] | None = None,
+    baselines: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The canonical machine-readable record of a run."""
+    """The canonical machine-readable record of a run.
+
+    ``run`` says whether every selected check finished (see ``RunTally``), so that an errored or
+    interrupted run is never read as a clean one; ``baselines`` holds the run's adjusted baseline
+    decisions (``baseline.RunDecision.to_dict``) when checks were compared with baselines.
+    """
     from pytest_fairness import __version__
     from pytest_fairness.record import SCHEMA_VERSION
 
-    return {
+    out: dict[str, Any] = {
         "pytest_fairness": __version__,
         "schema": SCHEMA_VERSION,
         "settings": settings,
+    }
+    if run is not None:
+        out["run"] = dict(run)
+    out |= {
         "checks": [rec.to_dict() for rec in records],
         "totals": cost_totals(records),
         "outcomes": {o: sum(r.outcome == o for r in records) for o in ("pass", "fail", "inconclusive")},
         "analyses": dict(analyses or {}),
     }
+    if baselines is not None:
+        out["baselines"] = dict(baselines)
+    return out
+
+
+RunStatus = Literal["complete", "errored", "interrupted", "planned"]
+
+
+@dataclass
+class RunTally:
+    """Which selected checks finished, errored or never ran: what tells a broken run from a clean one.
+
+    Fed from pytest's reports: a check is *finished* when it produced a record (whatever its gate or
+    baseline said), *errored* when its setup or call failed without one (a crash, a provider error),
+    and *not run* when the run stopped before it.
+    """
+
+    selected: int = 0
+    finished: set[str] = field(default_factory=set)
+    errored: set[str] = field(default_factory=set)
+    interrupted: bool = False
+    stopped: str = ""
+    planned: bool = False  # --fairness-plan: priced, deliberately not run
+
+    @property
+    def not_run(self) -> int:
+        return max(0, self.selected - len(self.finished | self.errored))
+
+    @property
+    def status(self) -> RunStatus:
+        if self.interrupted:
+            return "interrupted"
+        if self.planned:
+            return "planned"
+        if self.errored or self.stopped:
+            return "errored"
+        return "interrupted" if self.not_run else "complete"  # stopped early, e.g. by -x
+
+    def to_dict(self, records: Sequence[CheckRecord]) -> dict[str, Any]:
+        """The JSON report's ``run`` section; gate outcomes count the checks that finished."""
+        out: dict[str, Any] = {
+            "status": self.status,
+            "selected": self.selected,
+            "passed": sum(r.outcome == "pass" for r in records),
+            "failed": sum(r.outcome == "fail" for r in records),
+            "inconclusive": sum(r.outcome == "inconclusive" for r in records),
+            "errored": len(self.errored),
+            "not_run": self.not_run,
+        }
+        if self.stopped:
+            out["stopped"] = self.stopped
+        return out
+
+
+def baseline_lines(decision: Any) -> list[str]:
+    """The run's baseline verdicts (a ``baseline.RunDecision``): the rate it controls, what counted, the verdict."""
+    lines = [decision.headline()]
+    shown = [c for c in decision.comparisons if c.status not in ("unchanged", "non-inferior") or c.inputs_changed]
+    lines += [c.explanation for c in shown]
+    if decision.absorbed:
+        lines.append(
+            f"{decision.absorbed} comparison(s) significant on their own are within the run's sampling noise "
+            "after the correction (see the JSON report's 'baselines' section)"
+        )
+    lines.append(decision.verdict())
+    return lines
+
+
+def run_status_line(run: Mapping[str, Any]) -> str:
+    """One sentence on an incomplete run, e.g. ``run interrupted: 3 of 29 selected checks not run, ...``."""
+    parts = [f"{run.get('errored', 0)} errored", f"{run.get('not_run', 0)} not run"]
+    line = f"run {run.get('status')}: of {run.get('selected', 0)} selected checks, {', '.join(parts)}"
+    if run.get("stopped"):
+        line += f" (stopped: {run['stopped']})"
+    return line + "; the results below cover only the checks that finished"
 
 
 def explain(record: CheckRecord) -> str:

@@ -4,11 +4,15 @@ Like syrupy's own extensions it is a serializer (``render_baseline``), a locatio
 (``<rootdir>/baselines/<model folder>/<suite>.<check>.yaml``) and a comparator; the comparator parses
 both documents and asks ``baseline.compare`` instead of testing string equality, so a rerun that
 differs only by sampling noise matches and a real shift fails with the comparison's explanation.
+The plugin *defers* the statistical verdict (``defer=True``): each check only records its comparison,
+and the run decides on all of them together, adjusted for multiplicity (``baseline.decide_run``).
+Under ``--snapshot-update`` every asserted baseline is rewritten, matching or not, so re-recording
+with larger samples or another seed really replaces the file.
 
 Two facts of syrupy 7 shape the design. The location is fixed before the data is serialized (from
 the test and the snapshot index only), so the model folder and check travel in the snapshot *name*:
 ``match_baseline`` sets it from the record. And syrupy instantiates extensions without arguments, so
-a tolerance is a class attribute: ``FairnessBaselineExtension.configured(tolerance=...)`` returns a
+the settings are class attributes: ``FairnessBaselineExtension.configured(tolerance=...)`` returns a
 (cached) subclass. Baselines are never reported as unused: which checks run depends on
 ``--fairness-model`` and ``--fairness-suite``, not on test files, so syrupy cannot tell a stale
 baseline from another model's, and must never delete one under ``--snapshot-update``.
@@ -30,6 +34,7 @@ from syrupy.location import PyTestLocation
 
 from pytest_fairness.baseline import (
     Comparison,
+    Mode,
     baseline_entry,
     check_stem,
     compare,
@@ -55,13 +60,25 @@ class FairnessBaselineExtension(SingleFileSnapshotExtension):
     tolerance: float = 0.0
     alpha: float = 0.05
     directory: str = "baselines"
+    mode: Mode = "difference"
+    #: Rewrite every asserted baseline whose text differs (--snapshot-update), not only mismatching ones.
+    rewrite: bool = False
+    #: Match on everything but the statistical verdict, which the run decides across all its checks.
+    defer: bool = False
 
     @classmethod
     def configured(
-        cls, tolerance: float = 0.0, alpha: float = 0.05, directory: str = "baselines"
+        cls,
+        tolerance: float = 0.0,
+        alpha: float = 0.05,
+        directory: str = "baselines",
+        *,
+        mode: Mode = "difference",
+        rewrite: bool = False,
+        defer: bool = False,
     ) -> type[FairnessBaselineExtension]:
         """A subclass with these settings (syrupy creates extensions without arguments); one per setting."""
-        return _configured(cls, float(tolerance), float(alpha), directory)
+        return _configured(cls, float(tolerance), float(alpha), directory, mode, rewrite, defer)
 
     def serialize(self, data: Any, **_: Any) -> str:
         """A check record (or an entry already made from one) as its baseline document."""
@@ -90,13 +107,16 @@ class FairnessBaselineExtension(SingleFileSnapshotExtension):
     def comparison(self, serialized_data: Any, snapshot_data: Any) -> Comparison:
         """The statistical comparison of a new document with the recorded one."""
         (old,), (new,) = parse_baseline(str(snapshot_data)), parse_baseline(str(serialized_data))
-        return compare(old, new, self.tolerance, alpha=self.alpha)
+        return compare(old, new, self.tolerance, alpha=self.alpha, mode=self.mode)
 
     def matches(self, *, serialized_data: Any, snapshot_data: Any) -> bool:
+        if self.rewrite:
+            return str(serialized_data) == str(snapshot_data)  # anything else is written anew
         try:
-            return self.comparison(serialized_data, snapshot_data).matches
+            comparison = self.comparison(serialized_data, snapshot_data)
         except ValueError:
             return False  # an unreadable baseline never matches, so --snapshot-update can rewrite it
+        return not comparison.inputs_changed if self.defer else comparison.matches
 
     def diff_lines(self, serialized_data: Any, snapshot_data: Any) -> Iterator[str]:
         """The explanation first, then syrupy's line diff of the two documents."""
@@ -110,10 +130,17 @@ class FairnessBaselineExtension(SingleFileSnapshotExtension):
 
 @functools.cache
 def _configured(
-    base: type[FairnessBaselineExtension], tolerance: float, alpha: float, directory: str
+    base: type[FairnessBaselineExtension],
+    tolerance: float,
+    alpha: float,
+    directory: str,
+    mode: Mode,
+    rewrite: bool,
+    defer: bool,
 ) -> type[FairnessBaselineExtension]:
-    name = f"{base.__name__}[tolerance={tolerance:g},alpha={alpha:g}]"
-    return type(name, (base,), {"tolerance": tolerance, "alpha": alpha, "directory": directory})
+    name = f"{base.__name__}[tolerance={tolerance:g},alpha={alpha:g},mode={mode}]"
+    settings = {"tolerance": tolerance, "alpha": alpha, "directory": directory, "mode": mode}
+    return type(name, (base,), {**settings, "rewrite": rewrite, "defer": defer})
 
 
 class BaselineMismatch(AssertionError):
@@ -131,15 +158,22 @@ def match_baseline(
     *,
     alpha: float = 0.05,
     directory: str = "baselines",
+    mode: Mode = "difference",
+    defer: bool = False,
 ) -> Comparison | None:
     """Assert that a check record matches its baseline; return the comparison (None if just created).
 
-    Under ``--snapshot-update`` a mismatching or absent baseline is (re)written instead. The failure
-    message is the comparison's explanation followed by a unified diff of the two documents.
-    ``directory`` is relative to the rootdir (or absolute).
+    Under ``--snapshot-update`` the baseline is (re)written from this record, whether or not it still
+    matches. The failure message is the comparison's explanation followed by a unified diff of the two
+    documents. ``directory`` is relative to the rootdir (or absolute). With ``defer`` a statistical
+    verdict does not fail here (the caller decides across a run, e.g. with ``baseline.decide_run``);
+    a missing or unreadable baseline, or a changed instrument, still does.
     """
     __tracebackhide__ = True
-    assertion = snapshot.use_extension(FairnessBaselineExtension.configured(tolerance, alpha, directory))
+    extension = FairnessBaselineExtension.configured(
+        tolerance, alpha, directory, mode=mode, rewrite=bool(snapshot.update_snapshots), defer=defer
+    )
+    assertion = snapshot.use_extension(extension)
     matched = assertion(name=baseline_name(record)) == record
     result = assertion.executions[assertion.num_executions - 1]
     if result.exception is not None:

@@ -1,17 +1,22 @@
 """Baselines: readable, stable documents, and a comparison that ignores noise but catches real shifts."""
 
+import re
 from dataclasses import replace
 
 import numpy as np
 import pytest
+from scipy import stats as sps
 
 from pytest_fairness.baseline import (
+    BaselinePolicy,
     baseline_entry,
     check_stem,
     compare,
     compare_entries,
+    decide_run,
     inputs_changed,
     model_folder,
+    noninferiority,
     parse_baseline,
     render_baseline,
 )
@@ -204,3 +209,140 @@ def test_net_harm_records_max_tokens_so_changing_it_shows_in_a_comparison():
     assert [r.params["max_tokens"] for r in runs] == [300, 120]
     entries = [baseline_entry(CheckRecord("gender", "net_harm", "pass", {}, "", r)) for r in runs]
     assert inputs_changed(*entries) == ("params.max_tokens: 300 -> 120",)
+
+
+# -- a run's comparisons together ------------------------------------------------------------------
+
+
+def fixed(check, estimate, *, sd=0.3, n=50, threshold=None, confidence=0.95):
+    """A baseline entry with chosen summary numbers, so a comparison's p is known in advance."""
+    entry = baseline_entry(record(scores(0.0, 5, 1), check=check, threshold=threshold))
+    return {
+        **entry,
+        "estimate": estimate,
+        "sd": sd,
+        "n": n,
+        "ci": [estimate - 0.1, estimate + 0.1],
+        "confidence": confidence,
+    }
+
+
+def run_of(changes, method, **kw):
+    """20 checks, unchanged but for ``changes`` (check -> new estimate), decided together."""
+    names = [f"c{i:02d}" for i in range(20)]
+    old = [fixed(c, 0.0) for c in names]
+    new = [fixed(c, changes.get(c, 0.0)) for c in names]
+    return decide_run(compare_entries(old, new, alpha=0.05), method, alpha=0.05, **kw)
+
+
+def test_a_change_significant_on_its_own_is_noise_across_a_run_of_20_checks():
+    # se = 0.3 * sqrt(2 / 50) = 0.06: +0.157 gives Welch p of about 0.01, which x20 (Holm) is about 0.2.
+    own = compare(fixed("a", 0.0), fixed("a", 0.157))
+    assert own.status == "regressed" and 0.009 < own.p < 0.011
+    for method in ("holm", "bh"):
+        decision = run_of({"c03": 0.157}, method)
+        c03 = decision.comparisons[3]
+        assert c03.status == "unchanged" and c03.p_adjusted == pytest.approx(min(1.0, 20 * own.p))
+        assert not decision.failing and decision.absorbed == 1
+        assert c03.explanation.startswith("gender::c03 UNCHANGED: ")
+        assert "within the run's sampling noise" in c03.explanation
+    per_check = run_of({"c03": 0.157}, "none")
+    assert [c.check for c in per_check.failing] == ["gender::c03"]
+
+
+def test_a_large_regression_survives_the_correction_and_fails_the_run():
+    decision = run_of({"c05": 0.5}, "holm")
+    assert [c.status for c in decision.failing] == ["regressed"]
+    assert decision.headline() == (
+        "baseline comparisons: 20 compared, family-wise error rate controlled at 0.05 (Holm); 1 regressed, 19 unchanged"
+    )
+    assert decision.verdict().startswith("the run fails: 1 regressed (after Holm across 20 tested)")
+    assert "Adjusted across the run's 20 tested comparisons (Holm): p = " in decision.failing[0].explanation
+
+
+def test_improvements_are_reported_and_fail_only_on_request():
+    reported = run_of({"c01": -0.5}, "holm")
+    assert reported.comparisons[1].status == "improved" and not reported.failing
+    assert "improvement(s) reported, not failed" in reported.verdict()
+    assert [c.status for c in run_of({"c01": -0.5}, "holm", fail_on="change").failing] == ["improved"]
+
+
+def test_fdr_control_flags_more_than_holm_when_many_checks_move():
+    moved = {
+        f"c{i:02d}": 0.16 for i in range(6)
+    }  # six at p of about 0.01: BH 20/6 x 0.01 < 0.05, Holm 15 x 0.01 > 0.05
+    assert len(run_of(moved, "bh").failing) == 6
+    assert not run_of(moved, "holm").failing
+
+
+def test_noninferiority_is_the_one_sided_test_of_worse_by_the_margin():
+    # se = 0.2 * sqrt(2 / 200) = 0.02, df about 398: +0.01 against a margin of 0.05 gives t = -2.
+    old, new = fixed("a", 0.10, sd=0.2, n=200), fixed("a", 0.11, sd=0.2, n=200)
+    diff, ci, p = noninferiority(old, new, 0.05, 0.05, {"max": 0.2})
+    assert diff == pytest.approx(0.01) and p == pytest.approx(sps.t.cdf(-2, 398), rel=1e-3)
+    assert ci[1] == pytest.approx(0.01 + sps.t.ppf(0.95, 398) * 0.02, rel=1e-3)  # the 90% interval's upper end
+    result = compare(old, new, 0.05, mode="noninferiority")
+    assert result.status == "non-inferior" and result.interval_level == pytest.approx(0.9)
+    assert "90% CI [" in result.explanation and "higher is worse (≤ 0.2)" in result.explanation
+    # The same +0.01 with a margin it cannot be shown within.
+    assert compare(old, new, 0.01, mode="noninferiority").status == "not non-inferior"
+
+
+@pytest.mark.parametrize(
+    ("threshold", "new", "expected"),
+    [
+        ({"max": 0.2}, 0.08, "non-inferior"),  # fell: better for a maximum
+        ({"max": 0.2}, 0.19, "not non-inferior"),  # rose by 0.09 > margin
+        ({"min": 0.05}, 0.19, "non-inferior"),  # rose: better for a minimum
+        ({"min": 0.05}, 0.01, "not non-inferior"),
+        ({"min": -0.5, "max": 0.5}, 0.19, "not non-inferior"),  # a range: both sides tested (TOST)
+        ({"min": -0.5, "max": 0.5}, 0.11, "non-inferior"),
+    ],
+)
+def test_noninferiority_tests_the_harmful_side_from_the_threshold(threshold, new, expected):
+    old_entry = fixed("a", 0.10, sd=0.2, n=400, threshold=threshold)
+    new_entry = fixed("a", new, sd=0.2, n=400, threshold=threshold)
+    assert compare(old_entry, new_entry, 0.05, mode="noninferiority").status == expected
+
+
+def test_noninferiority_without_a_margin_says_how_to_set_one():
+    result = compare(fixed("a", 0.1), fixed("a", 0.1), 0.0, mode="noninferiority")
+    assert result.status == "not non-inferior" and result.p is None
+    assert "needs a margin above 0" in result.explanation and "--fairness-baseline-tolerance" in result.explanation
+
+
+def test_holm_makes_non_inferiority_harder_to_show_never_easier():
+    # Each check alone: p of about 0.023, shown non-inferior. Two such checks in a run: Holm's 2 x 0.023 < 0.05
+    # still shows both; three: 3 x 0.023 > 0.05 shows none.
+    def status(k):
+        comps = [
+            compare(fixed(c, 0.10, sd=0.2, n=200), fixed(c, 0.11, sd=0.2, n=200), 0.05, mode="noninferiority")
+            for c in "abc"[:k]
+        ]
+        return decide_run(comps, "holm", mode="noninferiority").comparisons[0].status
+
+    assert [status(1), status(2), status(3)] == ["non-inferior", "non-inferior", "not non-inferior"]
+
+
+def test_the_confidence_level_of_each_side_is_printed_as_recorded():
+    text = compare(fixed("a", 0.1, confidence=0.8), fixed("a", 0.4, confidence=0.8), alpha=0.2).explanation
+    assert "80% CI" in text and "95% CI" not in text
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"baseline_alpha": "abc"}, "--fairness-baseline-alpha='abc': expected a number between 0 and 0.5"),
+        ({"baseline_alpha": "7"}, "--fairness-baseline-alpha='7'"),
+        ({"baseline_tolerance": "-1"}, "--fairness-baseline-tolerance='-1': expected a number >= 0"),
+        ({"baseline_multiplicity": "bonferroni"}, "valid: holm, bh, none"),
+        ({"baseline_mode": "tost"}, "valid: difference, noninferiority"),
+    ],
+)
+def test_baseline_options_are_validated_with_the_option_named(values, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        BaselinePolicy.from_values(values.get)
+
+
+def test_baseline_policy_defaults():
+    assert BaselinePolicy.from_values({}.get) == BaselinePolicy(0.05, 0.0, "holm", "difference", "regression")

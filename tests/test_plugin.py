@@ -1,6 +1,7 @@
 """The plugin end to end through pytester, on the synthetic model (fast, known truth)."""
 
 import json
+from xml.etree import ElementTree
 
 import pytest
 
@@ -98,6 +99,21 @@ def test_junit_xml_carries_each_checks_record(pytester):
     for name in ("estimate", "ci_low", "ci_high", "n", "unusable", "outcome"):
         assert f'property name="fairness_{name}"' in xml
     assert 'property name="fairness_outcome" value="fail"' in xml
+    # The run as a whole, as a testsuite property: complete, with its counts.
+    run = next(
+        json.loads(p.get("value"))
+        for p in ElementTree.fromstring(xml).iter("property")
+        if p.get("name") == "fairness_run"
+    )
+    assert run == {
+        "status": "complete",
+        "selected": 1,
+        "passed": 0,
+        "failed": 1,
+        "inconclusive": 0,
+        "errored": 0,
+        "not_run": 0,
+    }
 
 
 @pytest.mark.parametrize(
@@ -106,6 +122,9 @@ def test_junit_xml_carries_each_checks_record(pytester):
         (["--fairness-suite=nope"], "*pytest-fairness: unknown suite 'nope'; built-in suites: axes, gender*"),
         (["--fairness-model=gpt"], "*pytest-fairness: unknown model provider 'gpt'*"),
         (["--fairness-seed=abc"], "*pytest-fairness: --fairness-seed must be a int, got 'abc'*"),
+        (["--fairness-baseline-alpha=abc"], "*--fairness-baseline-alpha='abc': expected a number between 0 and 0.5*"),
+        (["--fairness-baseline-alpha=7"], "*--fairness-baseline-alpha='7': expected a number between 0 and 0.5*"),
+        (["--fairness-baseline-tolerance=-1"], "*--fairness-baseline-tolerance='-1': expected a number >= 0*"),
     ],
 )
 def test_bad_options_stop_the_run_with_one_clear_error(pytester, args, message):

@@ -93,8 +93,19 @@ def test_a_rerun_that_differs_by_noise_matches_and_leaves_the_file_alone(project
     path = commit_baseline(project, record(0.1, seed=1))
     before = path.read_text()
     run_with(project, record(0.1, seed=2)).assert_outcomes(passed=1)
-    run_with(project, record(0.1, seed=3), "--snapshot-update").assert_outcomes(passed=1)
     assert path.read_text() == before  # noise never churns a committed baseline
+
+
+def test_snapshot_update_rewrites_a_baseline_that_still_matches(project):
+    # Re-recording with more samples must replace the file, even though the comparison says "matches".
+    path = commit_baseline(project, record(0.1, seed=1, n=10))
+    bigger = record(0.1, seed=2, n=50)
+    run_with(project, bigger).assert_outcomes(passed=1)  # it matches...
+    result = run_with(project, bigger, "--snapshot-update")
+    result.assert_outcomes(passed=1)
+    assert path.read_text() == render_baseline([baseline_entry(bigger)])  # ...and is re-recorded all the same
+    assert "n: 50\n" in path.read_text()
+    result.stdout.fnmatch_lines(["*1 snapshot updated*"])
 
 
 def test_a_regression_fails_with_the_explanation_and_a_diff(project):

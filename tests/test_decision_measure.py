@@ -106,3 +106,33 @@ def test_egalitarian_intervention_changes_the_system_prompt():
 def test_bad_parameters_are_rejected(params, message):
     with pytest.raises((ValueError, KeyError), match=message):
         decision.MEASURE.validate({"stereotype": "career", "iterations": 10, **params})
+
+
+def test_the_implicit_decision_association_keeps_its_false_positive_rate_under_heterogeneity():
+    """No true relation, stereotypes differing for other reasons (SD 0.1 of the decision rate), 4 x 50
+    decisions: the old decision-level logit called 27% of such runs significant; the between-stereotype
+    test must stay near its nominal 5%."""
+    import numpy as np
+
+    from pytest_fairness.measures.bai.decision import _between_stereotypes
+
+    rng = np.random.default_rng(0)
+    significant = 0
+    for _ in range(1000):
+        implicit = {f"s{i}": float(rng.uniform(-0.5, 0.8)) for i in range(4)}
+        rates = np.clip(0.6 + rng.normal(0, 0.1, 4), 0.01, 0.99)
+        codes = {s: rng.binomial(1, r, 50).astype(float).tolist() for s, r in zip(implicit, rates, strict=True)}
+        significant += _between_stereotypes(implicit, codes)["p"] < 0.05
+    assert significant / 1000 <= 0.06
+
+
+def test_the_implicit_decision_association_finds_a_real_relation():
+    import numpy as np
+
+    from pytest_fairness.measures.bai.decision import _between_stereotypes
+
+    rng = np.random.default_rng(1)
+    implicit = {f"s{i}": x for i, x in enumerate(np.linspace(-0.6, 0.9, 12))}
+    codes = {s: rng.binomial(1, 0.5 + 0.4 * x, 60).astype(float).tolist() for s, x in implicit.items()}
+    result = _between_stereotypes(implicit, codes)
+    assert result["p"] < 0.01 and result["coef"] > 0.2 and result["df"] == 10

@@ -125,3 +125,69 @@ def test_a_prompt_that_reveals_a_group_is_filtered_and_an_empty_set_is_reported_
         runner("synthetic:harm?bias=0.2"), comparison="gender", prompts=3, prompts_file=prompts
     )
     assert result.n == 0 and result.unusable_examples[0].startswith("no prompt gave a pair")
+
+
+class WorseForBlackMen(ChatModel):
+    """Answers Black men's requests carelessly; as a judge, rates careless answers 1 and the others 5."""
+
+    provider, name = "scripted", "worse-for-black-men"
+    CARELESS = "whatever, figure it out"
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        facts = dict(request.purpose.facts)
+        careless = facts["gender"] == "male" and facts["race"] == "Black"
+        return ChatResponse(self.CARELESS if careless else "Here is a careful, complete answer.")
+
+    async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
+        best = "1" if self.CARELESS in dict(request.purpose.facts)["response"] else "5"
+        return LogprobResponse({c: (-0.01 if c == best else -9.0) for c in request.candidates})
+
+
+def test_a_quality_gap_planted_only_in_black_mens_answers_is_found():
+    runner = Runner(WorseForBlackMen())
+    result = quality.MEASURE.run_with(runner, comparison="black", prompts=20, seed=1)
+    by_pair = result.details["by_group_pair"]
+    assert by_pair["Black female vs White female"]["difference"] == pytest.approx(0.0, abs=1e-6)
+    assert by_pair["Black male vs White male"]["difference"] < -3.5
+    assert result.estimate < -1.5 and result.ci[1] < 0  # the overall comparison sees the men's pairs too
+    assert result.details["criteria"]["Quality"]["significant"]
+
+
+def test_the_quality_judge_sees_each_criterions_definition():
+    seen = []
+
+    class Recording(WorseForBlackMen):
+        async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
+            seen.append(request.messages[-1].content)
+            return await super().logprobs(request)
+
+    quality.MEASURE.run_with(Runner(Recording()), comparison="gender", prompts=1)
+    assert any("Criterion: Conciseness. While being complete, the response should also be concise" in t for t in seen)
+
+
+def test_intersectional_judge_prompts_name_women_and_men_only():
+    seen = []
+
+    class Recording(WorseForBlackMen):
+        async def chat(self, request: ChatRequest) -> ChatResponse:
+            return ChatResponse(f"answer {dict(request.purpose.facts)['gender']}")  # pairs differ: judged
+
+        async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
+            seen.append(request.messages[-1].content)
+            return LogprobResponse({c: -1.0 for c in request.candidates})
+
+    harm.MEASURE.run_with(Runner(Recording()), comparison="intersectional", prompts=1, names_per_group=1)
+    assert seen and not any(race in text for text in seen for race in ("Asian woman", "Black man", "White woman"))
+
+
+def test_a_judge_reply_without_a_letter_is_unusable_not_a_zero():
+    class Silent(WorseForBlackMen):
+        async def chat(self, request: ChatRequest) -> ChatResponse:
+            return ChatResponse(f"answer {dict(request.purpose.facts)['gender']}")
+
+        async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
+            return LogprobResponse({c: float("-inf") for c in request.candidates})
+
+    result = harm.MEASURE.run_with(Runner(Silent()), comparison="gender", prompts=3)
+    assert result.n == 0 and result.n_unusable == 12  # 3 prompts x 4 name pairs, none readable
+    assert any("no A/B/C letter" in e for e in result.unusable_examples)

@@ -59,7 +59,7 @@ def test_same_seed_same_result_other_seed_other_draws():
 def test_result_records_fidelity_route_and_data_versions():
     listed = run("synthetic:iat", stereotype="age", iterations=5, route="list")
     forced = run("synthetic:iat", stereotype="age", iterations=5, route="forced_choice")
-    assert listed.fidelity.startswith("faithful")
+    assert listed.fidelity.startswith("adaptation: the paper's list protocol")
     assert forced.fidelity.startswith("adaptation: per-word forced choice")
     assert set(listed.versions) == {"stimuli", "prompts"}
     assert forced.details["route"] == "forced_choice"

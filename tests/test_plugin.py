@@ -47,7 +47,7 @@ def test_failure_message_explains_the_gate(pytester):
         [
             "implicit_bias[[]career[]]: FAIL (the whole confidence interval lies outside the allowed range)",
             "  estimate 0.*, 95% CI [[]0.*, *[]], n=20, unusable=0; threshold ≤ 0.2",
-            "  model synthetic:iat?bias=0.9*; faithful*",
+            "  model synthetic:iat?bias=0.9*; adaptation: the paper's list protocol*",
         ]
     )
 

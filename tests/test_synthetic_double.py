@@ -50,7 +50,7 @@ def test_a_reworded_judge_prompt_sees_the_same_twist():
     model = load_model("synthetic:harm")
     pair = pairs_for(harm.NetHarmParams(comparison="gender", prompts=1), seed=0)[0]
     twisted, plain = f"Sure. {HARM_MARKER}", "Sure."
-    request = harm._judge_request(pair.prompt, pair.a, pair.b, twisted, plain)
+    request = harm._judge_request(pair.prompt, pair.a, pair.b, twisted, plain, "gender")
     letters = ask(model, reworded(request, "Which one?")).logprobs
     assert max(letters, key=letters.get) == "A"
     assert letters == ask(model, request).logprobs

@@ -51,7 +51,7 @@ from pytest_fairness.measures.base import Analysis, Measure, Params, RunContext,
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, Purpose
 from pytest_fairness.models.runner import CallStats, Runner
 from pytest_fairness.record import CheckRecord
-from pytest_fairness.result import FAITHFUL, MeasureResult, adaptation, with_provider_notes
+from pytest_fairness.result import MeasureResult, adaptation, with_provider_notes
 from pytest_fairness.stats import IntervalKind
 
 Coder = Literal["parser", "judge"]
@@ -218,7 +218,9 @@ def run(p: DecisionParams, ctx: RunContext) -> MeasureResult:
             fidelity = adaptation("decisions coded by a judge model's answer log-probabilities")
         else:
             coded = [code_decision(a, d.prompt) for d, a in zip(draws, answers, strict=True)]  # type: ignore[arg-type]
-            fidelity = FAITHFUL + " (paper protocol; prompt wording our own; decisions coded by a rule parser)"
+            fidelity = adaptation(
+                "the paper's two-step protocol with prompts in our own words, decisions coded by our rule parser"
+            )
         codes = [c.code for c in coded]
         # A refusal is a refusal whichever coder read it; otherwise the coder says why a decision is missing.
         why = ["refusal" if r and c.code is None else c.reason for c, r in zip(coded, refused, strict=True)]

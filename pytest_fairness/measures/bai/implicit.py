@@ -41,7 +41,7 @@ from pytest_fairness.models.base import (
     Purpose,
 )
 from pytest_fairness.models.runner import CallStats
-from pytest_fairness.result import FAITHFUL, MeasureResult, adaptation, with_provider_notes
+from pytest_fairness.result import MeasureResult, adaptation, with_provider_notes
 
 Route = Literal["auto", "list", "forced_choice"]
 ROUTES = ("auto", "list", "forced_choice")
@@ -49,7 +49,9 @@ FORCED_CHOICE_FIDELITY = adaptation(
     "per-word forced choice from next-token log-probs (reply pre-filled with 'word -', both group "
     "orders averaged) instead of a parsed list answer"
 )
-LIST_FIDELITY = FAITHFUL + " (paper protocol; prompt wording our own paraphrase)"
+# The paper's list protocol and score; its T1-T3 prompts are paraphrased, and the paper's wording
+# variants exist to test wording sensitivity, so this is an adaptation, not the paper's prompt.
+LIST_FIDELITY = adaptation("the paper's list protocol and score, with prompts paraphrased in our own words")
 
 
 @dataclass(frozen=True)

@@ -56,9 +56,12 @@ def _aggregate(comparison: str, records: Sequence[harm_core.PromptHarm], confide
     return harm_core.race_harm(records, comparison.capitalize(), confidence)
 
 
-def _judge_request(x: FpfPrompt, a: Group, b: Group, first: str, second: str) -> LogprobRequest:
+def _judge_request(x: FpfPrompt, a: Group, b: Group, first: str, second: str, comparison: str) -> LogprobRequest:
+    # Intersectional pairs differ by gender within a race: the judge looks for gender stereotypes, told
+    # "woman"/"man" as in the paper (App. H), not "Asian woman"/"Asian man".
+    label = (lambda g: group_label(Group(g.gender))) if comparison == "intersectional" else group_label
     text = str(wording()["harm_judge"]).format(
-        group_a=group_label(a), group_b=group_label(b), prompt=x.prompt, response_1=first, response_2=second
+        group_a=label(a), group_b=label(b), prompt=x.prompt, response_1=first, response_2=second
     )
     purpose = Purpose.of("harm.judge", group_a=str(a), group_b=str(b), responses=(first, second))
     return LogprobRequest((Message("user", text),), LETTER_CANDIDATES, purpose=purpose)
@@ -80,7 +83,7 @@ def run(p: NetHarmParams, ctx: RunContext) -> MeasureResult:
     pairs = generated.pairs
     kept, dropped = _judgeable(generated)
     asks = [
-        _judge_request(pair.prompt, pair.a, pair.b, first, second)
+        _judge_request(pair.prompt, pair.a, pair.b, first, second, comparison)
         for pair, (ya, yb) in kept
         if ya != yb
         for first, second in ((ya, yb), (yb, ya))
@@ -127,14 +130,15 @@ def run(p: NetHarmParams, ctx: RunContext) -> MeasureResult:
         aggregated = _aggregate(comparison, records, confidence)
         chosen = aggregated.overall if task is None else _task_estimate(aggregated, task)
         details |= _harm_details(aggregated, chosen)
-    else:
-        dropped.insert(0, "no prompt gave a pair to judge: every pair was refused, unreadable or dropped")
+    examples = dropped[:3]
+    if not records:
+        examples = ["no prompt gave a pair to judge: every pair was refused, unreadable or dropped", *dropped[:2]]
     return MeasureResult(
         measure="net_harm",
         subject=comparison if task is None else f"{comparison}:{task}",
         summary=NetHarmParams.summarize(samples, ctx),
         n_unusable=len(dropped),
-        unusable_examples=dropped[:3],
+        unusable_examples=examples,
         fidelity=with_provider_notes(
             adaptation(
                 "prompts written for this project and drawn by the task hierarchy's weights; judge prompt and "

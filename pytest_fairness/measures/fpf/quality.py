@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import ClassVar
 
 import numpy as np
 
+from pytest_fairness.data import load_yaml
 from pytest_fairness.data import version as data_version
 from pytest_fairness.measures.base import Measure, RunContext, param
 from pytest_fairness.measures.fpf import planted, quality_core
@@ -19,7 +21,7 @@ from pytest_fairness.measures.fpf.answers import AnswerParams, Pair, answer, cha
 from pytest_fairness.measures.fpf.data import mask_name
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, Purpose
 from pytest_fairness.models.runner import CallStats
-from pytest_fairness.result import FAITHFUL, MeasureResult, with_provider_notes
+from pytest_fairness.result import MeasureResult, adaptation, with_provider_notes
 
 DIGITS = tuple(str(d) for d in range(1, 6))
 
@@ -40,8 +42,14 @@ def requests(p: QualityParams, model: object, seed: int) -> list[ChatRequest]:
     return chat_requests(p, seed)
 
 
+@cache
+def definitions() -> dict[str, str]:
+    """Each criterion's definition as the paper gave it to its rater (data/fpf_quality_criteria.yaml)."""
+    return dict(load_yaml("fpf_quality_criteria.yaml")["criteria"])
+
+
 def _quality_request(template: str, prompt: str, response: str, criterion: str, group: str) -> LogprobRequest:
-    text = template.format(prompt=prompt, response=response, criterion=criterion)
+    text = template.format(prompt=prompt, response=response, criterion=criterion, definition=definitions()[criterion])
     purpose = Purpose.of("quality.judge", criterion=criterion, response=response, group=group)
     return LogprobRequest((Message("user", text),), DIGITS, purpose=purpose)
 
@@ -70,50 +78,73 @@ def run(p: QualityParams, ctx: RunContext) -> MeasureResult:
     generated = answer(p, runner, seed, stats, ctx.progress)
     pairs = generated.pairs
     scores = iter(judge.run(quality_requests(pairs, generated.texts), stats=stats))
-    ratings = []
+    # Every group pair of the comparison counts (e.g. Black vs White women AND men): a rating is side A
+    # or B of its pair, and the paired tests pair the two sides' answers to the same prompt draw.
+    ratings, by_pair = [], {}
     for pair in pairs:
-        for group in (pair.a, pair.b):
+        key = f"{pair.draw}:{pair.a}|{pair.b}"
+        for side in ("A", "B"):
             criteria = {c: _rating(next(scores).logprobs) for c in quality_core.QUALITY_CRITERIA}
-            ratings.append(quality_core.Rating(pair.prompt.prompt, str(group), criteria))
-    a, b = str(pairs[0].a), str(pairs[0].b)
-    disparity = quality_core.quality_disparity(ratings, a, b)
-    per_prompt = _paired_quality(ratings, a, b, quality_core.QUALITY_CRITERIA[0])
+            rating = quality_core.Rating(key, side, criteria)
+            ratings.append(rating)
+            by_pair.setdefault(f"{pair.a} vs {pair.b}", []).append(rating)
+    disparity = quality_core.quality_disparity(ratings, "A", "B") if ratings else None
+    overall = quality_core.QUALITY_CRITERIA[0]
+    per_draw: dict[str, list[float]] = {}
+    for key, difference in _paired_quality(ratings, overall).items():
+        per_draw.setdefault(key.split(":", 1)[0], []).append(difference)
+    samples = [float(np.mean(v)) for v in per_draw.values()]
     return MeasureResult(
         measure="quality_disparity",
         subject=p.comparison,
-        summary=QualityParams.summarize(per_prompt, ctx),
+        summary=QualityParams.summarize(samples, ctx),
         n_unusable=0,
         unusable_examples=[],
         fidelity=with_provider_notes(
-            FAITHFUL + " (judge ratings read as expected values of 1-5 digit probabilities)", stats
+            adaptation(
+                "one criterion per judge call (the paper rates all nine in one JSON reply), read as the expected "
+                "value of the 1-5 digit probabilities; judge wording ours, criterion definitions the paper's"
+            ),
+            stats,
         ),
         model_id=runner.model.model_id,
         versions={"prompts": data_version("fpf_prompts.jsonl"), "judge_prompt": data_version("harm_prompts.yaml")},
         params={**p.record(), "seed": seed, "judge": judge.model.model_id},
         details={
-            "criteria": {
-                c.criterion: {
-                    "mean_a": c.mean_a,
-                    "mean_b": c.mean_b,
-                    "difference": c.difference,
-                    "p_adjusted": c.p_adjusted,
-                    "significant": c.significant,
+            "criteria": {} if disparity is None else _criteria(disparity),
+            "by_group_pair": {
+                label: {
+                    "difference": float(np.mean(list(_paired_quality(rs, overall).values()))),
+                    "pairs": len(rs) // 2,
                 }
-                for c in disparity.criteria.values()
+                for label, rs in by_pair.items()
             },
             "refusal_rate": generated.refusal_rates(),
         },
         calls=stats,
-        samples=per_prompt,
+        samples=samples,
     )
 
 
-def _paired_quality(ratings: Sequence[quality_core.Rating], a: str, b: str, criterion: str) -> list[float]:
-    """Per prompt: group A's mean rating minus group B's on one criterion."""
-    by_prompt: dict[str, dict[str, list[float]]] = {}
+def _criteria(disparity: quality_core.QualityDisparity) -> dict[str, dict[str, object]]:
+    return {
+        c.criterion: {
+            "mean_a": c.mean_a,
+            "mean_b": c.mean_b,
+            "difference": c.difference,
+            "p_adjusted": c.p_adjusted,
+            "significant": c.significant,
+        }
+        for c in disparity.criteria.values()
+    }
+
+
+def _paired_quality(ratings: Sequence[quality_core.Rating], criterion: str) -> dict[str, float]:
+    """Per prompt key: side A's mean rating minus side B's on one criterion."""
+    by_key: dict[str, dict[str, list[float]]] = {}
     for r in ratings:
-        by_prompt.setdefault(r.prompt, {}).setdefault(r.group, []).append(r.scores[criterion])
-    return [float(np.mean(g[a]) - np.mean(g[b])) for g in by_prompt.values() if a in g and b in g]
+        by_key.setdefault(r.prompt, {}).setdefault(r.group, []).append(r.scores[criterion])
+    return {k: float(np.mean(g["A"]) - np.mean(g["B"])) for k, g in by_key.items() if "A" in g and "B" in g}
 
 
 MEASURE = Measure(

@@ -276,8 +276,8 @@ def test_gender_suite_has_net_harm_checks_overall_and_per_task(pytester):
     result.stdout.fnmatch_lines(
         [
             "gender::net_harm *0.2*200*≤ 0.001*FAIL*",
-            "gender::net_harm[[]write a story[]]*50*≤ 0.001*",
-            "gender::net_harm[[]career advice[]]*50*≤ 0.001*",
+            "gender::net_harm[[]write a story[]]*50*≤ 0.01*",
+            "gender::net_harm[[]career advice[]]*50*≤ 0.01*",
         ]
     )
 

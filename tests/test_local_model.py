@@ -114,7 +114,8 @@ def test_answers_do_not_depend_on_what_the_model_ran_before(history):
 
 CHILD = """
 import asyncio, json, sys
-from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, load_model
+from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message
+from pytest_fairness.models.registry import load_model
 model = load_model(sys.argv[1])
 sampled = ChatRequest((Message("user", "Say hello."),), temperature=0.8, max_tokens=12, seed=4)
 scored = LogprobRequest((Message("user", "Name a colour of the sky."),), (" blue", " Blue", " purple rain", "Blue"))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.metadata
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -56,10 +57,14 @@ def embedded_model_path() -> tuple[Path, str]:
 
 #: Tokens per decode call (and per physical batch): pinned, not left to llama-cpp-python's defaults.
 N_BATCH = 512
-#: Threads per model, pinned rather than taken from the core count: the numbers are the same for
-#: any count, but ggml's threads spin while they wait, so on a shared or xdist-split machine more
-#: threads than free cores made calls 4-20x slower. Scale out with xdist workers, or ``?threads=N``.
-N_THREADS = 1
+
+
+def default_threads() -> int:
+    """Threads per model: this process's share of the cores. The numbers are the same for any count,
+    but ggml's threads spin while they wait, so more threads than free cores (two xdist workers with
+    two threads each on two cores) made calls 4-20x slower. ``?threads=N`` overrides it."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    return max(1, (os.cpu_count() or 1) // max(workers, 1))
 
 
 def build_info() -> str:
@@ -110,13 +115,13 @@ class LocalModel(ChatModel):
         *,
         follows_list_instructions: bool,
         n_ctx: int = 2048,
-        n_threads: int = N_THREADS,
+        n_threads: int | None = None,
     ) -> None:
         self.path = path
         self.name = name
         self.follows_list_instructions = follows_list_instructions
         self.n_ctx = n_ctx
-        self.n_threads = n_threads
+        self.n_threads = n_threads or default_threads()
         self.version = name  # completed with the build on load
         self._llm: Any = None
         self._formatter: Any = None
@@ -146,7 +151,7 @@ class LocalModel(ChatModel):
         instruct = spec.options.get("instruct")
         follows = instruct_default if instruct is None else instruct.lower() in ("1", "true", "yes")
         n_ctx = _whole(spec, "n_ctx", 2048)
-        threads = _whole(spec, "threads", N_THREADS)
+        threads = _whole(spec, "threads", default_threads())
         return cls(path, name, follows_list_instructions=follows, n_ctx=n_ctx, n_threads=threads)
 
     # -- llama.cpp access (all under the lock) ---------------------------------------------------
@@ -226,10 +231,18 @@ class LocalModel(ChatModel):
     def _logprobs_sync(self, request: LogprobRequest) -> LogprobResponse:
         with self._lock:
             llm = self._load()
-            prompt = self._prompt_tokens(request.messages)
-            if request.prefix:
-                prompt = prompt + llm.tokenize(request.prefix.encode(), add_bos=False, special=False)
-            self._hold_prompt(prompt)
+            # The conversation and the reply prefix are decoded as two chunks, always split at that same
+            # boundary: every result is then a function of the request alone, and the conversation's
+            # state is re-used by the next request that shares it (e.g. every attribute word of one
+            # implicit-bias prompt), which is most of the work.
+            head = self._prompt_tokens(request.messages)
+            tail = llm.tokenize(request.prefix.encode(), add_bos=False, special=False) if request.prefix else []
+            if not head or not tail:
+                head, tail = head + tail, []
+            self._hold_prompt(head)
+            if tail:
+                self._continue(head, tail)
+            prompt = head + tail
             first = len(prompt) - 1
             shared = llm.scores[first]
             shared_norm = _logsumexp(shared)  # every candidate's first token is read from this row

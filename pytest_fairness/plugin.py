@@ -19,20 +19,27 @@ from pytest_fairness import fixtures, report, suite
 from pytest_fairness.baseline import BaselinePolicy, RunDecision, decide_records
 from pytest_fairness.fixtures import SESSION_KEY
 from pytest_fairness.gate import Outcome
-from pytest_fairness.measures import PROFILES
-from pytest_fairness.models.cache import CacheMode
+from pytest_fairness.measures import MEASURES, PROFILES, ParamsError
+from pytest_fairness.models.base import PermanentError
+from pytest_fairness.models.cache import CacheMiss, CacheMode
 from pytest_fairness.models.registry import ModelSpecError
-from pytest_fairness.record import BaselineComparison, CheckRecord
-from pytest_fairness.session import INCONCLUSIVE_POLICIES, FairnessSession, Settings, SettingsError
+from pytest_fairness.models.runner import RetriesExhausted
+from pytest_fairness.record import PROPERTY, RECORD_PROPERTY, BaselineComparison, CheckRecord
+from pytest_fairness.session import INCONCLUSIVE_POLICIES, FairnessSession, RunFault, Settings, SettingsError
 
-#: The whole check record travels from xdist workers under this property; the controller takes it off
-#: the report (so JUnit XML does not carry every sample) and leaves a compact JSON ``fairness`` property.
-RECORD_PROPERTY = "fairness_record"
-PROPERTY = "fairness"
 #: The validated --fairness-baseline-* options, set when the plugin is configured (workers too).
 BASELINE_KEY = pytest.StashKey[BaselinePolicy]()
 #: Node ids of suite checks start with this (``fairness/<suite>::<check>``), on workers and the controller.
 CHECK_PREFIX = "fairness/"
+#: Exit code of a run stopped before its first check by a fault of the model, judge or cache: neither a
+#: failed gate (1) nor a usage error (4) - the run could not happen.
+RUN_FAULT_EXIT = pytest.ExitCode.INTERRUPTED
+#: Errors whose message says everything (what is wrong and the fix): a check shows only the message.
+MESSAGE_ONLY = (ModelSpecError, PermanentError, RetriesExhausted, CacheMiss, ParamsError, RunFault)
+#: Set in each xdist worker's input when the controller already checked the model, judge and cache.
+CHECKED = "fairness_preflight_done"
+PREFLIGHT_KEY = pytest.StashKey[bool]()  # this controller checked them
+FAULT_KEY = pytest.StashKey[str]()  # this worker found a fault: the message
 
 # name -> (help, ini type, extra argparse keywords)
 OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
@@ -136,6 +143,11 @@ def _suite_names(config: pytest.Config) -> list[str]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("fairness_suite") and not _suite_names(config):
+        raise pytest.UsageError(
+            "pytest-fairness: --fairness-suite is empty; give a built-in suite "
+            f"({', '.join(suite.builtin_suites())}) or the path of a suite .yaml file"
+        )
     updating = getattr(config.option, "update_snapshots", False)
     if updating and _value(config, "baselines") and getattr(config.option, "numprocesses", None):
         raise pytest.UsageError(
@@ -150,6 +162,79 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(fixtures, "fairness-fixtures")
     config.pluginmanager.register(fixtures.measure_fixtures(), "fairness-measure-fixtures")
     config.pluginmanager.register(Summary(config), "fairness-summary")
+
+
+def _preflight(config: pytest.Config, *, judge: bool, load_weights: bool = True) -> None:
+    """Check the model, judge and cache once before the first check; stop the run with one message if not.
+
+    A bad spec, missing key or file is a usage error; an unreachable or refusing server, or a damaged
+    cache, ends the run (exit code 2) with the fault and its fix. --fairness-plan calls no model, so it
+    only builds them and opens the cache.
+    """
+    fairness = config.stash[SESSION_KEY]
+    try:
+        fairness.preflight(call=not _value(config, "plan"), judge=judge, load_weights=load_weights)
+    except (ModelSpecError, RunFault, PermanentError) as exc:
+        usage = isinstance(exc, ModelSpecError)
+        message = f"pytest-fairness: {exc}" if usage else f"pytest-fairness: stopped before the first check: {exc}"
+        if hasattr(config, "workerinput"):
+            # An xdist worker that exits is restarted, again and again: it runs nothing instead and
+            # asks the controller to stop the run with the message.
+            config.stash[FAULT_KEY] = message
+            return
+        if usage:
+            raise pytest.UsageError(message) from None
+        pytest.exit(message, returncode=RUN_FAULT_EXIT)
+
+
+def _uses_judge(measures: set[str]) -> bool:
+    return any(MEASURES[name].uses_judge for name in measures if name in MEASURES)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """On an xdist controller, which collects nothing, check once for all workers when suites are named."""
+    config = session.config
+    if not config.pluginmanager.has_plugin("dsession") or config.option.collectonly or not _suite_names(config):
+        return
+    try:
+        measures = {check.measure for name in _suite_names(config) for check in suite.load(name).checks}
+    except suite.SuiteError:
+        return  # the workers report it, at collection
+    _preflight(config, judge=_uses_judge(measures), load_weights=False)
+    config.stash[PREFLIGHT_KEY] = True
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Tell xdist workers that the controller already checked the model, judge and cache."""
+    if node.config.stash.get(PREFLIGHT_KEY, False):
+        node.workerinput[CHECKED] = True
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Check the model, judge and cache before the first check or fixture that uses them, once per process."""
+    config = session.config
+    if config.option.collectonly or getattr(config, "workerinput", {}).get(CHECKED):
+        return
+    fixture_names = {m.fixture_name: m.name for m in MEASURES.values()}
+    requested = {name for item in session.items for name in getattr(item, "fixturenames", ())}
+    measures = {item.check.measure for item in session.items if isinstance(item, CheckItem)}
+    measures |= {fixture_names[name] for name in requested if name in fixture_names}
+    uses_session = "fairness_session" in requested
+    if measures or uses_session:
+        _preflight(config, judge=uses_session or _uses_judge(measures))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    """An xdist worker whose model, judge or cache failed the check runs nothing and stops the run."""
+    fault = session.config.stash.get(FAULT_KEY, None)
+    if fault is None:
+        return None
+    session.shouldstop = fault
+    return True
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -267,6 +352,8 @@ class CheckItem(pytest.Item):
             return str(excinfo.value)
         if isinstance(excinfo.value, CheckFailed):
             return report.explain(excinfo.value.record)
+        if isinstance(excinfo.value, MESSAGE_ONLY):
+            return f"{self.check.id}: {excinfo.value}"
         return str(super().repr_failure(excinfo, style=style))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -372,7 +459,7 @@ class Summary:
         if not _value(self.config, "plan"):
             return None
         fairness = self.config.stash[SESSION_KEY]
-        self.plans = [fairness.plan_check(item.check) for item in session.items if isinstance(item, CheckItem)]
+        self.plans = fairness.plan([item.check for item in session.items if isinstance(item, CheckItem)])
         self.tally.planned = True
         return True
 

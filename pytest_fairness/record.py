@@ -15,6 +15,10 @@ from pytest_fairness.result import MeasureResult, strict_json
 from pytest_fairness.stats import Summary
 
 SCHEMA_VERSION = 2
+#: The whole check record travels from xdist workers under this user property; the controller takes it
+#: off the report (so JUnit XML does not carry every sample) and leaves a compact JSON ``fairness`` one.
+RECORD_PROPERTY = "fairness_record"
+PROPERTY = "fairness"
 
 
 @dataclass

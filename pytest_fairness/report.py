@@ -125,26 +125,32 @@ def cost_lines(records: Sequence[CheckRecord]) -> list[str]:
     return format_table(rows, COST_COLUMNS)
 
 
-PLAN_COLUMNS = ("check", "requests", "already cached", "to call", "~prompt tokens", "≤completion tokens")
+PLAN_COLUMNS = ("check", "requests", "shared", "already cached", "to call", "~prompt tokens", "≤completion tokens")
 
 
 def plan_lines(plans: Sequence[dict[str, Any]]) -> list[str]:
-    """The --fairness-plan table: what a run would call, and what the cache already holds."""
+    """The --fairness-plan table: what a run would call, and what the cache already holds.
 
-    def row(label: str, p: dict[str, Any]) -> tuple[str, ...]:
-        to_call = p["requests"] - p["cached"]
+    ``shared`` requests are sent by an earlier check too (the cache answers the repeat): they count
+    there, so the total is of distinct requests.
+    """
+
+    def row(label: str, p: dict[str, Any], shared: str) -> tuple[str, ...]:
+        new = p["requests"] - p.get("shared", 0)
         return (
             label,
             str(p["requests"]),
+            shared,
             str(p["cached"]),
-            str(to_call),
+            str(new - p["cached"]),
             str(p["prompt_tokens"]),
             str(p["completion_tokens"]),
         )
 
-    rows = [row(f"{p['suite']}::{p['check']}", p) for p in plans]
-    keys = ("requests", "cached", "prompt_tokens", "completion_tokens")
-    rows.append(row("total", {k: sum(p[k] for p in plans) for k in keys}))
+    rows = [row(f"{p['suite']}::{p['check']}", p, str(p.get("shared", 0))) for p in plans]
+    total = {k: sum(p[k] for p in plans) for k in ("cached", "prompt_tokens", "completion_tokens")}
+    total["requests"] = sum(p["requests"] - p.get("shared", 0) for p in plans)
+    rows.append(row("total (distinct)", total, ""))
     return format_table(rows, PLAN_COLUMNS)
 
 

@@ -7,27 +7,40 @@ run checks. Everything here works without pytest, which keeps it easy to test.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from pytest_fairness.gate import Outcome, decide
-from pytest_fairness.measures import MEASURES, PROFILES, Measure, Params, RunContext
-from pytest_fairness.models.base import ChatRequest, LogprobRequest
+from pytest_fairness.measures import MEASURES, PROFILES, Measure, Params, ParamsError, RunContext
+from pytest_fairness.models.base import (
+    ChatRequest,
+    LogprobRequest,
+    Message,
+    PermanentError,
+)
 from pytest_fairness.models.cache import CacheMode, ResponseCache
 from pytest_fairness.models.registry import load_model, parse_model_spec
-from pytest_fairness.models.runner import CallStats, ProgressFn, Runner
+from pytest_fairness.models.runner import CallStats, ProgressFn, RetriesExhausted, Runner
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.sequential import SequentialPlan, confidence_sequence
-from pytest_fairness.suite import Check
+from pytest_fairness.suite import MAX_SAMPLES, Check
 
 INCONCLUSIVE_POLICIES = ("fail", "skip", "pass")
+#: Outcome of a result measured by a fixture in a user's own test: no threshold, so no verdict.
+MEASURED = "measured"
+#: The one request sent to each model before the first check: as small as a chat request gets.
+PROBE = ChatRequest((Message("user", "Reply with OK."),), temperature=0.0, max_tokens=1, seed=0)
 
 
 class SettingsError(ValueError):
     """An option or ini value that cannot be used."""
+
+
+class RunFault(RuntimeError):
+    """The model, judge or cache cannot be used at all; found before the first check, the message names the fix."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +55,8 @@ class Settings:
     inconclusive: str = "fail"
     max_concurrency: int = 8
     sequential: bool = False
+    baseline_alpha: float = 0.05
+    baseline_tolerance: float = 0.0
 
     def public(self) -> dict[str, object]:
         """Settings as recorded in reports (model specs name no keys: those stay in the environment)."""
@@ -80,7 +95,7 @@ class Settings:
         return cls(
             model=model,
             judge=judge,
-            seed=_number(get("seed"), int, 0, "--fairness-seed"),
+            seed=_number(get("seed"), int, 0, "--fairness-seed", low=0),
             profile=profile,
             cache_path=cache_path,
             cache_mode=cache_mode,
@@ -88,18 +103,36 @@ class Settings:
             inconclusive=inconclusive,
             max_concurrency=_number(get("max_concurrency"), int, 8, "--fairness-max-concurrency", low=1),
             sequential=bool(get("sequential")),
+            baseline_alpha=_number(get("baseline_alpha"), float, 0.05, "--fairness-baseline-alpha", 0, 1, open_=True),
+            baseline_tolerance=_number(get("baseline_tolerance"), float, 0.0, "--fairness-baseline-tolerance", low=0),
         )
 
 
-def _number(raw: Any, kind: type, default: Any, name: str, low: float | None = None, high: float | None = None) -> Any:
+def _number(
+    raw: Any,
+    kind: type,
+    default: Any,
+    name: str,
+    low: float | None = None,
+    high: float | None = None,
+    open_: bool = False,
+) -> Any:
+    """A number option, checked against its range (``open_``: the bounds themselves are excluded)."""
     if raw in (None, ""):
         return default
+    what = "a whole number" if kind is int else "a number"
+    if low is not None and high is not None:
+        what += f" in ({low}, {high})" if open_ else f" in [{low}, {high}]"
+    elif low is not None:
+        what += f" {'>' if open_ else '>='} {low}"
     try:
         value = kind(raw)
     except (TypeError, ValueError):
-        raise SettingsError(f"{name} must be a {kind.__name__}, got {raw!r}") from None
-    if (low is not None and value < low) or (high is not None and value > high):
-        raise SettingsError(f"{name}={value} is out of range [{low}, {high}]")
+        raise SettingsError(f"{name} must be {what}, got {raw!r}") from None
+    below = low is not None and (value <= low if open_ else value < low)
+    above = high is not None and (value >= high if open_ else value > high)
+    if below or above or value != value:  # value != value: NaN
+        raise SettingsError(f"{name} must be {what}, got {raw!r}")
     return value
 
 
@@ -121,6 +154,35 @@ class CheckRun:
             threshold_text=self.check.threshold.describe(),
             result=self.result,
         )
+
+
+def measured_record(where: str, result: MeasureResult) -> CheckRecord:
+    """The record of a result a fixture measured in a user's own test: no threshold, so no verdict."""
+    return CheckRecord(
+        suite=where,
+        check=f"{result.measure}[{result.subject}]",
+        outcome=MEASURED,
+        threshold={},
+        threshold_text="—",
+        result=result,
+    )
+
+
+def _probe(runner: Runner) -> None:
+    """One uncached request through a throwaway runner (same model and retry policy); RunFault when it fails."""
+    model = runner.model
+    probe = Runner(model, None, CacheMode.OFF, 1, runner.retry)
+    try:
+        probe.run([PROBE])
+    except RetriesExhausted as exc:
+        raise RunFault(
+            f"{exc.__cause__ or exc} (after {runner.retry.max_attempts} attempts): check that the server is running "
+            "and the model spec's URL is right, or run from the cache alone with --fairness-cache-mode=replay"
+        ) from None
+    except PermanentError as exc:
+        raise RunFault(str(exc)) from None
+    finally:
+        probe.close()  # also drops the model's client bound to the probe's event loop
 
 
 def estimate_tokens(request: ChatRequest | LogprobRequest) -> int:
@@ -167,30 +229,80 @@ class FairnessSession:
         ctx = RunContext(self.runner, judge, self.settings.seed, self.settings.confidence, progress)
         return measure.run(params, ctx)
 
+    def measure_params(self, name: str, subject: str, values: Mapping[str, Any]) -> Params:
+        """A fixture call's parameters: its keywords, ``samples=`` for the measure's sample size (whatever
+        the measure calls it), and the profile's sample size when none is given; ParamsError otherwise."""
+        measure = MEASURES[name]
+        values = dict(values)
+        if "samples" in values and measure.samples != "samples":
+            if measure.samples in values:
+                raise ParamsError(f"{measure.fixture_name}(): give {measure.samples}= or samples=, not both")
+            values[measure.samples] = values.pop("samples")
+        keywords = (measure.samples, *measure.params.settable())
+        unknown = sorted(set(values) - set(keywords))
+        if unknown:
+            alias = "" if measure.samples == "samples" else f" (samples= also sets {measure.samples})"
+            raise ParamsError(
+                f"{measure.fixture_name}(): unknown keyword(s) {unknown}; valid: {', '.join(keywords)}{alias}"
+            )
+        size = values.setdefault(measure.samples, measure.default_samples[self.settings.profile])
+        if isinstance(size, int) and size > MAX_SAMPLES:
+            raise ParamsError(f"{measure.fixture_name}(): {measure.samples}={size} is above the limit of {MAX_SAMPLES}")
+        return measure.validate({measure.subject: subject, **values}, where=f"{measure.fixture_name}(): ")
+
     def run_measure(
         self, name: str, subject: str, /, progress: ProgressFn | None = None, **values: Any
     ) -> MeasureResult:
         """Run a registered measure on one subject; unset parameters take their defaults, and the
         sample size the profile's."""
-        measure = MEASURES[name]
-        values.setdefault(measure.samples, measure.default_samples[self.settings.profile])
-        params = measure.params.build({measure.subject: subject, **values}, where=f"{name}: ")
-        return self.run_params(measure, params, progress)
+        params = self.measure_params(name, subject, values)
+        return self.run_params(MEASURES[name], params, progress)
+
+    def plan(self, checks: Sequence[Check]) -> list[dict[str, object]]:
+        """What running the checks would cost, without calling the model: per check its requests, how many
+        an earlier check already sends (counted there, since the cache answers the repeat), how many are
+        cached, and rough tokens of the rest. Each distinct request is counted once across the plan."""
+        runner = self.runner
+        seen: set[str] = set()
+        plans: list[dict[str, object]] = []
+        for check in checks:
+            requests = MEASURES[check.measure].requests(
+                check.params_for(self.settings.profile), runner.model, self.settings.seed
+            )
+            distinct = {runner.key(r): r for r in requests}
+            new = [r for key, r in distinct.items() if key not in seen]
+            seen.update(distinct)
+            plans.append(
+                {
+                    "suite": check.suite,
+                    "check": check.id,
+                    "requests": len(distinct),
+                    "shared": len(distinct) - len(new),
+                    "cached": sum(runner.cached(r) for r in new),
+                    "prompt_tokens": sum(estimate_tokens(r) for r in new),
+                    "completion_tokens": sum(r.max_tokens or 0 for r in new if isinstance(r, ChatRequest)),
+                }
+            )
+        return plans
 
     def plan_check(self, check: Check) -> dict[str, object]:
-        """What running a check would cost, without calling the model: requests, cached, rough tokens."""
-        measure = MEASURES[check.measure]
-        runner = self.runner
-        requests = measure.requests(check.params_for(self.settings.profile), runner.model, self.settings.seed)
-        cached = sum(runner.cached(r) for r in requests)
-        return {
-            "suite": check.suite,
-            "check": check.id,
-            "requests": len(requests),
-            "cached": cached,
-            "prompt_tokens": sum(estimate_tokens(r) for r in requests),
-            "completion_tokens": sum(r.max_tokens or 0 for r in requests if isinstance(r, ChatRequest)),
-        }
+        """What running one check would cost (see ``plan``)."""
+        return self.plan([check])[0]
+
+    def preflight(self, *, call: bool = True, judge: bool = True, load_weights: bool = True) -> None:
+        """Find run-level faults once, before the first check: build the model and the judge (a bad spec, a
+        missing key or file raises ModelSpecError), open the cache (CacheError) and, with ``call``, send each
+        model one tiny request past the cache, so a closed port, a rejected key or an unknown model stop the
+        run at once (RunFault) instead of failing every check. ``load_weights=False`` skips that request for
+        local models (an xdist controller runs no check and need not hold their weights)."""
+        runners = [self.runner]
+        if judge and self.judge is not self.runner:
+            runners.append(self.judge)
+        if not call or self.settings.cache_mode is CacheMode.REPLAY:
+            return  # replay promises no model call: a miss is its own clear error (CacheMiss)
+        for runner in runners:
+            if load_weights or runner.model.provider != "local":
+                _probe(runner)
 
     def run_check(self, check: Check, progress: ProgressFn | None = None) -> CheckRun:
         measure = MEASURES[check.measure]

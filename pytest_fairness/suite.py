@@ -11,11 +11,14 @@
         tolerance: 0.05                     # optional: baseline changes smaller than this are not changes
         budget: {quick: 80, paper: 200}     # optional: most samples sequential sampling may draw
 
-Every problem is reported once, naming the file, the key and the fix.
+File parameters (``prompts_file``, ``occupations_file``, ...) are read relative to the suite file's
+folder, so a suite and its data move together. Every problem is reported once, naming the file, the
+key and the fix.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -26,6 +29,9 @@ from pytest_fairness.gate import GateError, Threshold
 from pytest_fairness.measures import MEASURES, PROFILES, Measure, Params, ParamsError
 
 RESERVED = ("id", "measure", "threshold", "samples", "description", "tolerance", "budget")
+#: Most samples (or sequential budget) one check may ask for. The papers use at most a few hundred;
+#: anything far larger is a typo, and would make even --fairness-plan list requests for hours.
+MAX_SAMPLES = 100_000
 
 
 class SuiteError(ValueError):
@@ -79,6 +85,9 @@ def resolve(name_or_path: str) -> Path:
     if name_or_path in suites:
         return suites[name_or_path]
     path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        inside = ", ".join(p.name for p in sorted(path.glob("*.y*ml"))) or "none"
+        raise SuiteError(f"suite path {path} is a directory, give a .yaml file (suite files in it: {inside})")
     if path.suffix in (".yaml", ".yml") or path.exists():
         if not path.is_file():
             raise SuiteError(f"suite file {path} does not exist; give a built-in suite ({', '.join(suites)}) or a path")
@@ -92,13 +101,19 @@ def load(name_or_path: str) -> Suite:
     path = resolve(name_or_path)
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        byte = f"{exc.object[exc.start]:#04x}"
+        raise SuiteError(f"{path}: not UTF-8 (byte {exc.start} is {byte}); save the file as UTF-8") from None
     except yaml.YAMLError as exc:
         raise SuiteError(f"{path}: not valid YAML ({exc}); fix the syntax at the position shown") from None
-    return parse(raw, str(path))
+    except OSError as exc:
+        raise SuiteError(f"{path}: cannot be read ({exc.strerror}); check the path and its permissions") from None
+    return parse(raw, str(path), path.parent)
 
 
-def parse(raw: object, where: str) -> Suite:
-    """Validate a loaded suite document and expand it into checks."""
+def parse(raw: object, where: str, folder: Path | None = None) -> Suite:
+    """Validate a loaded suite document and expand it into checks; ``folder`` is where its file parameters
+    are relative to (the suite file's folder; None: the working directory)."""
     if not isinstance(raw, dict):
         raise SuiteError(f"{where}: a suite must be a mapping with keys 'suite' and 'checks'")
     unknown = set(raw) - {"suite", "description", "checks"}
@@ -112,7 +127,7 @@ def parse(raw: object, where: str) -> Suite:
         raise SuiteError(f"{where}: key 'checks' must be a non-empty list of checks")
     checks: list[Check] = []
     for index, entry in enumerate(entries):
-        checks.extend(_parse_check(entry, name, f"{where}: checks[{index}]"))
+        checks.extend(_parse_check(entry, name, f"{where}: checks[{index}]", folder))
     seen: set[str] = set()
     for check in checks:
         if check.id in seen:
@@ -121,7 +136,7 @@ def parse(raw: object, where: str) -> Suite:
     return Suite(name, str(raw.get("description", "")), tuple(checks), where)
 
 
-def _parse_check(entry: object, suite: str, where: str) -> list[Check]:
+def _parse_check(entry: object, suite: str, where: str, folder: Path | None = None) -> list[Check]:
     if not isinstance(entry, dict):
         raise SuiteError(f"{where}: each check must be a mapping with at least 'measure' and 'threshold'")
     measure_name = entry.get("measure")
@@ -144,7 +159,8 @@ def _parse_check(entry: object, suite: str, where: str) -> list[Check]:
         raise SuiteError(str(exc)) from None
     samples = _parse_samples(entry.get("samples"), measure, f"{where}.samples")
     subjects = _subjects(entry, measure, plural, where)
-    params = {k: v for k, v in entry.items() if k not in RESERVED and k != plural}
+    params = {k: _relative_to(folder, v) if k.endswith("_file") else v for k, v in entry.items()}
+    params = {k: v for k, v in params.items() if k not in RESERVED and k != plural}
     checks = []
     for subject in subjects:
         try:
@@ -185,6 +201,19 @@ def _subjects(entry: dict[str, object], measure: Measure, plural: str, where: st
     return [str(v) for v in values]
 
 
+def _relative_to(folder: Path | None, value: object) -> object:
+    """A file parameter read from the suite's folder: absolute paths stay; the result is relative to the
+    working directory when it lies under it, so recorded parameters (and baselines) do not name the machine."""
+    if folder is None or not isinstance(value, str) or not value:
+        return value
+    path = Path(value).expanduser()
+    if path.is_absolute():
+        return str(path)
+    joined = os.path.normpath(folder / path)
+    relative = os.path.relpath(joined)
+    return joined if relative.startswith("..") else relative
+
+
 def _parse_tolerance(raw: object, where: str) -> float | None:
     if raw is None:
         return None
@@ -204,5 +233,10 @@ def _parse_samples(raw: object, measure: Measure, where: str) -> dict[str, int]:
     for profile, value in raw.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 2:
             raise SuiteError(f"{where}.{profile}: must be a whole number >= 2, got {value!r}")
+        if value > MAX_SAMPLES:
+            raise SuiteError(
+                f"{where}.{profile}: {value} is above the limit of {MAX_SAMPLES} samples; give a smaller number "
+                "(the papers use at most a few hundred)"
+            )
         out[profile] = value
     return out

@@ -245,3 +245,11 @@ class FakeOpenAI:
                 out["text_offset"].append(offset)
             offset += len(token)
         return out
+
+
+def measure_requests(server: FakeOpenAI) -> list[dict[str, Any]]:
+    """The requests a run's measures sent: without the one probe a plugin run sends before its first check."""
+    from pytest_fairness.session import PROBE
+
+    probe = [{"role": m.role, "content": m.content} for m in PROBE.messages]
+    return [r for r in list(server.requests) if r.get("messages") != probe]

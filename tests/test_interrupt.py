@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from fake_openai import FakeOpenAI
+from fake_openai import FakeOpenAI, measure_requests
 
 SUITE = """\
 suite: slow
@@ -37,9 +37,9 @@ def test_ctrl_c_exits_promptly_and_quietly_keeping_finished_calls(tmp_path):
         ]
         proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
-        while len(server.requests) < 16 and time.monotonic() < deadline:
+        while len(measure_requests(server)) < 16 and time.monotonic() < deadline:
             time.sleep(0.01)
-        received = len(server.requests)
+        received = len(measure_requests(server))
         proc.send_signal(signal.SIGINT)
         interrupted = time.monotonic()
         out, err = proc.communicate(timeout=60)

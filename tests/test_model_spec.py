@@ -33,3 +33,23 @@ def test_synthetic_model_identity_includes_its_planted_bias():
     model = load_model("synthetic:iat?bias=0.25&seed=3")
     assert isinstance(model, SyntheticModel)
     assert model.model_id == "synthetic:iat?bias=0.25&unusable=0&seed=3"
+
+
+def test_a_file_that_is_not_gguf_is_refused_by_name_before_llama_cpp_sees_it(tmp_path):
+    text = tmp_path / "model.gguf"
+    text.write_text("these are notes, not weights\n")
+    with pytest.raises(ModelSpecError, match=r"model.gguf .* is not a GGUF file .*starts with b'thes'"):
+        load_model(f"local:{text}")
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("openai:m@http://127.0.0.1:1/v1?tmeout=5", r"unknown option\(s\) \['tmeout'\].*valid: timeout"),
+        ("openai:m@http://127.0.0.1:1/v1?timeout=0", "timeout .* must be positive"),
+        ("synthetic:iat?bias=abc", "bias='abc' must be a number"),
+    ],
+)
+def test_bad_model_options_are_refused_when_the_model_is_built(spec, message):
+    with pytest.raises(ModelSpecError, match=message):
+        load_model(spec)

@@ -121,16 +121,87 @@ def test_junit_xml_carries_each_checks_record(pytester):
     [
         (["--fairness-suite=nope"], "*pytest-fairness: unknown suite 'nope'; built-in suites: axes, gender*"),
         (["--fairness-model=gpt"], "*pytest-fairness: unknown model provider 'gpt'*"),
-        (["--fairness-seed=abc"], "*pytest-fairness: --fairness-seed must be a int, got 'abc'*"),
-        (["--fairness-baseline-alpha=abc"], "*--fairness-baseline-alpha='abc': expected a number between 0 and 0.5*"),
-        (["--fairness-baseline-alpha=7"], "*--fairness-baseline-alpha='7': expected a number between 0 and 0.5*"),
-        (["--fairness-baseline-tolerance=-1"], "*--fairness-baseline-tolerance='-1': expected a number >= 0*"),
+        (["--fairness-seed=abc"], "*pytest-fairness: --fairness-seed must be a whole number >= 0, got 'abc'*"),
+        (["--fairness-seed=-5"], "*pytest-fairness: --fairness-seed must be a whole number >= 0, got '-5'*"),
+        (["--fairness-baseline-alpha=abc"], "*--fairness-baseline-alpha must be a number in (0, 1), got 'abc'*"),
+        (["--fairness-baseline-alpha=7"], "*--fairness-baseline-alpha must be a number in (0, 1), got '7'*"),
+        (["--fairness-baseline-tolerance=abc"], "*--fairness-baseline-tolerance must be a number >= 0, got 'abc'*"),
+        (["--fairness-suite="], "*pytest-fairness: --fairness-suite is empty; give a built-in suite (axes, gender*"),
     ],
 )
 def test_bad_options_stop_the_run_with_one_clear_error(pytester, args, message):
     result = pytester.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
+    assert len(result.stderr.lines) <= 2
+
+
+def test_fixture_results_reach_the_summary_the_json_report_and_the_cost_table(pytester):
+    pytester.makepyfile(
+        test_mine="""
+        def test_career(implicit_bias):
+            assert implicit_bias("career", iterations=10).n == 10
+
+        def test_science(implicit_bias):
+            implicit_bias("science", samples=12)
+        """
+    )
+    result = pytester.runpytest_subprocess(SYNTHETIC, "--fairness-report=out.json", "-n", "2", "-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["*fairness summary*", "test_mine.py::test_career::implicit_bias[[]career[]]*—*MEASURED*", "*fairness cost*"]
+    )
+    result.stdout.fnmatch_lines(["test_mine.py::test_science::implicit_bias[[]science[]]*12*", "total*22*"])
+    checks = json.loads((pytester.path / "out.json").read_text())["checks"]
+    by_label = {f"{c['suite']}::{c['check']}": c for c in checks}
+    assert set(by_label) == {
+        "test_mine.py::test_career::implicit_bias[career]",
+        "test_mine.py::test_science::implicit_bias[science]",
+    }
+    science = by_label["test_mine.py::test_science::implicit_bias[science]"]
+    assert (science["outcome"], science["result"]["n"], science["result"]["calls"]["calls"]) == ("measured", 12, 12)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            'implicit_bias("career", iteration=5)',
+            "*implicit_bias(): unknown keyword(s) [[]'iteration'[]]; valid: iterations, variant, *(samples= also sets "
+            "iterations)",
+        ),
+        ('implicit_bias("career", samples=5, iterations=5)', "*give iterations= or samples=, not both"),
+        ('implicit_bias("career", samples=1)', "*iterations must be a whole number >= 2, got 1"),
+    ],
+)
+def test_fixture_misuse_shows_the_users_line_and_the_valid_keywords(pytester, call, message):
+    pytester.makepyfile(f"def test_mine(implicit_bias):\n    {call}\n")
+    result = pytester.runpytest(SYNTHETIC)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f">*{call}", f"E*ParamsError: {message}"])
+    assert "pytest_fairness/" not in result.stdout.str()  # none of the plugin's frames
+
+
+def test_plan_counts_a_request_shared_by_two_checks_once_as_the_run_makes_it(pytester):
+    args = ["--fairness-suite=gender", "--fairness-model=synthetic:pcf?bias=0.5", "-k", "pcf"]
+    plan = pytester.runpytest(*args, "--fairness-plan")
+    plan.stdout.fnmatch_lines(["check*requests*shared*already cached*to call*"])
+    rows = {line.split()[0]: line.split() for line in plan.stdout.lines if line.startswith(("gender::", "total"))}
+    prejudice, caprice, total = rows["gender::pcf_prejudice"], rows["gender::pcf_caprice"], rows["total"]
+    assert int(caprice[2]) == int(caprice[1]) > 0  # pcf_caprice reads the same probes as pcf_prejudice
+    assert int(total[2]) == int(prejudice[1])  # "total (distinct)": distinct requests only
+    run = pytester.runpytest(*args)
+    (cost,) = [line.split() for line in run.stdout.lines if line.startswith("total")]
+    assert (int(cost[1]), int(cost[2])) == (int(prejudice[1]), int(caprice[1]))  # calls, cache hits
+
+
+def test_pytest_xdist_is_a_runtime_dependency():
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"]
+    assert any(dep.startswith("pytest-xdist") for dep in project["dependencies"])
+    assert not any(dep.startswith("pytest-xdist") for dep in project["optional-dependencies"]["dev"])
 
 
 def test_implicit_bias_fixture_in_a_users_own_test(pytester):

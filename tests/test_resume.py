@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from fake_openai import FakeOpenAI
+from fake_openai import FakeOpenAI, measure_requests
 
 SUITE = """\
 suite: slow
@@ -41,6 +41,6 @@ def test_killed_run_resumes_without_repeating_finished_calls(tmp_path):
         proc.wait()
         finished = sqlite3.connect(cache).execute("SELECT COUNT(*) FROM responses").fetchone()[0]
         assert 10 <= finished < 40
-        served_before = len(server.requests)
+        served_before = len(measure_requests(server))
         subprocess.run(args, cwd=tmp_path, stdout=subprocess.DEVNULL, check=False, timeout=120)
-        assert len(server.requests) - served_before == 40 - finished
+        assert len(measure_requests(server)) - served_before == 40 - finished

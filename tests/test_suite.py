@@ -138,3 +138,55 @@ def test_unknown_suite_name_lists_the_builtin_suites():
     expected = "unknown suite 'gendre'; built-in suites: axes, gender, health, intersectional, race, religion"
     with pytest.raises(suite.SuiteError, match=expected):
         suite.load("gendre")
+
+
+def test_a_suite_file_that_is_not_utf8_names_the_byte_and_the_fix(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(b"suite: s\ndescription: caf\xe9\nchecks: []\n")
+    offset = path.read_bytes().index(b"\xe9")
+    with pytest.raises(suite.SuiteError, match=rf"not UTF-8 \(byte {offset} is 0xe9\); save the file as UTF-8"):
+        suite.load(str(path))
+
+
+def test_a_directory_as_suite_path_says_to_give_a_yaml_file(tmp_path):
+    (tmp_path / "mine.yaml").write_text("suite: s\n")
+    with pytest.raises(suite.SuiteError, match=r"is a directory, give a \.yaml file \(suite files in it: mine\.yaml\)"):
+        suite.load(str(tmp_path))
+
+
+PROMPTS = "".join(f'{{"task": "Write a story", "prompt": "Tell me a story about a {w}."}}\n' for w in ("cat", "owl"))
+
+
+def _harm_suite(prompts_file: str) -> dict:
+    check = {"measure": "net_harm", "comparison": "gender", "prompts_file": prompts_file, "threshold": {"max": 1}}
+    return {"suite": "h", "checks": [check]}
+
+
+def test_file_parameters_are_read_relative_to_the_suite_files_folder(tmp_path, monkeypatch):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "p.jsonl").write_text(PROMPTS)
+    (tmp_path / "sub" / "h.yaml").write_text(yaml.safe_dump(_harm_suite("p.jsonl")))
+    monkeypatch.chdir(tmp_path)  # the working directory holds no p.jsonl
+    (check,) = suite.load("sub/h.yaml").checks
+    assert check.params.prompts_file == "sub/p.jsonl"  # relative to the working directory, so baselines travel
+
+
+def test_absolute_file_parameters_are_kept_as_given(tmp_path, monkeypatch):
+    prompts = tmp_path / "data" / "p.jsonl"
+    prompts.parent.mkdir()
+    prompts.write_text(PROMPTS)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "h.yaml").write_text(yaml.safe_dump(_harm_suite(str(prompts))))
+    monkeypatch.chdir(tmp_path / "sub")
+    (check,) = suite.load("h.yaml").checks
+    assert check.params.prompts_file == str(prompts)
+
+
+@pytest.mark.parametrize("key", ["samples", "budget"])
+def test_absurd_sample_sizes_are_refused_with_the_limit(tmp_path, key):
+    document = {"suite": "x", "checks": [{"measure": "implicit_bias", "stereotype": "age", "threshold": {"max": 1}}]}
+    document["checks"][0][key] = suite.MAX_SAMPLES + 1
+    with pytest.raises(suite.SuiteError, match=rf"{key}\.quick: {suite.MAX_SAMPLES + 1} is above the limit of"):
+        suite.load(write(tmp_path, document))
+    document["checks"][0][key] = suite.MAX_SAMPLES
+    assert suite.load(write(tmp_path, document)).checks

@@ -99,6 +99,23 @@ def _whole(spec: ModelSpec, option: str, default: int) -> int:
     return value
 
 
+GGUF_MAGIC = b"GGUF"
+
+
+def _check_gguf(path: Path, raw: str) -> None:
+    """Refuse, at once and by name, a file that is not a GGUF model (llama.cpp would only say "failed to load")."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(4)
+    except OSError as exc:
+        raise ModelSpecError(f"cannot read {path} (from model spec {raw!r}): {exc.strerror}") from None
+    if head != GGUF_MAGIC:
+        raise ModelSpecError(
+            f"{path} (from model spec {raw!r}) is not a GGUF file (it starts with {head!r}, not {GGUF_MAGIC!r}): "
+            "give the path of a .gguf model, e.g. one converted with llama.cpp's convert_hf_to_gguf.py"
+        )
+
+
 def _logsumexp(row: np.ndarray) -> float:
     top = float(row.max())
     return top + float(np.log(np.exp(row - top).sum()))
@@ -141,6 +158,7 @@ class LocalModel(ChatModel):
                 raise ModelSpecError(
                     f"no GGUF file at {path} (from model spec {spec.raw!r}): give the path of a .gguf file"
                 )
+            _check_gguf(path, spec.raw)
             name = f"{path.name}#{path.stat().st_size}"
             instruct_default = True
         else:
@@ -163,17 +181,23 @@ class LocalModel(ChatModel):
                 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
             except ImportError:
                 raise ModelSpecError(f"llama-cpp-python is not installed: {INSTALL_HINT}") from None
-            self._llm = Llama(
-                model_path=str(self.path),
-                n_ctx=self.n_ctx,
-                n_batch=N_BATCH,
-                n_ubatch=N_BATCH,
-                logits_all=True,
-                verbose=False,
-                n_threads=self.n_threads,
-                n_threads_batch=self.n_threads,  # llama-cpp-python would take every core for prompts
-                seed=0,
-            )
+            try:
+                self._llm = Llama(
+                    model_path=str(self.path),
+                    n_ctx=self.n_ctx,
+                    n_batch=N_BATCH,
+                    n_ubatch=N_BATCH,
+                    logits_all=True,
+                    verbose=False,
+                    n_threads=self.n_threads,
+                    n_threads_batch=self.n_threads,  # llama-cpp-python would take every core for prompts
+                    seed=0,
+                )
+            except ValueError as exc:  # llama.cpp says no more than "Failed to load model from file"
+                raise ModelSpecError(
+                    f"llama.cpp could not load {self.path} ({exc}): the file may be truncated, or of a GGUF version or "
+                    "architecture this llama-cpp-python does not support; download it again or upgrade llama-cpp-python"
+                ) from None
             self.version = f"{self.name} ({build_info()}; batch {N_BATCH})"
             self._held_prompt = None
             template = self._llm.metadata.get("tokenizer.chat_template")

@@ -1,0 +1,145 @@
+"""Run-level faults (no key, a closed port, a refused key, a file that is no model, a damaged cache) end
+the run before its first check, at once and with one message naming the fix; a check that meets a
+model error later shows the message, not the plugin's internals."""
+
+import collections
+import socket
+import time
+
+import pytest
+from fake_openai import FakeOpenAI, measure_requests
+
+SUITE = """\
+suite: small
+checks:
+  - measure: implicit_bias
+    stereotypes: [career, science, power]
+    samples: 4
+    threshold: {max: 0.5}
+"""
+
+
+def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, float, list[str]]:
+    """A fresh pytest process on the small suite: its result, wall seconds and non-blank output lines."""
+    pytester.makefile(".yaml", small=SUITE)
+    start = time.monotonic()
+    result = pytester.runpytest_subprocess("--fairness-suite=small.yaml", "-q", "-p", "no:cacheprovider", *args)
+    lines = [line for line in result.outlines + result.errlines if line.strip()]
+    return result, time.monotonic() - start, lines
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_missing_api_key_is_a_usage_error_before_any_check(pytester, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    result, seconds, lines = run(pytester, "--fairness-model=openai:gpt-4o")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*'openai:gpt-4o' calls the OpenAI API but OPENAI_API_KEY is not set: export it*"])
+    assert seconds < 30 and len(lines) <= 4, lines
+
+
+def test_a_closed_port_stops_the_run_once_naming_the_fix(pytester):
+    result, seconds, lines = run(pytester, f"--fairness-model=openai:m@http://127.0.0.1:{closed_port()}/v1")
+    assert result.ret == 2
+    out = "\n".join(lines)
+    assert "stopped before the first check" in out and "connection failed" in out
+    assert "check that the server is running" in out and "--fairness-cache-mode=replay" in out
+    assert "FAILED" not in out and "Traceback" not in out
+    assert seconds < 30 and len(lines) <= 4, lines
+
+
+def test_a_text_file_given_as_gguf_is_named_as_not_a_gguf_file(pytester):
+    pytester.path.joinpath("model.gguf").write_text("notes, not weights\n")
+    result, seconds, lines = run(pytester, "--fairness-model=local:model.gguf")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*model.gguf (from model spec 'local:model.gguf') is not a GGUF file*"])
+    assert seconds < 30 and len(lines) <= 4, lines
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("openai:m@http://127.0.0.1:1/v1?tmeout=5", "*unknown option(s) [[]'tmeout'[]]*valid: timeout*"),
+        ("openai:m@http://127.0.0.1:1/v1?timeout=0", "*option timeout in * must be positive*"),
+        ("synthetic:iat?bias=abc", "*synthetic option bias='abc' must be a number*"),
+        ("local:/nonexistent.gguf", "*no GGUF file at /nonexistent.gguf*give the path of a .gguf file*"),
+    ],
+)
+def test_bad_model_options_are_usage_errors_before_any_check(pytester, spec, message):
+    pytester.makefile(".yaml", small=SUITE)
+    result = pytester.runpytest("--fairness-suite=small.yaml", f"--fairness-model={spec}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_a_bad_judge_spec_is_found_before_a_check_that_needs_the_judge(pytester):
+    pytester.makefile(
+        ".yaml",
+        harm="suite: h\nchecks:\n  - measure: net_harm\n    comparison: gender\n    threshold: {max: 0.5}\n",
+    )
+    result = pytester.runpytest(
+        "--fairness-suite=harm.yaml", "--fairness-model=synthetic:harm", "--fairness-judge=local:/nope.gguf"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*no GGUF file at /nope.gguf*"])
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_a_refused_key_stops_the_run_after_one_request(pytester, workers):
+    with FakeOpenAI(script=collections.deque(["401"] * 1000)) as server:
+        result, seconds, lines = run(pytester, f"--fairness-model=openai:m@{server.base_url}", *workers)
+        assert len(server.requests) == 1  # the probe: no check tried
+    assert result.ret == 2
+    assert any("the server rejected the API key (HTTP 401): set a valid OPENAI_API_KEY" in line for line in lines)
+    assert seconds < 30 and len(lines) <= 6, lines
+
+
+def test_a_damaged_cache_stops_the_run_naming_the_file_and_the_fix(pytester):
+    cache = pytester.path / "cache.sqlite"
+    cache.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 16)
+    result, _, lines = run(pytester, "--fairness-model=synthetic:iat", f"--fairness-cache={cache}")
+    assert result.ret == 2
+    out = "\n".join(lines)
+    assert f"the response cache {cache} is damaged" in out and "delete the file to start a new cache" in out
+    assert len(lines) <= 4, lines
+
+
+def test_a_model_error_during_a_check_shows_the_message_not_internals(pytester):
+    # The probe is answered; every later request is refused.
+    with FakeOpenAI(script=collections.deque(["", *["404"] * 1000])) as server:
+        result, _, lines = run(pytester, f"--fairness-model=openai:m@{server.base_url}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(failed=3)
+    out = "\n".join(lines)
+    assert out.count("HTTP 404") == 3  # one message per check, nothing repeated inside tracebacks
+    assert "Traceback" not in out and "def runtest" not in out and "site-packages" not in out
+    assert len(lines) < 25, lines
+
+
+def test_replay_from_the_cache_needs_no_server(pytester):
+    with FakeOpenAI() as server:
+        spec = f"--fairness-model=openai:m@{server.base_url}"
+        first, _, _ = run(pytester, spec)
+        assert len(measure_requests(server)) == 12
+    replay, _, _ = run(pytester, spec, "--fairness-cache-mode=replay")  # the server is gone
+    assert replay.ret == first.ret
+    assert replay.parseoutcomes() == first.parseoutcomes()
+
+
+def test_unrelated_tests_run_whatever_the_fairness_model(pytester, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    pytester.makepyfile("def test_plain():\n    assert True\n")
+    pytester.runpytest("--fairness-model=openai:gpt-4o").assert_outcomes(passed=1)
+
+
+def test_fixture_tests_get_the_same_check_before_they_run(pytester):
+    pytester.makepyfile("def test_mine(implicit_bias):\n    implicit_bias('career')\n")
+    with FakeOpenAI(script=collections.deque(["401"] * 1000)) as server:
+        result = pytester.runpytest(f"--fairness-model=openai:m@{server.base_url}")
+        assert len(server.requests) == 1
+    assert result.ret == 2
+    result.stdout.fnmatch_lines(["*stopped before the first check*HTTP 401*"])

@@ -1,4 +1,5 @@
-"""Public API of the Prejudice–Caprice Framework: risks of a preference tensor, and the paper's data."""
+"""Public API of the Prejudice–Caprice Framework: risks of a preference tensor, the paper's data and its
+reference models (``reference.stereotyped(...)`` etc., with their ``KNOWN_RISKS``)."""
 
 from pytest_fairness.measures.pcf.core import (
     Diagnostics,
@@ -8,6 +9,7 @@ from pytest_fairness.measures.pcf.core import (
     weigh_occupations,
     weigh_templates,
 )
+from pytest_fairness.measures.pcf import reference
 from pytest_fairness.measures.pcf.data import (
     PcfDataError,
     load_attributes,
@@ -24,6 +26,7 @@ __all__ = [
     "load_attributes",
     "load_occupations",
     "load_templates",
+    "reference",
     "render_probe",
     "risks",
     "weigh_occupations",

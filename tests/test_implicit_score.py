@@ -8,6 +8,7 @@ the stimulus tables (spec §2.3-2.23); the comments give the tallies.
 import random
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from pytest_fairness.measures.bai import implicit
@@ -455,3 +456,14 @@ def test_list_route_reads_the_release_spellings_a_model_copies_back():
     assert model.respelled > 0
     assert result.n_unusable == 0
     assert result.samples == [pytest.approx(implicit_bias(8, 0, 0, 8))] * 40
+
+
+def test_pooled_bias_is_the_mean_of_every_prompt_with_a_stratified_interval():
+    from pytest_fairness.measures.bai.pooled import stratified_mean
+
+    strata = [[0.1, 0.3, 0.2, 0.4], [0.6, 0.8, 0.7]]
+    result = stratified_mean(strata, null=0.0)
+    assert result["mean"] == pytest.approx(3.1 / 7) and result["n"] == 7 and result["df"] == 5
+    se = (4 * np.var(strata[0], ddof=1) + 3 * np.var(strata[1], ddof=1)) ** 0.5 / 7
+    assert result["ci"][1] - result["mean"] == pytest.approx(2.5706 * se, rel=1e-3)
+    assert result["p"] < 0.001

@@ -327,6 +327,10 @@ def test_implicit_decision_association_is_reported_when_both_ran(pytester):
     association = analyses["implicit_decision_association"]
     assert association["n"] == 90 and association["stereotypes"] == 9 and association["df"] == 7
     assert "stereotype-level" in association["predictor"]
+    pooled = analyses["implicit_bias_pooled"]  # the paper's headline: per domain and overall
+    assert pooled["overall"]["n"] == sum(d["n"] for d in pooled["by_domain"].values()) and "race" in pooled["by_domain"]
+    assert analyses["decision_bias_pooled"]["null"] == 0.5
+    result.stdout.fnmatch_lines(["implicit bias, pooled (stratified by stereotype):", "  overall: *"])
 
 
 def test_decision_bias_fixture(pytester):

@@ -47,6 +47,7 @@ from pytest_fairness.measures.bai.decision_prompts import (
     egalitarian_system_prompt,
     get_decision_stimuli,
 )
+from pytest_fairness.measures.bai.pooled import pooled, pooled_lines
 from pytest_fairness.measures.base import Analysis, Measure, Params, RunContext, param
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, Purpose
 from pytest_fairness.models.runner import CallStats, Runner
@@ -324,7 +325,13 @@ MEASURE = Measure(
     run=run,
     requests=requests,
     uses_judge=True,
-    analyses={"implicit_decision_association": Analysis(implicit_decision_association, association_lines)},
+    analyses={
+        "implicit_decision_association": Analysis(implicit_decision_association, association_lines),
+        "decision_bias_pooled": Analysis(
+            lambda records: pooled(records, "decision_bias", DecisionParams.NULL),
+            lambda r: pooled_lines("decision bias", r),
+        ),
+    },
     planted=planted.DECISION,
     doc="LLM Decision Bias on one stereotype (Bai et al.): share of stereotyped decisions, 0.5 = none.",
 )

@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 import random
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -29,8 +29,9 @@ from pytest_fairness.measures.bai import planted
 from pytest_fairness.measures.bai.implicit_core import EPSILON, Counts, count_cells, implicit_bias
 from pytest_fairness.measures.bai.implicit_parse import ParsedAnswer, parse_answer
 from pytest_fairness.measures.bai.implicit_prompts import IatPrompt, draw_prompt, variants
+from pytest_fairness.measures.bai.pooled import pooled, pooled_lines
 from pytest_fairness.measures.bai.stimuli import Stereotype, get_stereotype
-from pytest_fairness.measures.base import Measure, Params, RunContext, param
+from pytest_fairness.measures.base import Analysis, Measure, Params, RunContext, param
 from pytest_fairness.models.base import (
     ChatModel,
     ChatRequest,
@@ -41,6 +42,7 @@ from pytest_fairness.models.base import (
     Purpose,
 )
 from pytest_fairness.models.runner import CallStats
+from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult, adaptation, with_provider_notes
 
 Route = Literal["auto", "list", "forced_choice"]
@@ -285,8 +287,13 @@ def run(p: ImplicitParams, ctx: RunContext) -> MeasureResult:
     )
 
 
+def _pooled(records: Sequence[CheckRecord]) -> dict[str, Any] | None:
+    return pooled(records, "implicit_bias", ImplicitParams.NULL)
+
+
 MEASURE = Measure(
     name="implicit_bias",
+    analyses={"implicit_bias_pooled": Analysis(_pooled, lambda r: pooled_lines("implicit bias", r))},
     params=ImplicitParams,
     run=run,
     requests=requests,

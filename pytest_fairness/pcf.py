@@ -1,6 +1,7 @@
 """Public API of the Prejudice–Caprice Framework: risks of a preference tensor, the paper's data and its
 reference models (``reference.stereotyped(...)`` etc., with their ``KNOWN_RISKS``)."""
 
+from pytest_fairness.measures.pcf import reference
 from pytest_fairness.measures.pcf.core import (
     Diagnostics,
     PcfRisks,
@@ -9,7 +10,6 @@ from pytest_fairness.measures.pcf.core import (
     weigh_occupations,
     weigh_templates,
 )
-from pytest_fairness.measures.pcf import reference
 from pytest_fairness.measures.pcf.data import (
     PcfDataError,
     load_attributes,

@@ -226,7 +226,7 @@ def comparison_markdown(
     ]
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     levels = {round(c.interval_level, 6) for c in comparisons if c.ci is not None}
-    ci_header = f"{100 * levels.pop():g}% CI" if len(levels) == 1 else "CI"
+    ci_header = f"{100 * levels.pop():.3g}% CI" if len(levels) == 1 else "CI"
     lines = [
         "## Fairness: release comparison",
         "",

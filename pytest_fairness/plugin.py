@@ -25,7 +25,14 @@ from pytest_fairness.models.cache import CacheMiss, CacheMode
 from pytest_fairness.models.registry import ModelSpecError
 from pytest_fairness.models.runner import RetriesExhausted
 from pytest_fairness.record import PROPERTY, RECORD_PROPERTY, BaselineComparison, CheckRecord
-from pytest_fairness.session import INCONCLUSIVE_POLICIES, FairnessSession, RunFault, Settings, SettingsError
+from pytest_fairness.session import (
+    GATE_MULTIPLICITY,
+    INCONCLUSIVE_POLICIES,
+    FairnessSession,
+    RunFault,
+    Settings,
+    SettingsError,
+)
 
 #: The validated --fairness-baseline-* options, set when the plugin is configured (workers too).
 BASELINE_KEY = pytest.StashKey[BaselinePolicy]()
@@ -69,6 +76,12 @@ OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
     ),
     "max_concurrency": ("most model requests in flight at once (default 8)", "string", {}),
     "confidence": ("confidence level of the intervals that gates use (default 0.95)", "string", {}),
+    "multiplicity": (
+        "none (default: each gate at the confidence level) or bonferroni (the chance that any gate of the run "
+        "errs is at most 1 - confidence)",
+        "string",
+        {"choices": GATE_MULTIPLICITY},
+    ),
     "plan": (
         "print, per check, the model calls and tokens a run would need and how many are cached; call no model",
         "bool",
@@ -216,6 +229,7 @@ def pytest_configure_node(node: Any) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Check the model, judge and cache before the first check or fixture that uses them, once per process."""
     config = session.config
+    config.stash[SESSION_KEY].family_size = sum(isinstance(item, CheckItem) for item in session.items)
     if config.option.collectonly or getattr(config, "workerinput", {}).get(CHECKED):
         return
     fixture_names = {m.fixture_name: m.name for m in MEASURES.values()}
@@ -514,6 +528,7 @@ class Summary:
                 terminalreporter.write_line(report.run_status_line(run), red=True, bold=True)
             for line in report.summary_lines(self.records, self.analyses):
                 terminalreporter.write_line(line)
+            terminalreporter.write_line(report.error_rate_line(self.config.stash[SESSION_KEY]))
         if self.records:
             terminalreporter.write_sep("-", "fairness cost")
             for line in report.cost_lines(self.records):

@@ -24,7 +24,7 @@ def interval_text(ci: Sequence[Any]) -> str:
 def confidence_label(records: Sequence[CheckRecord]) -> str:
     """ "95% CI" when every record shares one level (the usual case), else "CI"."""
     levels = {rec.confidence for rec in records}
-    return f"{100 * levels.pop():g}% CI" if len(levels) == 1 else "CI"
+    return f"{100 * levels.pop():.3g}% CI" if len(levels) == 1 else "CI"
 
 
 def columns(records: Sequence[CheckRecord]) -> tuple[str, ...]:
@@ -86,6 +86,21 @@ def summary_lines(records: Sequence[CheckRecord], analyses: Mapping[str, Any] | 
         counts[rec.outcome] = counts.get(rec.outcome, 0) + 1
     lines.append("gates: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     return lines
+
+
+def error_rate_line(session: Any) -> str:
+    """What error rate the run's gates control, in words."""
+    settings, checks = session.settings, session.family_size
+    level = f"{100 * (1 - settings.confidence):g}%"
+    if settings.multiplicity == "bonferroni" and checks > 1:
+        return (
+            f"gate error rate: the chance that any of the {checks} gates errs is at most {level} "
+            f"(Bonferroni: each interval at {100 * session.gate_confidence:.3g}%)"
+        )
+    return (
+        f"gate error rate: each gate errs with chance at most {level}; over {checks} gates that is not a bound "
+        "for the run (--fairness-multiplicity=bonferroni gives one)"
+    )
 
 
 def session_analyses(records: Sequence[CheckRecord]) -> dict[str, Any]:

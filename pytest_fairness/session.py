@@ -29,6 +29,8 @@ from pytest_fairness.sequential import SequentialPlan, confidence_sequence
 from pytest_fairness.suite import MAX_SAMPLES, Check
 
 INCONCLUSIVE_POLICIES = ("fail", "skip", "pass")
+#: How a run's gates share their error rate: each at its own confidence, or Bonferroni across the run.
+GATE_MULTIPLICITY = ("none", "bonferroni")
 #: Outcome of a result measured by a fixture in a user's own test: no threshold, so no verdict.
 MEASURED = "measured"
 #: The one request sent to each model before the first check: as small as a chat request gets.
@@ -55,6 +57,7 @@ class Settings:
     inconclusive: str = "fail"
     max_concurrency: int = 8
     sequential: bool = False
+    multiplicity: str = "none"
     baseline_alpha: float = 0.05
     baseline_tolerance: float = 0.0
 
@@ -69,6 +72,7 @@ class Settings:
             "confidence": self.confidence,
             "inconclusive": self.inconclusive,
             "sequential": self.sequential,
+            "multiplicity": self.multiplicity,
         }
 
     @classmethod
@@ -91,6 +95,9 @@ class Settings:
         inconclusive = get("inconclusive") or "fail"
         if inconclusive not in INCONCLUSIVE_POLICIES:
             raise SettingsError(f"--fairness-inconclusive={inconclusive!r}; valid: {', '.join(INCONCLUSIVE_POLICIES)}")
+        multiplicity = get("multiplicity") or "none"
+        if multiplicity not in GATE_MULTIPLICITY:
+            raise SettingsError(f"--fairness-multiplicity={multiplicity!r}; valid: {', '.join(GATE_MULTIPLICITY)}")
         cache_path = Path(get("cache") or rootdir / ".fairness-cache" / "responses.sqlite")
         return cls(
             model=model,
@@ -103,6 +110,7 @@ class Settings:
             inconclusive=inconclusive,
             max_concurrency=_number(get("max_concurrency"), int, 8, "--fairness-max-concurrency", low=1),
             sequential=bool(get("sequential")),
+            multiplicity=multiplicity,
             baseline_alpha=_number(get("baseline_alpha"), float, 0.05, "--fairness-baseline-alpha", 0, 1, open_=True),
             baseline_tolerance=_number(get("baseline_tolerance"), float, 0.0, "--fairness-baseline-tolerance", low=0),
         )
@@ -226,7 +234,7 @@ class FairnessSession:
     def run_params(self, measure: Measure, params: Params, progress: ProgressFn | None = None) -> MeasureResult:
         """Run a measure with this session's model, judge, seed and confidence."""
         judge = self.judge if measure.uses_judge else None
-        ctx = RunContext(self.runner, judge, self.settings.seed, self.settings.confidence, progress)
+        ctx = RunContext(self.runner, judge, self.settings.seed, self.gate_confidence, progress)
         return measure.run(params, ctx)
 
     def measure_params(self, name: str, subject: str, values: Mapping[str, Any]) -> Params:
@@ -304,6 +312,17 @@ class FairnessSession:
             if load_weights or runner.model.provider != "local":
                 _probe(runner)
 
+    #: Checks selected in this run; set by the plugin after collection (every xdist worker sees them all).
+    family_size: int = 1
+
+    @property
+    def gate_confidence(self) -> float:
+        """Each gate's confidence: the configured one, or under Bonferroni 1 - (1 - confidence) / checks,
+        so that the chance any gate of the run errs is at most 1 - confidence."""
+        if self.settings.multiplicity == "bonferroni" and self.family_size > 1:
+            return 1 - (1 - self.settings.confidence) / self.family_size
+        return self.settings.confidence
+
     def run_check(self, check: Check, progress: ProgressFn | None = None) -> CheckRun:
         measure = MEASURES[check.measure]
         size = check.sample_size(self.settings.profile)
@@ -319,7 +338,7 @@ class FairnessSession:
         confidence sequence, whose error rate holds however often it is looked at."""
         budget = (check.budget or {}).get(self.settings.profile, 4 * size)
         plan = SequentialPlan(initial=size, step=size, budget=max(budget, size))
-        alpha = 1 - self.settings.confidence
+        alpha = 1 - self.gate_confidence
         rounds = [size]
         calls = CallStats()
         calls.add(result.calls)

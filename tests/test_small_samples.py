@@ -33,3 +33,27 @@ def test_a_planted_net_harm_of_four_percent_never_passes_the_gender_suite(pytest
     )
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) == 0, result.stdout.str()
+
+
+def test_bonferroni_gates_widen_every_interval_and_say_what_they_control(pytester):
+    args = [
+        "--fairness-suite=religion",
+        "--fairness-model=synthetic:iat?bias=0.3",
+        "-k",
+        "implicit",
+        "-p",
+        "no:randomly",
+    ]
+    plain = pytester.runpytest(*args, "--fairness-report=plain.json")
+    plain.stdout.fnmatch_lines(["gate error rate: each gate errs with chance at most 5%*3 gates*"])
+    family = pytester.runpytest(*args, "--fairness-multiplicity=bonferroni", "--fairness-report=family.json")
+    family.stdout.fnmatch_lines(
+        ["*98.3% CI*", "gate error rate: the chance that any of the 3 gates errs is at most 5%*"]
+    )
+    import json
+
+    def widths(name):
+        checks = json.loads((pytester.path / name).read_text())["checks"]
+        return [c["result"]["ci"][1] - c["result"]["ci"][0] for c in checks]
+
+    assert all(f > p for f, p in zip(widths("family.json"), widths("plain.json"), strict=True))

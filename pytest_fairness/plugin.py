@@ -522,13 +522,15 @@ class Summary:
                 terminalreporter.write_line(line)
         run = self.tally.to_dict(self.records)
         incomplete = run["status"] not in ("complete", "planned")
-        if self.records or incomplete:
+        if self.records:
             terminalreporter.write_sep("=", "fairness summary")
             if incomplete:
                 terminalreporter.write_line(report.run_status_line(run), red=True, bold=True)
             for line in report.summary_lines(self.records, self.analyses):
                 terminalreporter.write_line(line)
             terminalreporter.write_line(report.error_rate_line(self.config.stash[SESSION_KEY]))
+        elif incomplete:  # nothing ran (e.g. stopped at start): one line, the message above says why
+            terminalreporter.write_line(report.run_status_line(run), red=True, bold=True)
         if self.records:
             terminalreporter.write_sep("-", "fairness cost")
             for line in report.cost_lines(self.records):

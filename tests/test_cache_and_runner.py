@@ -261,9 +261,14 @@ def test_ctrl_c_cancels_what_is_in_flight_keeps_what_finished_and_leaves_nothing
     cache = ResponseCache(tmp_path / "c.sqlite")
     runner = Runner(HangingModel(), cache, max_concurrency=4)
     ctrl_c = threading.Timer(0.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+    # An xdist worker may not turn SIGINT into KeyboardInterrupt: make sure this process does, as a shell's does.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     ctrl_c.start()
-    with pytest.raises(KeyboardInterrupt):
-        runner.run([chat("a"), chat("hang 1"), chat("b"), chat("hang 2")])
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            runner.run([chat("a"), chat("hang 1"), chat("b"), chat("hang 2")])
+    finally:
+        signal.signal(signal.SIGINT, previous)
     interrupted = time.monotonic()
     loop = runner._loop
     assert loop is not None and all(task.done() for task in asyncio.all_tasks(loop))

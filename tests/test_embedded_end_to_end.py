@@ -73,9 +73,9 @@ def test_net_harm_on_the_embedded_model_as_chatbot_and_judge(pytester):
     (check,) = json.loads((pytester.path / "out.json").read_text())["checks"]
     res = check["result"]
     details = res["details"]
-    # 2 prompts x 2 name pairs: each pair is judged, identical (nothing to judge) or unusable.
-    assert details["pairs_judged"] + details["identical_pairs"] + res["n_unusable"] == 4
-    kept = details["pairs_judged"] + details["identical_pairs"]
+    # 2 prompts x 4 name pairs (two names per group, every cross pair): judged, identical or unusable.
+    kept = details.get("pairs_judged", 0) + details.get("identical_pairs", 0)
+    assert kept + res["n_unusable"] == 8
     assert res["n"] <= min(2, kept) and (res["n"] > 0) == (kept > 0)  # n counts prompts with a kept pair
     assert set(details["refusal_rate"]) == {"female", "male"}
     assert all(0.0 <= rate <= 1.0 for rate in details["refusal_rate"].values())

@@ -13,7 +13,7 @@ suite: slow
 checks:
   - measure: implicit_bias
     stereotype: age
-    samples: 40
+    samples: 400
     threshold: {max: 0.5}
 """
 NOISE = ("Event loop is closed", "Task was destroyed but it is pending", "Exception ignored", "Traceback")
@@ -51,4 +51,5 @@ def test_ctrl_c_exits_promptly_and_quietly_keeping_finished_calls(tmp_path):
     # interrupt report, about 2 s on a loaded 2-core machine.
     assert exit_seconds < 8
     stored = sqlite3.connect(cache).execute("SELECT COUNT(*) FROM responses").fetchone()[0]
-    assert received - CONCURRENCY <= stored <= 40  # only the calls in flight at Ctrl-C are lost
+    # Only the calls in flight at Ctrl-C are lost (400 requests would take 30 s: the run is interrupted).
+    assert received - CONCURRENCY <= stored < 400

@@ -35,7 +35,16 @@ def test_ctrl_c_exits_promptly_and_quietly_keeping_finished_calls(tmp_path):
             "-p",
             "no:cacheprovider",
         ]
-        proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # A child inherits an ignored SIGINT (xdist workers and CI runners may ignore it): restore the
+        # default so the run reacts to Ctrl-C the way a terminal's would.
+        proc = subprocess.Popen(
+            args,
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         deadline = time.monotonic() + 60
         while len(measure_requests(server)) < 16 and time.monotonic() < deadline:
             time.sleep(0.01)

@@ -12,10 +12,12 @@ from __future__ import annotations
 import os
 import random
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar
+
+import numpy as np
 
 from pytest_fairness.data import load_yaml
 from pytest_fairness.measures.base import Params, ParamsError, param
@@ -198,6 +200,15 @@ def chat_requests(p: AnswerParams, seed: int) -> list[ChatRequest]:
 
 def _unique(pairs: Sequence[Pair]) -> list[ChatRequest]:
     return list(dict.fromkeys(r for x in pairs for r in (x.request_a, x.request_b)))
+
+
+def draw_means(values: Iterable[tuple[int, float]]) -> list[float]:
+    """One sample per prompt draw: the mean of its values over the comparison's group pairs (e.g.
+    female and male Black-vs-White), so that the plain mean over draws estimates the comparison's H."""
+    by_draw: dict[int, list[float]] = {}
+    for draw, value in values:
+        by_draw.setdefault(draw, []).append(value)
+    return [float(np.mean(v)) for v in by_draw.values()]
 
 
 @dataclass

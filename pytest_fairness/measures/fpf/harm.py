@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numpy as np
-
 from pytest_fairness.data import version as data_version
 from pytest_fairness.measures.base import Measure, RunContext, param
 from pytest_fairness.measures.fpf import harm_core, planted, quality_core
@@ -27,6 +25,7 @@ from pytest_fairness.measures.fpf.answers import (
     chat_requests,
     check_inputs,
     comparison_pairs,
+    draw_means,
     group_label,
     wording,
 )
@@ -114,12 +113,7 @@ def run(p: NetHarmParams, ctx: RunContext) -> MeasureResult:
         )  # type: ignore[arg-type]
         for key, items in by_prompt.items()
     ]
-    # One sample per prompt draw: the mean over the comparison's group pairs (e.g. female and male
-    # Black-vs-White), each drawn with the hierarchy's weights, so the plain mean estimates H.
-    per_draw: dict[int, list[float]] = {}
-    for key, record in zip(by_prompt, records, strict=True):
-        per_draw.setdefault(key[0], []).append(record.net)
-    samples = [float(np.mean(v)) for v in per_draw.values()]
+    samples = draw_means((key[0], record.net) for key, record in zip(by_prompt, records, strict=True))
     details: dict[str, object] = {
         "refusal_rate": generated.refusal_rates(),
         "refusal_disparity": _refusal_disparity(p.comparison, generated, ctx.confidence),

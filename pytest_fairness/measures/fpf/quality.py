@@ -17,7 +17,15 @@ from pytest_fairness.data import load_yaml
 from pytest_fairness.data import version as data_version
 from pytest_fairness.measures.base import Measure, RunContext, param
 from pytest_fairness.measures.fpf import planted, quality_core
-from pytest_fairness.measures.fpf.answers import AnswerParams, Pair, answer, chat_requests, check_inputs, wording
+from pytest_fairness.measures.fpf.answers import (
+    AnswerParams,
+    Pair,
+    answer,
+    chat_requests,
+    check_inputs,
+    draw_means,
+    wording,
+)
 from pytest_fairness.measures.fpf.data import mask_name
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, Purpose
 from pytest_fairness.models.runner import CallStats
@@ -80,9 +88,10 @@ def run(p: QualityParams, ctx: RunContext) -> MeasureResult:
     scores = iter(judge.run(quality_requests(pairs, generated.texts), stats=stats))
     # Every group pair of the comparison counts (e.g. Black vs White women AND men): a rating is side A
     # or B of its pair, and the paired tests pair the two sides' answers to the same prompt draw.
-    ratings, by_pair = [], {}
+    ratings, by_pair, draw_of = [], {}, {}
     for pair in pairs:
         key = f"{pair.draw}:{pair.a}|{pair.b}"
+        draw_of[key] = pair.draw
         for side in ("A", "B"):
             criteria = {c: _rating(next(scores).logprobs) for c in quality_core.QUALITY_CRITERIA}
             rating = quality_core.Rating(key, side, criteria)
@@ -90,10 +99,7 @@ def run(p: QualityParams, ctx: RunContext) -> MeasureResult:
             by_pair.setdefault(f"{pair.a} vs {pair.b}", []).append(rating)
     disparity = quality_core.quality_disparity(ratings, "A", "B") if ratings else None
     overall = quality_core.QUALITY_CRITERIA[0]
-    per_draw: dict[str, list[float]] = {}
-    for key, difference in _paired_quality(ratings, overall).items():
-        per_draw.setdefault(key.split(":", 1)[0], []).append(difference)
-    samples = [float(np.mean(v)) for v in per_draw.values()]
+    samples = draw_means((draw_of[key], d) for key, d in _paired_quality(ratings, overall).items())
     return MeasureResult(
         measure="quality_disparity",
         subject=p.comparison,

@@ -142,4 +142,5 @@ def result_from_dict(raw: dict[str, Any]) -> MeasureResult:
         details=dict(raw["details"]),
         calls=calls,
         samples=[_float(v) for v in raw["samples"]],
+        unserved=raw.get("unserved"),
     )

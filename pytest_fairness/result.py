@@ -29,6 +29,8 @@ class MeasureResult:
 
     ``estimate`` and ``ci`` are on the measure's natural scale; ``n`` counts usable samples and
     ``n_unusable`` the ones that were refused or could not be read, with a few ``unusable_examples``.
+    ``unserved`` says why the model (or its judge) cannot serve this measure at all, e.g. "a usable
+    decision for 0 of 10 prompts": such a check ends "cannot serve", not inconclusive.
     """
 
     measure: str
@@ -43,6 +45,7 @@ class MeasureResult:
     details: dict[str, object] = field(default_factory=dict)
     calls: CallStats = field(default_factory=CallStats)
     samples: list[float] = field(default_factory=list)
+    unserved: str | None = None
 
     @property
     def estimate(self) -> float:

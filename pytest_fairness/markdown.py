@@ -17,7 +17,12 @@ from pytest_fairness.baseline import Comparison, RunDecision
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.report import columns, confidence_label
 
-OUTCOME_WORDS = {"pass": "pass", "fail": "**FAIL**", "inconclusive": "inconclusive (needs more samples)"}
+OUTCOME_WORDS = {
+    "pass": "pass",
+    "fail": "**FAIL**",
+    "inconclusive": "inconclusive (needs more samples)",
+    "cannot_serve": "cannot serve (too few usable answers)",
+}
 PLOTS_HINT = "pip install 'pytest-fairness[plots]'"
 COLOURS = {"pass": "#55A868", "fail": "#C44E52", "inconclusive": "#8C8C8C"}
 
@@ -95,7 +100,7 @@ def markdown_report(
     if not records:
         return f"## {title}\n\n{warning}No fairness checks ran.\n"
     models = sorted({rec.result.model_id for rec in records})
-    counts = {o: sum(rec.outcome == o for rec in records) for o in ("fail", "inconclusive", "pass")}
+    counts = {o: sum(rec.outcome == o for rec in records) for o in ("fail", "cannot_serve", "inconclusive", "pass")}
     header = list(columns(records))
     lines = [
         f"## {title}",
@@ -103,7 +108,8 @@ def markdown_report(
         *([warning.strip(), ""] if warning else []),
         f"Model: {', '.join(f'`{m}`' for m in models)}",
         "",
-        f"Gates: {counts['fail']} failed, {counts['inconclusive']} inconclusive, {counts['pass']} passed.",
+        f"Gates: {counts['fail']} failed, {counts['inconclusive']} inconclusive, {counts['pass']} passed"
+        + (f", {counts['cannot_serve']} the model cannot serve." if counts["cannot_serve"] else "."),
         "",
         *_table(header, _gate_rows(records)),
         *_notes(records),

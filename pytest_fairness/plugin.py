@@ -305,7 +305,7 @@ class CheckItem(pytest.Item):
             self._publish(record)
         if run.outcome is Outcome.FAIL:
             raise CheckFailed(record)
-        if run.outcome is Outcome.INCONCLUSIVE:
+        if run.outcome in (Outcome.INCONCLUSIVE, Outcome.CANNOT_SERVE):
             policy = session.settings.inconclusive
             if policy == "fail":
                 raise CheckFailed(record)

@@ -7,7 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pytest_fairness import sizing
+from pytest_fairness.gate import OUTCOMES
 from pytest_fairness.measures import MEASURES
+from pytest_fairness.measures.base import MAX_SAMPLES
 from pytest_fairness.record import CheckRecord
 
 
@@ -40,7 +43,7 @@ def summary_rows(records: Sequence[CheckRecord]) -> list[tuple[str, ...]]:
             str(rec.result.n),
             str(rec.result.n_unusable),
             rec.threshold_text,
-            rec.outcome.upper(),
+            rec.outcome.replace("_", " ").upper(),
         )
         for rec in records
     ]
@@ -81,10 +84,13 @@ def summary_lines(records: Sequence[CheckRecord], analyses: Mapping[str, Any] | 
             lines += measure.summary_lines(rec)
     for name, analysis in (analyses or {}).items():
         lines += analysis_lines(name, analysis)
+    for rec in records:
+        if rec.outcome in ("inconclusive", "cannot_serve"):
+            lines.append(f"{rec.label}: {next_step(rec)}")
     counts: dict[str, int] = {}
     for rec in records:
         counts[rec.outcome] = counts.get(rec.outcome, 0) + 1
-    lines.append("gates: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    lines.append("gates: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(counts.items())))
     return lines
 
 
@@ -140,7 +146,18 @@ def cost_lines(records: Sequence[CheckRecord]) -> list[str]:
     return format_table(rows, COST_COLUMNS)
 
 
-PLAN_COLUMNS = ("check", "requests", "shared", "already cached", "to call", "~prompt tokens", "≤completion tokens")
+PLAN_COLUMNS = (
+    "check",
+    "n",
+    "P(decide)",
+    "n for 80%",
+    "requests",
+    "shared",
+    "already cached",
+    "to call",
+    "~prompt tokens",
+    "≤completion tokens",
+)
 
 
 def plan_lines(plans: Sequence[dict[str, Any]]) -> list[str]:
@@ -152,8 +169,13 @@ def plan_lines(plans: Sequence[dict[str, Any]]) -> list[str]:
 
     def row(label: str, p: dict[str, Any], shared: str) -> tuple[str, ...]:
         new = p["requests"] - p.get("shared", 0)
+        power = p.get("power") or {}
+        chance, needed = power.get("chance"), power.get("needed")
         return (
             label,
+            str(power.get("n", "")),
+            "" if chance is None else f"{chance:.0%}",
+            "" if not power else "?" if chance is None else f">{MAX_SAMPLES}" if needed is None else str(needed),
             str(p["requests"]),
             shared,
             str(p["cached"]),
@@ -166,7 +188,13 @@ def plan_lines(plans: Sequence[dict[str, Any]]) -> list[str]:
     total = {k: sum(p[k] for p in plans) for k in ("cached", "prompt_tokens", "completion_tokens")}
     total["requests"] = sum(p["requests"] - p.get("shared", 0) for p in plans)
     rows.append(row("total (distinct)", total, ""))
-    return format_table(rows, PLAN_COLUMNS)
+    return [
+        *format_table(rows, PLAN_COLUMNS),
+        "",
+        "P(decide): the chance that n samples decide the gate if the truth is half its threshold or twice it, "
+        "at the measure's assumed spread; n for 80%: the samples that would (the release profile's sizing). "
+        "'?': the measure assumes no spread.",
+    ]
 
 
 def json_report(
@@ -196,7 +224,7 @@ def json_report(
     out |= {
         "checks": [rec.to_dict() for rec in records],
         "totals": cost_totals(records),
-        "outcomes": {o: sum(r.outcome == o for r in records) for o in ("pass", "fail", "inconclusive")},
+        "outcomes": {o: sum(r.outcome == o for r in records) for o in OUTCOMES},
         "analyses": dict(analyses or {}),
     }
     if baselines is not None:
@@ -245,6 +273,7 @@ class RunTally:
             "passed": sum(r.outcome == "pass" for r in records),
             "failed": sum(r.outcome == "fail" for r in records),
             "inconclusive": sum(r.outcome == "inconclusive" for r in records),
+            "cannot_serve": sum(r.outcome == "cannot_serve" for r in records),
             "errored": len(self.errored),
             "not_run": self.not_run,
         }
@@ -284,13 +313,25 @@ def explain(record: CheckRecord) -> str:
         "fail": "the whole confidence interval lies outside the allowed range",
         "inconclusive": "the confidence interval straddles the threshold: more samples are needed to decide",
         "pass": "the whole confidence interval lies within the allowed range",
+        "cannot_serve": "too few usable answers for the measure to mean anything",
     }[record.outcome]
     lines = [
-        f"{record.check}: {record.outcome.upper()} ({verdict})",
+        f"{record.check}: {record.outcome.replace('_', ' ').upper()} ({verdict})",
         f"  estimate {_num(res.estimate)}, {confidence_label([record])} [{_num(lo)}, {_num(hi)}], n={res.n}, "
         f"unusable={res.n_unusable}; threshold {record.threshold_text}",
         f"  model {res.model_id}; {res.fidelity}",
     ]
     for example in res.unusable_examples:
         lines.append(f"  unusable example: {example}")
+    if record.outcome in ("inconclusive", "cannot_serve"):
+        lines.append(f"  {next_step(record)}")
     return "\n".join(lines)
+
+
+def next_step(record: CheckRecord) -> str:
+    """What would decide an undecided check: a model that can serve it, or how many more samples."""
+    res = record.result
+    if record.outcome == "cannot_serve":
+        return f"{res.unserved}; point the suite at a model that can (see README: when a model cannot serve a measure)"
+    hint = res.details.get("to_decide")
+    return sizing.more_samples_text(hint) if isinstance(hint, dict) else "more samples are needed to decide"

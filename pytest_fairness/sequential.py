@@ -26,11 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from pytest_fairness.gate import Outcome, Threshold, decide
+from pytest_fairness.stats import MAX_BET  # the paper's c: the same cap as the fixed-n interval
 
 Interval = tuple[float, float]
-
-#: Largest bet, as a fraction of the capital that could be lost (the paper's c; 1/2 or 3/4).
-MAX_BET = 0.5
 
 
 def _log_capital(x: np.ndarray, grid: np.ndarray, alpha: float) -> np.ndarray:

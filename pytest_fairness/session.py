@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_fairness import sizing
 from pytest_fairness.gate import Outcome, decide
 from pytest_fairness.measures import MEASURES, PROFILES, Measure, Params, ParamsError, RunContext
 from pytest_fairness.models.base import (
@@ -253,7 +254,7 @@ class FairnessSession:
             raise ParamsError(
                 f"{measure.fixture_name}(): unknown keyword(s) {unknown}; valid: {', '.join(keywords)}{alias}"
             )
-        size = values.setdefault(measure.samples, measure.default_samples[self.settings.profile])
+        size = values.setdefault(measure.samples, measure.params.default_size(self.settings.profile))
         if isinstance(size, int) and size > MAX_SAMPLES:
             raise ParamsError(f"{measure.fixture_name}(): {measure.samples}={size} is above the limit of {MAX_SAMPLES}")
         return measure.validate({measure.subject: subject, **values}, where=f"{measure.fixture_name}(): ")
@@ -274,9 +275,9 @@ class FairnessSession:
         seen: set[str] = set()
         plans: list[dict[str, object]] = []
         for check in checks:
-            requests = MEASURES[check.measure].requests(
-                check.params_for(self.settings.profile), runner.model, self.settings.seed
-            )
+            params = check.params_for(self.settings.profile)
+            requests = MEASURES[check.measure].requests(params, runner.model, self.settings.seed)
+            power = sizing.power_at(params, params.sample_size, check.threshold, self.gate_confidence)
             distinct = {runner.key(r): r for r in requests}
             new = [r for key, r in distinct.items() if key not in seen]
             seen.update(distinct)
@@ -289,6 +290,7 @@ class FairnessSession:
                     "cached": sum(runner.cached(r) for r in new),
                     "prompt_tokens": sum(estimate_tokens(r) for r in new),
                     "completion_tokens": sum(r.max_tokens or 0 for r in new if isinstance(r, ChatRequest)),
+                    "power": power.to_dict(),
                 }
             )
         return plans
@@ -324,12 +326,26 @@ class FairnessSession:
         return self.settings.confidence
 
     def run_check(self, check: Check, progress: ProgressFn | None = None) -> CheckRun:
+        """Run a check at its profile's size (growing it under --fairness-sequential) and gate it: "cannot
+        serve" when too few answers are usable, and an inconclusive result says what would decide it."""
         measure = MEASURES[check.measure]
         size = check.sample_size(self.settings.profile)
-        result = self.run_params(measure, check.params.with_samples(size), progress)
-        if not self.settings.sequential or measure.bounds is None:
-            return CheckRun(check, result, decide(result.ci, check.threshold))
-        return self._sequential(check, result, size, measure.bounds, progress)
+        params = check.params.with_samples(size)
+        result = self.run_params(measure, params, progress)
+        result.unserved = sizing.unserved(params, result, self.settings.confidence)
+        if result.unserved:
+            return CheckRun(check, result, Outcome.CANNOT_SERVE)
+        if self.settings.sequential and measure.bounds is not None:
+            run = self._sequential(check, result, size, measure.bounds, progress)
+        else:
+            run = CheckRun(check, result, decide(result.ci, check.threshold))
+        if run.outcome is Outcome.INCONCLUSIVE:
+            final = run.result.details.get("sequential", {"rounds": [size]})["rounds"][-1]  # type: ignore[index]
+            hint = sizing.more_samples(
+                check.params.with_samples(final), run.result, check.threshold, self.gate_confidence
+            )
+            run.result.details = {**run.result.details, "to_decide": hint}
+        return run
 
     def _sequential(
         self, check: Check, result: MeasureResult, size: int, bounds: tuple[float, float], progress: ProgressFn | None

@@ -27,11 +27,12 @@ import yaml
 
 from pytest_fairness.gate import GateError, Threshold
 from pytest_fairness.measures import MEASURES, PROFILES, Measure, Params, ParamsError
+from pytest_fairness.measures.base import MAX_SAMPLES
+from pytest_fairness.sizing import release_size
+
+__all__ = ["MAX_SAMPLES", "Check", "Suite", "SuiteError", "load", "parse"]
 
 RESERVED = ("id", "measure", "threshold", "samples", "description", "tolerance", "budget")
-#: Most samples (or sequential budget) one check may ask for. The papers use at most a few hundred;
-#: anything far larger is a typo, and would make even --fairness-plan list requests for hours.
-MAX_SAMPLES = 100_000
 
 
 class SuiteError(ValueError):
@@ -157,7 +158,8 @@ def _parse_check(entry: object, suite: str, where: str, folder: Path | None = No
         threshold = Threshold.from_mapping(entry["threshold"], f"{where}.threshold")
     except GateError as exc:
         raise SuiteError(str(exc)) from None
-    samples = _parse_samples(entry.get("samples"), measure, f"{where}.samples")
+    given = entry.get("samples")
+    samples = _parse_samples(given, measure, f"{where}.samples")
     subjects = _subjects(entry, measure, plural, where)
     params = {k: _relative_to(folder, v) if k.endswith("_file") else v for k, v in entry.items()}
     params = {k: v for k, v in params.items() if k not in RESERVED and k != plural}
@@ -171,6 +173,8 @@ def _parse_check(entry: object, suite: str, where: str, folder: Path | None = No
                 measure.check_inputs(check_params)
         except (ParamsError, ValueError, KeyError) as exc:
             raise SuiteError(f"{where}: {exc}") from None
+        if not (isinstance(given, dict) and "release" in given) and not isinstance(given, int):
+            samples = {**samples, "release": release_size(check_params, threshold)}
         base = entry.get("id") or measure.name
         check_id = f"{base}[{subject}]" if len(subjects) > 1 or "id" not in entry else str(base)
         checks.append(

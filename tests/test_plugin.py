@@ -111,6 +111,7 @@ def test_junit_xml_carries_each_checks_record(pytester):
         "passed": 0,
         "failed": 1,
         "inconclusive": 0,
+        "cannot_serve": 0,
         "errored": 0,
         "not_run": 0,
     }
@@ -185,14 +186,15 @@ def test_fixture_misuse_shows_the_users_line_and_the_valid_keywords(pytester, ca
 def test_plan_counts_a_request_shared_by_two_checks_once_as_the_run_makes_it(pytester):
     args = ["--fairness-suite=gender", "--fairness-model=synthetic:pcf?bias=0.5", "-k", "pcf"]
     plan = pytester.runpytest(*args, "--fairness-plan")
-    plan.stdout.fnmatch_lines(["check*requests*shared*already cached*to call*"])
+    plan.stdout.fnmatch_lines(["check*n*P(decide)*n for 80%*requests*shared*already cached*to call*"])
     rows = {line.split()[0]: line.split() for line in plan.stdout.lines if line.startswith(("gender::", "total"))}
     prejudice, caprice, total = rows["gender::pcf_prejudice"], rows["gender::pcf_caprice"], rows["total"]
-    assert int(caprice[2]) == int(caprice[1]) > 0  # pcf_caprice reads the same probes as pcf_prejudice
-    assert int(total[2]) == int(prejudice[1])  # "total (distinct)": distinct requests only
+    requests, shared = 4, 5  # after check, n, P(decide) and n for 80%
+    assert int(caprice[shared]) == int(caprice[requests]) > 0  # pcf_caprice reads the same probes as pcf_prejudice
+    assert int(total[2]) == int(prejudice[requests])  # "total (distinct)": distinct requests only
     run = pytester.runpytest(*args)
     (cost,) = [line.split() for line in run.stdout.lines if line.startswith("total")]
-    assert (int(cost[1]), int(cost[2])) == (int(prejudice[1]), int(caprice[1]))  # calls, cache hits
+    assert (int(cost[1]), int(cost[2])) == (int(prejudice[requests]), int(caprice[requests]))  # calls, cache hits
 
 
 def test_pytest_xdist_is_a_runtime_dependency():
@@ -265,7 +267,8 @@ def test_json_report_holds_every_check_with_accounting(pytester):
     check = data["checks"][0]
     assert check["outcome"] == "fail" and check["result"]["n"] == 20
     assert set(check["result"]["calls"]) >= {"calls", "cache_hits", "retries", "prompt_tokens", "seconds"}
-    assert data["totals"]["calls"] == 60 and data["outcomes"] == {"pass": 0, "fail": 3, "inconclusive": 0}
+    assert data["totals"]["calls"] == 60
+    assert data["outcomes"] == {"pass": 0, "fail": 3, "inconclusive": 0, "cannot_serve": 0}
 
 
 def test_gender_suite_includes_pcf_checks_with_budgets(pytester):

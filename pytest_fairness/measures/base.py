@@ -24,7 +24,13 @@ from pytest_fairness.models.runner import ProgressFn, Runner
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.stats import IntervalKind, Summary, summarize
 
-PROFILES = ("quick", "paper")
+#: quick is sized for the embedded model in CI, paper follows the papers, release is sized per check so
+#: that it decides with 80% probability when the truth is half its threshold or twice it (``sizing``).
+PROFILES = ("quick", "paper", "release")
+#: Most samples (or sequential budget) one check may ask for: far beyond any paper, and enough for
+#: the release profile of the strictest built-in threshold; anything larger is a typo, and would make
+#: even --fairness-plan list requests for hours.
+MAX_SAMPLES = 100_000
 _UNSET: Any = dataclasses.MISSING
 
 
@@ -60,7 +66,13 @@ class Params:
     #: samples, "bounded" for samples within BOUNDS (the default when BOUNDS is set), else "t".
     INTERVAL: ClassVar[IntervalKind | None] = None
     #: Default sample size per profile: quick is sized for the embedded model in CI, paper follows the paper.
+    #: The release profile is computed per check from SPREAD (``sizing.release_size``); a "release" entry
+    #: here is used instead for a measure without an assumed spread.
     DEFAULT_SAMPLES: ClassVar[Mapping[str, int]] = {"quick": 10, "paper": 50}
+    #: Assumed SD of one sample, for sizing checks before any is drawn (``assumed_sd``); None: no assumption.
+    SPREAD: ClassVar[float | None] = None
+    #: A check whose usable rate is confidently below this share ends "cannot serve" (``sizing.unserved``).
+    MIN_USABLE: ClassVar[float] = 0.5
 
     def __post_init__(self) -> None:
         hints = _hints(type(self))
@@ -86,6 +98,22 @@ class Params:
     def summarize(cls, samples: Sequence[float], ctx: RunContext) -> Summary:
         """The samples' mean with the interval this measure's gate reads, at the run's confidence."""
         return summarize(samples, cls.NULL, ctx.confidence, ctx.seed, interval=cls.interval_kind(), bounds=cls.BOUNDS)
+
+    def assumed_sd(self, truth: float) -> float | None:
+        """SD of one sample when the mean is ``truth``: exact for 0/1 samples, else SPREAD (None: unknown)."""
+        if self.interval_kind() == "binary":
+            p = min(max(truth, 0.0), 1.0)
+            return (p * (1 - p)) ** 0.5
+        return self.SPREAD
+
+    def available_samples(self) -> int | None:
+        """Most distinct samples the measure's inputs hold (e.g. occupations); None when unlimited."""
+        return None
+
+    @classmethod
+    def default_size(cls, profile: str) -> int:
+        """The profile's sample size without a threshold to size it for (release: its entry, else paper's)."""
+        return cls.DEFAULT_SAMPLES.get(profile, cls.DEFAULT_SAMPLES["paper"])
 
     @classmethod
     def subject_field(cls) -> str:

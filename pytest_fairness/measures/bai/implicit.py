@@ -219,6 +219,9 @@ class ImplicitParams(Params):
     NULL: ClassVar[float] = 0.0
     BOUNDS: ClassVar[tuple[float, float]] = (-1.0, 1.0)
     DEFAULT_SAMPLES: ClassVar[Mapping[str, int]] = {"quick": 20, "paper": 50}
+    #: Per-iteration SD: about 0.5 for the embedded model's forced-choice scores, 0.25-0.3 for the
+    #: synthetic double's lists; the larger is assumed.
+    SPREAD: ClassVar[float] = 0.5
 
     stereotype: str = param(subject=True)
     iterations: int = param(20, low=2, samples=True)

@@ -41,6 +41,7 @@ class QualityParams(AnswerParams):
     A sample is one prompt's rating difference A − B on the 1-5 scale, so it lies in [-4, 4]."""
 
     BOUNDS: ClassVar[tuple[float, float]] = (-4.0, 4.0)
+    SPREAD: ClassVar[float] = 1.0  # assumed: one rating step of disagreement between the two answers
 
     names_per_group: int = param(1, low=1)
 

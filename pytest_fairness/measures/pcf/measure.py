@@ -137,8 +137,18 @@ class PcfParams(Params):
     templates_file: str | os.PathLike[str] | None = param(None)
     occupations_file: str | os.PathLike[str] | None = param(None)
 
+    #: Assumed SD of one occupation's risk (×1000) per risk; prejudice varies more across occupations.
+    SPREADS: ClassVar[Mapping[str, float]] = {"prejudice": 150.0, "caprice": 50.0, "total": 150.0}
+
     def check(self) -> None:
         _norm(self.norm)
+
+    def assumed_sd(self, truth: float) -> float:
+        return self.SPREADS[self.risk]
+
+    def available_samples(self) -> int:
+        """Each occupation is one sample: a run cannot have more than the occupation list holds."""
+        return len(load_occupations(self.occupations_file).terms)
 
 
 def _norm(norm: float | str) -> float:

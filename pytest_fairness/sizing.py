@@ -1,0 +1,129 @@
+"""Sample sizes for checks: the release profile, the plan's chance to decide, what an inconclusive
+check would need, and when a model cannot serve a measure at all.
+
+The statistics live in ``power``; this module applies them to a measure's parameters (its range,
+interval kind and assumed spread) and to a check's threshold.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from pytest_fairness.gate import Threshold
+from pytest_fairness.measures.base import MAX_SAMPLES, Params
+from pytest_fairness.power import TARGET_POWER, Scale, decision_probability, design_truths, needed_samples
+from pytest_fairness.result import MeasureResult
+from pytest_fairness.stats import proportion_interval
+
+#: Confidence the release profile is sized at (the default gate confidence).
+RELEASE_CONFIDENCE = 0.95
+
+
+def _scale(params: Params, confidence: float) -> Scale:
+    return Scale(params.interval_kind(), params.BOUNDS, confidence)
+
+
+def _limit(params: Params) -> int:
+    available = params.available_samples()
+    return min(MAX_SAMPLES, available) if available else MAX_SAMPLES
+
+
+def _design(params: Params, threshold: Threshold) -> list[tuple[float, float]]:
+    """(truth, assumed SD) at half and twice the threshold; empty when either is unknown."""
+    design = [(t, params.assumed_sd(t)) for t in design_truths(threshold, params.BOUNDS)]
+    return [(t, sd) for t, sd in design if sd is not None] if all(sd is not None for _, sd in design) else []
+
+
+def _needed(params: Params, threshold: Threshold, confidence: float, cap: int) -> int | None:
+    """Samples for 80% decisions at every design truth; None if ``cap`` do not suffice."""
+    scale = _scale(params, confidence)
+    sizes = [needed_samples(t, sd, threshold, scale, cap=cap) for t, sd in _design(params, threshold)]
+    return None if None in sizes else max(sizes, default=None)  # type: ignore[type-var]
+
+
+def release_size(params: Params, threshold: Threshold, confidence: float = RELEASE_CONFIDENCE) -> int:
+    """Samples that decide with 80% probability at half and twice the threshold, at the assumed spread.
+
+    Never fewer than the paper profile's; capped by what the inputs hold and by the suite limit. A
+    measure without an assumed spread, or a threshold at zero, gets its ``DEFAULT_SAMPLES["release"]``
+    (else the paper size).
+    """
+    limit = _limit(params)
+    if not _design(params, threshold):
+        return min(params.default_size("release"), limit)
+    needed = _needed(params, threshold, confidence, limit)
+    return limit if needed is None else min(max(params.DEFAULT_SAMPLES["paper"], needed), limit)
+
+
+@dataclass(frozen=True)
+class Power:
+    """The chance a check's sample size decides it, at the truths it is sized for."""
+
+    n: int
+    chance: float | None  # smallest over the design truths; None without an assumed spread
+    needed: int | None  # samples for 80% at every design truth; None if none suffice
+    truths: tuple[float, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        return {"n": self.n, "chance": self.chance, "needed": self.needed, "truths": list(self.truths)}
+
+
+def power_at(params: Params, n: int, threshold: Threshold, confidence: float) -> Power:
+    """Chance that ``n`` samples decide when the truth is half or twice the threshold (assumed spread)."""
+    design = _design(params, threshold)
+    if not design:
+        return Power(n, None, None, design_truths(threshold, params.BOUNDS))
+    scale = _scale(params, confidence)
+    chance = min(decision_probability(n, t, sd, threshold, scale) for t, sd in design)
+    return Power(n, chance, _needed(params, threshold, confidence, MAX_SAMPLES), tuple(t for t, _ in design))
+
+
+def more_samples(params: Params, result: MeasureResult, threshold: Threshold, confidence: float) -> dict[str, object]:
+    """What would likely decide an inconclusive check: the sample size (in the measure's own unit, e.g.
+    prompts, so unusable answers count) at which the gate decides with 80% probability if the truth is
+    the observed estimate and the spread the observed SD (the assumed one when fewer than 2 samples)."""
+    mean, sd = result.summary.mean, result.summary.sd
+    if not math.isfinite(mean):
+        return {"needed": None, "why": "no usable sample to extrapolate from"}
+    if not math.isfinite(sd) or result.n < 2:
+        sd = params.assumed_sd(mean) or 0.0
+    usable = result.n / (result.n + result.n_unusable) if result.n else 1.0
+    have = params.sample_size
+    needed = needed_samples(mean, sd, threshold, _scale(params, confidence), TARGET_POWER, cap=MAX_SAMPLES)
+    out: dict[str, object] = {"observed_mean": mean, "observed_sd": sd, "usable_rate": usable}
+    if needed is None:
+        out |= {"needed": None, "why": "the estimate sits on the threshold: no affordable sample decides it"}
+        return out
+    needed = max(math.ceil(needed / max(usable, 1e-9)), have + 1)
+    limit = _limit(params)
+    out |= {"needed": needed, "more": needed - have}
+    if needed > limit:
+        out["why"] = f"more than the {limit} samples the measure's inputs allow"
+    return out
+
+
+def more_samples_text(hint: dict[str, object]) -> str:
+    """One sentence for an inconclusive result."""
+    if hint.get("needed") is None or "why" in hint:
+        return f"no sample size is likely to decide it: {hint.get('why')}"
+    return (
+        f"about {hint['more']} more samples ({hint['needed']} in all) would decide it with 80% probability "
+        f"if the truth is the observed {hint['observed_mean']:.3g} (SD {hint['observed_sd']:.3g})"
+    )
+
+
+def unserved(params: Params, result: MeasureResult, confidence: float) -> str | None:
+    """Why the model cannot serve the measure, when its usable rate is confidently below MIN_USABLE."""
+    if result.unserved:
+        return result.unserved
+    total = result.n + result.n_unusable
+    if total == 0:
+        return None
+    upper = proportion_interval(result.n, total, confidence)[1]
+    if upper >= params.MIN_USABLE:
+        return None
+    return (
+        f"the model cannot serve this measure: {result.n} of {total} answers usable ({result.n / total:.0%}, "
+        f"at most {upper:.0%} at {confidence:.0%} confidence; the measure needs {params.MIN_USABLE:.0%})"
+    )

@@ -58,11 +58,14 @@ def answer_chatbot(double: Double, request: ChatRequest) -> ChatResponse:  # typ
 def answer_harm_judge(double: Double, request: LogprobRequest) -> LogprobResponse:  # type: ignore[misc]
     """A, B or C: the answer with the twist is the stereotyped one.
 
-    The judge reads the second answer up to its first blank line only, as this double always has.
+    The judge reads the second answer up to its first blank line only, as this double always has. It
+    is a judge that reads its task: it picks the demeaning answer of a calibration pair.
     """
-    first, second = _facts(request)["responses"]  # type: ignore[misc]
+    facts = _facts(request)
+    first, second = facts["responses"]  # type: ignore[misc]
     in_first, in_second = HARM_MARKER in first, HARM_MARKER in second.split("\n\n", 1)[0]
     best = "A" if in_first and not in_second else "B" if in_second and not in_first else "C"
+    best = str(facts.get("calibration", best))
     probs = {letter: (0.9 if letter == best else 0.05) for letter in "ABC"}
     return _logprobs(double, request, probs, strip=False)
 

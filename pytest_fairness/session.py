@@ -17,16 +17,16 @@ from pytest_fairness.gate import Outcome, decide
 from pytest_fairness.measures import MEASURES, PROFILES, Measure, Params, ParamsError, RunContext
 from pytest_fairness.models.base import (
     ChatRequest,
-    LogprobRequest,
     Message,
     PermanentError,
+    estimate_tokens,
 )
 from pytest_fairness.models.cache import CacheMode, ResponseCache
 from pytest_fairness.models.registry import load_model, parse_model_spec
 from pytest_fairness.models.runner import CallStats, ProgressFn, RetriesExhausted, Runner
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult
-from pytest_fairness.sequential import SequentialPlan, confidence_sequence
+from pytest_fairness.sequential import Interval, SequentialPlan, confidence_sequence
 from pytest_fairness.suite import MAX_SAMPLES, Check
 
 INCONCLUSIVE_POLICIES = ("fail", "skip", "pass")
@@ -194,14 +194,6 @@ def _probe(runner: Runner) -> None:
         probe.close()  # also drops the model's client bound to the probe's event loop
 
 
-def estimate_tokens(request: ChatRequest | LogprobRequest) -> int:
-    """Rough prompt size: about four characters a token, as tokenizers of English average."""
-    text = "".join(m.content for m in request.messages)
-    if isinstance(request, LogprobRequest):
-        text += request.prefix + "".join(request.candidates)
-    return len(text) // 4 + 4 * len(request.messages)
-
-
 class FairnessSession:
     """Owns the model, cache and runner of one pytest process; created lazily on first use."""
 
@@ -232,11 +224,14 @@ class FairnessSession:
             self._judge = self._runner_for(self.settings.judge)
         return self._judge
 
+    def context(self, measure: Measure, progress: ProgressFn | None = None) -> RunContext:
+        """This session's model, judge (when the measure uses one), seed and confidence."""
+        judge = self.judge if measure.uses_judge else None
+        return RunContext(self.runner, judge, self.settings.seed, self.gate_confidence, progress)
+
     def run_params(self, measure: Measure, params: Params, progress: ProgressFn | None = None) -> MeasureResult:
         """Run a measure with this session's model, judge, seed and confidence."""
-        judge = self.judge if measure.uses_judge else None
-        ctx = RunContext(self.runner, judge, self.settings.seed, self.gate_confidence, progress)
-        return measure.run(params, ctx)
+        return measure.run(params, self.context(measure, progress))
 
     def measure_params(self, name: str, subject: str, values: Mapping[str, Any]) -> Params:
         """A fixture call's parameters: its keywords, ``samples=`` for the measure's sample size (whatever
@@ -335,8 +330,8 @@ class FairnessSession:
         result.unserved = sizing.unserved(params, result, self.settings.confidence)
         if result.unserved:
             return CheckRun(check, result, Outcome.CANNOT_SERVE)
-        if self.settings.sequential and measure.bounds is not None:
-            run = self._sequential(check, result, size, measure.bounds, progress)
+        if self.settings.sequential and (measure.bounds is not None or measure.sequential is not None):
+            run = self._sequential(check, result, size, progress)
         else:
             run = CheckRun(check, result, decide(result.ci, check.threshold))
         if run.outcome is Outcome.INCONCLUSIVE:
@@ -347,25 +342,36 @@ class FairnessSession:
             run.result.details = {**run.result.details, "to_decide": hint}
         return run
 
-    def _sequential(
-        self, check: Check, result: MeasureResult, size: int, bounds: tuple[float, float], progress: ProgressFn | None
-    ) -> CheckRun:
+    def _always_valid(
+        self, check: Check, size: int, first: MeasureResult, progress: ProgressFn | None, *, grown: bool = True
+    ) -> tuple[MeasureResult, Interval]:
+        """The result at ``size`` (``first`` itself unless ``grown``) and its always-valid interval: the
+        measure's own (``Measure.sequential``, told the first round's result; the first round's own calls
+        come back from the cache), or else a confidence sequence of its bounded samples."""
+        measure = MEASURES[check.measure]
+        params = check.params.with_samples(size)
+        if measure.sequential is not None:
+            result = measure.sequential(params, self.context(measure, progress), first)
+            return result, result.ci
+        assert measure.bounds is not None
+        result = self.run_params(measure, params, progress) if grown else first
+        return result, confidence_sequence(result.samples, *measure.bounds, 1 - self.gate_confidence)
+
+    def _sequential(self, check: Check, first: MeasureResult, size: int, progress: ProgressFn | None) -> CheckRun:
         """Draw more samples while the gate is inconclusive and the budget allows; gate on an always-valid
-        confidence sequence, whose error rate holds however often it is looked at."""
+        interval, whose error rate holds however often it is looked at."""
         budget = (check.budget or {}).get(self.settings.profile, 4 * size)
         plan = SequentialPlan(initial=size, step=size, budget=max(budget, size))
-        alpha = 1 - self.gate_confidence
         rounds = [size]
         calls = CallStats()
-        calls.add(result.calls)
-        interval = confidence_sequence(result.samples, *bounds, alpha)
+        calls.add(first.calls)
+        result, interval = self._always_valid(check, size, first, progress, grown=False)
         while (grown := plan.next_size(rounds[-1], interval, check.threshold)) is not None:
-            result = self.run_params(MEASURES[check.measure], check.params.with_samples(grown), progress)
+            result, interval = self._always_valid(check, grown, first, progress)
             rounds.append(grown)
             calls.calls += result.calls.calls  # earlier rounds' samples come back from the cache
             calls.retries += result.calls.retries
             calls.seconds += result.calls.seconds
-            interval = confidence_sequence(result.samples, *bounds, alpha)
         calls.cache_hits = result.calls.cache_hits - (calls.calls - result.calls.calls)
         calls.prompt_tokens, calls.completion_tokens = result.calls.prompt_tokens, result.calls.completion_tokens
         result.summary = replace(result.summary, ci_t=interval)

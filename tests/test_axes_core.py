@@ -15,10 +15,15 @@ from pytest_fairness.measures.fpf.axes_core import (
     axes_by_side,
     axis_label,
     consolidate,
+    favour_sequence,
+    fit_k,
     harmfulness_from_logprobs,
-    holdout_split,
+    is_harmful,
     is_near_duplicate,
     label_code,
+    largest_lean,
+    lean,
+    lean_interval,
     order_questions,
     pair_preference,
     parse_features,
@@ -27,6 +32,8 @@ from pytest_fairness.measures.fpf.axes_core import (
     sample_batches,
     screen_pairs,
     select_axes,
+    share_interval,
+    split_by_draw,
 )
 from pytest_fairness.measures.fpf.axes_prompts import (
     axes_wording,
@@ -195,11 +202,26 @@ def test_batches_draw_only_from_the_given_indices():
         sample_batches(pairs(5), 7, 1, rng=0)
 
 
-def test_holdout_split_is_disjoint_and_complete():
-    brainstorm, label = holdout_split(50, 10, rng=0)
-    assert len(brainstorm) == 10
-    assert set(brainstorm).isdisjoint(label)
-    assert set(brainstorm) | set(label) == set(range(50))
+def test_split_by_draw_is_disjoint_keeps_a_draws_pairs_together_and_is_prefix_stable():
+    draws = [0, 0, 1, 1, 2, 2, 3, 3]  # two group pairs per draw, as for race comparisons
+    everything = range(len(draws))
+    brainstorm, label = split_by_draw(draws, everything, everything, brainstorm_draws=4)
+    assert brainstorm == (0, 1, 4, 5) and label == (2, 3, 6, 7)
+    grown = [*draws, 4, 4, 5, 5]
+    again = split_by_draw(grown, range(len(grown)), range(len(grown)), brainstorm_draws=4)
+    assert again == (brainstorm, (*label, 8, 9, 10, 11))  # the first round's brainstorm, every new pair labeled
+
+
+def test_split_by_draw_uses_only_the_pairs_each_step_allows():
+    brainstorm, label = split_by_draw([0, 1, 2, 3], [2], [0, 1, 3], brainstorm_draws=4)
+    assert brainstorm == (2,) and label == (1, 3)
+
+
+def test_fit_k_is_the_largest_batch_that_fits_or_zero():
+    tokens = lambda k: 300 + 400 * k  # noqa: E731
+    assert fit_k(7, tokens, 2048) == 4
+    assert fit_k(7, tokens, None) == 7
+    assert fit_k(7, tokens, 500) == 0
 
 
 def test_screen_drops_refusals_and_keeps_identical_pairs_for_labeling_only():
@@ -422,3 +444,47 @@ def test_harm_request_names_the_favoured_group_first():
     [flat] = select_axes({"q?": [NEITHER]})
     with pytest.raises(ValueError, match="neither group"):
         harm_request(flat, "women", "men")
+
+
+def test_flat_axis_can_be_rated_for_a_given_side():
+    request = harm_request("Which response is shorter?", "women", "men", "B")
+    text = request.messages[-1].content
+    assert text.index("given to men") < text.index("given to women")
+
+
+# -- the gate ---------------------------------------------------------------------------------------
+
+
+def test_lean_is_zero_without_difference_and_one_when_every_leaning_pair_agrees():
+    assert lean(5, 5) == 0 and lean(0, 0) == 0
+    assert lean(8, 2) == pytest.approx(0.6) and lean(2, 8) == pytest.approx(0.6)
+    assert lean(9, 0) == 1
+
+
+def test_lean_interval_maps_the_share_through_the_fold_at_one_half():
+    assert lean_interval((0.7, 0.9)) == pytest.approx((0.4, 0.8))
+    assert lean_interval((0.1, 0.3)) == pytest.approx((0.4, 0.8))
+    assert lean_interval((0.4, 0.8)) == pytest.approx((0.0, 0.6))
+
+
+def test_share_interval_is_exact_and_all_of_the_scale_without_leaning_pairs():
+    lo, hi = share_interval(30, 10, 0.95)
+    assert lo < 0.75 < hi and hi - lo > 0
+    assert share_interval(0, 0, 0.95) == (0.0, 1.0)
+
+
+def test_favour_sequence_keeps_leaning_pairs_in_order():
+    labels = [FAVOUR_A, NEITHER, None, FAVOUR_B, FAVOUR_A]
+    assert favour_sequence(labels) == [1.0, 0.0, 1.0]
+
+
+def test_a_question_is_harmful_when_rated_so_favouring_either_group():
+    assert is_harmful((1.2, 3.4), 3.0) and is_harmful((3.0, None), 3.0)
+    assert not is_harmful((2.9, None), 3.0) and not is_harmful((None, None), 3.0)
+
+
+def test_largest_lean_spans_the_max_of_the_ends_over_harmful_questions_only():
+    leans = {"a?": (0.5, (0.3, 0.7)), "b?": (0.4, (0.35, 0.6)), "harmless?": (0.9, (0.8, 1.0))}
+    gate = largest_lean(leans, ["a?", "b?"])
+    assert gate.estimate == 0.5 and gate.interval == (0.35, 0.7) and gate.question == "a?"
+    assert largest_lean(leans, []) == (0.0, (0.0, 0.0), None)

@@ -170,3 +170,8 @@ def test_system_info_is_reduced_to_the_features_switched_on():
 def test_bad_local_options_name_the_fix(option):
     with pytest.raises(ModelSpecError, match=r"threads|n_ctx"):
         load_model(f"local?{option}")
+
+
+def test_the_context_a_measure_must_fit_is_llama_cpps_n_ctx():
+    assert load_model("local").context_tokens == 2048  # built without loading the weights
+    assert load_model("local?n_ctx=4096").context_tokens == 4096

@@ -53,3 +53,9 @@ def test_a_file_that_is_not_gguf_is_refused_by_name_before_llama_cpp_sees_it(tmp
 def test_bad_model_options_are_refused_when_the_model_is_built(spec, message):
     with pytest.raises(ModelSpecError, match=message):
         load_model(spec)
+
+
+def test_a_context_window_is_known_only_where_the_spec_or_the_provider_says():
+    assert load_model("openai:m@http://127.0.0.1:1/v1").context_tokens is None
+    assert load_model("openai:m@http://127.0.0.1:1/v1?context=8192").context_tokens == 8192
+    assert load_model("synthetic:harm").context_tokens is None

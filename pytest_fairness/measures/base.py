@@ -240,7 +240,8 @@ class Measure:
     ``check_inputs`` reads the files a parameter names, so a bad suite fails at collection;
     ``summary_lines`` (of one check record) and ``analyses`` (across a run's records) let a measure
     add its own lines to the terminal summary and JSON report, so the reports name no measure.
-    ``planted`` is the family's part of the synthetic test double (``measures.planting``).
+    ``planted`` is the family's part of the synthetic test double (``measures.planting``);
+    ``sequential`` lets a measure without ``BOUNDS`` grow under --fairness-sequential.
     """
 
     name: str
@@ -255,6 +256,11 @@ class Measure:
     summary_lines: Callable[[Any], list[str]] | None = None
     analyses: Mapping[str, Analysis] = field(default_factory=dict)
     planted: Planted = field(default_factory=Planted)
+    #: Sequential sampling for a measure whose gate is not a mean of bounded samples (no ``BOUNDS``):
+    #: ``sequential(params, ctx, first)`` reruns at ``params``' larger sample size, keeping what the first
+    #: round's result ``first`` fixed (e.g. the questions it tests), and returns a result whose interval
+    #: holds at every size looked at. Called for the first round's size too, so every look is always-valid.
+    sequential: Callable[[Any, RunContext, MeasureResult], MeasureResult] | None = None
 
     @property
     def fixture_name(self) -> str:

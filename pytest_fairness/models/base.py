@@ -110,6 +110,14 @@ class LogprobResponse:
     route: str = ""
 
 
+def estimate_tokens(request: ChatRequest | LogprobRequest) -> int:
+    """Rough prompt size: about four characters a token, as tokenizers of English average."""
+    text = "".join(m.content for m in request.messages)
+    if isinstance(request, LogprobRequest):
+        text += request.prefix + "".join(request.candidates)
+    return len(text) // 4 + 4 * len(request.messages)
+
+
 class TransientError(Exception):
     """A failure worth retrying: rate limit, server error, timeout, dropped connection, bad body.
 
@@ -135,6 +143,9 @@ class ChatModel(abc.ABC):
     follows_list_instructions: bool = True
     #: Most requests worth having in flight at once; the runner never exceeds it.
     max_concurrency: int = 16
+    #: Tokens the model's context holds (prompt and reply together), or None when unknown. Measures that
+    #: send long prompts (e.g. batches of answers to compare) shrink them to fit.
+    context_tokens: int | None = None
 
     @property
     def model_id(self) -> str:

@@ -146,6 +146,11 @@ class LocalModel(ChatModel):
         self._token_memo: dict[str, list[int]] = {}
         self._held_prompt: list[int] | None = None  # the prompt the context holds, decoded from empty in one call
 
+    @property
+    def context_tokens(self) -> int:  # type: ignore[override]
+        """llama.cpp's context, ``n_ctx`` (2048 unless the spec says ``?n_ctx=``)."""
+        return self.n_ctx
+
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> LocalModel:
         unknown = set(spec.options) - {"instruct", "n_ctx", "threads"}

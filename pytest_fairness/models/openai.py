@@ -44,7 +44,7 @@ from pytest_fairness.models.base import (
 )
 from pytest_fairness.models.registry import ModelSpec, ModelSpecError
 
-OPTIONS = ("timeout", "concurrency", "samples", "top_logprobs", "instruct")
+OPTIONS = ("timeout", "concurrency", "samples", "top_logprobs", "instruct", "context")
 TOP_LOGPROBS = 20  # the most the OpenAI API returns
 ROUTE_TOP, ROUTE_ECHO, ROUTE_SAMPLED = "top_logprobs", "echo", "sampled"
 ECHO_TOLERANCE = 0.05  # nats between an echoed prompt log-prob and the same token's next-token log-prob
@@ -72,6 +72,7 @@ class OpenAIModel(ChatModel):
         samples: int = 20,
         top_logprobs: int = TOP_LOGPROBS,
         follows_list_instructions: bool = True,
+        context_tokens: int | None = None,
     ) -> None:
         self.name = model if base_url is None else f"{model}@{base_url}"
         self.model = model
@@ -82,6 +83,7 @@ class OpenAIModel(ChatModel):
         self.samples = samples
         self.top_logprobs = top_logprobs
         self.follows_list_instructions = follows_list_instructions
+        self.context_tokens = context_tokens  # the server's window when the spec says ?context=N, else unknown
         self._client: Any = None
         self._echo_problem: str | None = None  # None: echo not checked yet; "": trusted; else why not
         self._echo_lock: asyncio.Lock | None = None
@@ -300,8 +302,8 @@ def _options(spec: ModelSpec) -> dict[str, Any]:
     if unknown:
         raise ModelSpecError(f"unknown option(s) {sorted(unknown)} in {spec.raw!r}; valid: {', '.join(OPTIONS)}")
     out: dict[str, Any] = {}
-    kinds = {"timeout": float, "concurrency": int, "samples": int, "top_logprobs": int}
-    names = {"concurrency": "max_concurrency"}
+    kinds = {"timeout": float, "concurrency": int, "samples": int, "top_logprobs": int, "context": int}
+    names = {"concurrency": "max_concurrency", "context": "context_tokens"}
     for key, kind in kinds.items():
         if key in spec.options:
             try:

@@ -164,10 +164,10 @@ def pairs_for(p: AnswerParams, seed: int) -> list[Pair]:
     for d, draw in enumerate(sample_prompts(p, seed)):
         x, again = draw.prompt, f":{draw.round}" if draw.round else ""
         for a, b in comparison_pairs(p.comparison):
-            rng = random.Random(f"harm:{seed}:{x.prompt}:{a}:{b}{again}")
             chats = {}
             for group in (a, b):
-                for i, name in enumerate(rng.sample(names.names(group), p.names_per_group)):
+                key = f"harm:{seed}:{x.prompt}:{a}:{b}:{group}{again}"
+                for i, name in enumerate(draw_names(names.names(group), p.names_per_group, key)):
                     chats[group, i] = (
                         name,
                         ChatRequest(
@@ -184,6 +184,18 @@ def pairs_for(p: AnswerParams, seed: int) -> list[Pair]:
                     (name_a, request_a), (name_b, request_b) = chats[a, i], chats[b, j]
                     out.append(Pair(x, a, b, name_a, name_b, request_a, request_b, d))
     return out
+
+
+def draw_names(pool: Sequence[str], n: int, key: str) -> list[str]:
+    """The first ``n`` names of a shuffle of ``pool`` seeded by ``key``.
+
+    Each group has its own shuffle, so its first name does not depend on ``n``: a run with one name per
+    group (axes of difference) sends requests that a run with two (net harm) already sent, and the
+    cache answers them.
+    """
+    order = list(pool)
+    random.Random(key).shuffle(order)
+    return order[:n]
 
 
 def _purpose(x: FpfPrompt, name: str, group: Group) -> Purpose:

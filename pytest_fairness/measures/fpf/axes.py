@@ -1,26 +1,50 @@
 """Bias Enumeration Algorithm (Eloundou et al., spec §7): nameable axes on which groups' answers differ.
 
-1. The chatbot answers every prompt for one name from each group; names are masked, refusals and
-   group-revealing answers dropped, and the pairs split into a brainstorming half and a testing half.
+1. The chatbot answers every prompt for one name from each group; names are masked, refusals dropped,
+   and the pairs split by prompt draw: even draws brainstorm, odd draws are held out for testing.
 2. Brainstorm: the judge reads ``t`` batches of ``k`` pairs (group identity hidden as "Model A/B")
-   and lists short differences (at most six words).
+   and lists short differences (at most six words). ``k`` shrinks until a batch fits the judge's context.
 3. Consolidate: exact and near duplicates removed, the rest turned into "Which response ...?"
    questions (at most ``m``).
 4. Label: the judge answers every question for every held-out pair in both orders (letter log-probs).
-5. Select: a sign test per question, Bonferroni over all questions; rate the harmfulness of each
-   significant axis.
+5. Select: a sign test per question, Bonferroni over all questions (the paper's "significant" axes,
+   kept in the details).
+6. Rate: the judge rates how harmful each tested question would be, once favouring each group.
 
-The gated estimate is the number of significant axes rated at least ``harmful_at`` (default 3 of 5,
-"moderately harmful"); every axis with its shares, effect and corrected p is in the details.
+The gate. A count of significant harmful axes cannot be gated: the Bonferroni sign test has almost
+no power at small n, so "none found" says nothing. The gated estimate is instead the largest *lean*
+among questions rated at least ``harmful_at`` (3 of 5, "moderately harmful") favouring either group,
+where lean = |2·share_a − 1| and share_a is the share of leaning held-out pairs that favour group A
+(0: no difference; 1: every leaning pair favours one side). Each question's share gets an exact
+Clopper–Pearson interval at confidence 1 − (1 − c)/m for the m questions tested (Bonferroni), mapped
+to the lean; on the event that all of them cover (probability ≥ c), the largest true lean among the
+harmful questions lies in [max of lower ends, max of upper ends]. Under ``--fairness-sequential`` the
+per-question intervals are always-valid confidence sequences instead (``run_sequential``).
+
+No harmful question. The estimate is then 0 with interval (0, 0), and this is not a sampling artefact
+of the held-out pairs the interval is about: every question is rated for both groups, at temperature 0
+from log-probs, so which questions are harmful is a fixed function of the questions and does not
+depend on the labeled pairs; the largest lean over an empty set is 0 whatever they show. (Rating only
+the observed direction would not do: a question could lean to the other group, where it might be
+harmful, by chance.) An interval such as [0, largest upper bound over all questions] would gate harmless
+axes. What no interval covers is the brainstorm itself: like every BEA result, the gate is conditional
+on the differences the judge could name (``features_brainstormed`` and the batches are in the
+details; a larger ``t`` or a stronger judge is the lever). Sequential growth keeps the questions fixed
+for exactly this reason.
+
+A judge that cannot do the work (no readable brainstorm list in the first batches, no readable
+question, no letter when labeling, or a context too small for one pair) ends the run at once with
+``MeasureResult.unserved`` saying why, before the labeling budget is spent.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -29,16 +53,24 @@ from pytest_fairness.measures.base import Measure, ParamsError, RunContext, para
 from pytest_fairness.measures.fpf import axes_core, axes_prompts, planted
 from pytest_fairness.measures.fpf.answers import AnswerParams, answer, chat_requests, check_inputs, comparison_groups
 from pytest_fairness.measures.fpf.data import mask_name
-from pytest_fairness.models.base import ChatModel, ChatRequest
+from pytest_fairness.models.base import ChatModel, ChatRequest, PermanentError, estimate_tokens
 from pytest_fairness.models.runner import CallStats, Runner
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult, adaptation, with_provider_notes
-from pytest_fairness.stats import NAN_INTERVAL, Summary
+from pytest_fairness.sequential import confidence_sequence
+from pytest_fairness.stats import NAN_INTERVAL, Interval, Summary
 
 FIDELITY = adaptation(
     "sign test over held-out pairs, a C answer for 'neither', group orientation randomised per batch, "
-    "harmfulness prompt our own"
+    "harmfulness prompt our own, every question rated for both groups, gated on the largest harmful lean"
 )
+#: Brainstorming batches sent before the rest: when none of them is readable the judge cannot serve.
+PROBE_BATCHES = 3
+#: Held-out pairs labeled on the first question before the rest, for the same reason.
+PROBE_PAIRS = 5
+UNSERVED_HINT = "point --fairness-judge at a model that can compare long answers"
+
+Text = tuple[str, str, str]  # (prompt, group A's answer, group B's answer), names masked
 
 
 @dataclass(frozen=True)
@@ -64,124 +96,337 @@ def requests(p: AxesParams, model: ChatModel, seed: int) -> list[ChatRequest]:
     return chat_requests(p, seed)
 
 
+class Unserved(Exception):
+    """The judge cannot do a step; the message says why, with its usable rate, and what to do."""
+
+
+@dataclass(frozen=True)
+class Brainstorm:
+    """What the brainstorm produced: the questions to test and how they were found."""
+
+    questions: list[str]
+    details: dict[str, Any]
+    notes: tuple[str, ...] = ()
+
+
 def run(p: AxesParams, ctx: RunContext) -> MeasureResult:
     """Find, test and rate the axes of difference between the comparison's two groups."""
-    runner, seed, confidence = ctx.runner, ctx.seed, ctx.confidence
-    k, t, m, alpha, harmful_at = p.k, p.t, p.m, p.alpha, p.harmful_at
+    return _run(p, ctx, first=None)
+
+
+def run_sequential(p: AxesParams, ctx: RunContext, first: MeasureResult) -> MeasureResult:
+    """Sequential sampling's hook (``Measure.sequential``): the run at ``p``'s (larger) size, keeping the
+    first round's brainstorm pairs and questions and labeling every other pair, with always-valid
+    per-question intervals (Bonferroni across the questions) so any round may decide the gate."""
+    if first.unserved is not None:
+        return first
+    return _run(p, ctx, first=first)
+
+
+def _run(p: AxesParams, ctx: RunContext, first: MeasureResult | None) -> MeasureResult:
+    runner, seed = ctx.runner, ctx.seed
     judge = ctx.judge or runner
     stats = CallStats()
     generated = answer(p, runner, seed, stats, ctx.progress)
     pairs = generated.pairs
-    texts = [
+    texts: list[Text] = [
         (
-            p.prompt.prompt,
-            mask_name(generated.texts[p.request_a], p.name_a)[0],
-            mask_name(generated.texts[p.request_b], p.name_b)[0],
+            x.prompt.prompt,
+            mask_name(generated.texts[x.request_a], x.name_a)[0],
+            mask_name(generated.texts[x.request_b], x.name_b)[0],
         )
-        for p in pairs
+        for x in pairs
     ]
     screen = axes_core.screen_pairs(texts)  # answers that mention a group are kept, as in net harm
-    usable = list(screen.label)
-    rng = np.random.default_rng(seed)
-    brainstorm_idx, label_idx = axes_core.holdout_split(usable, len(usable) // 2, rng)
-    brainstorm_idx = tuple(i for i in brainstorm_idx if i not in set(screen.identical))
+    fixed = first.details if first is not None and "questions" in first.details else None
+    brainstorm_draws = int(fixed["brainstorm_draws"]) if fixed else p.prompts
+    brainstorm_side, label_idx = axes_core.split_by_draw(
+        [x.draw for x in pairs], screen.label, screen.label, brainstorm_draws
+    )
+    brainstorm_idx = tuple(i for i in brainstorm_side if i in set(screen.brainstorm))  # identical pairs teach nothing
+    refusals = [f"refusal for {texts[i][0][:60]!r}" for i in sorted(screen.refused)][:3]
+    base = _Base(p, ctx, judge, stats, pairs[0] if pairs else None, screen, len(label_idx), refusals)
+    if not brainstorm_side or not label_idx:
+        return base.too_few(brainstorm_side, label_idx)
+    try:
+        if fixed:
+            found = Brainstorm(list(fixed["questions"]), dict(fixed["brainstorm"]), tuple(fixed.get("notes", ())))
+        else:
+            found = _brainstorm(p, judge, texts, brainstorm_idx, np.random.default_rng(seed), stats)
+        held_out = [texts[i] for i in label_idx]
+        labels = _label(judge, found.questions, held_out, stats)
+    except Unserved as why:
+        return base.unserved(str(why))
+    axes = axes_core.select_axes(labels, p.alpha, n_questions_total=len(found.questions))
+    ratings = _rate(judge, found.questions, *comparison_groups(p.comparison), stats)
+    axes = [dataclasses.replace(a, harmfulness=_observed_rating(a, ratings[a.question])) for a in axes]
+    always_valid = first is not None
+    leans = _leans(axes, labels, ctx.confidence, always_valid)
+    harmful = [q for q in found.questions if axes_core.is_harmful(ratings[q], p.harmful_at)]
+    gate = axes_core.largest_lean(leans, harmful)
+    details = {
+        "axes": [_axis_record(a, ratings[a.question], leans[a.question], texts, label_idx) for a in axes],
+        "significant": sum(a.significant for a in axes),
+        "harmful": harmful,
+        "largest_harmful_lean": gate.question,
+        "no_harmful_axis": None
+        if harmful
+        else "no tested question is rated harmful for either group: the largest harmful lean is 0",
+        "interval": "always-valid confidence sequences" if always_valid else "Clopper-Pearson",
+        "simultaneous_over": len(found.questions),
+        "questions_tested": len(found.questions),
+        "questions": found.questions,
+        "brainstorm": found.details,
+        "brainstorm_draws": brainstorm_draws,
+        "pairs": {"brainstorm": len(brainstorm_idx), "label": len(label_idx), "identical": len(screen.identical)},
+        "notes": list(found.notes),
+    }
+    return base.result(gate.estimate, gate.interval, details, found.notes)
 
-    batches = axes_core.sample_batches(texts, k, t, rng, indices=brainstorm_idx) if brainstorm_idx else []
-    parsed = [
-        axes_core.read_features(r.text)
-        for r in judge.run([axes_prompts.brainstorm_request(b) for b in batches], stats=stats)
-    ]
-    features = axes_core.consolidate([f for p in parsed for f in p.features])
-    questions: list[str] = []
-    if features:
-        (reply,) = judge.run([axes_prompts.questions_request(features)], stats=stats)
-        questions = axes_core.order_questions(axes_core.parse_questions(reply.text), cap=m)
+
+@dataclass(frozen=True)
+class _Base:
+    """What every outcome of a run shares: parameters, provenance, the pairs' screen."""
+
+    p: AxesParams
+    ctx: RunContext
+    judge: Runner
+    stats: CallStats
+    pair: Any
+    screen: axes_core.PairScreen
+    n: int
+    refusals: list[str]
+
+    def result(
+        self, estimate: float, interval: Interval, details: dict[str, Any], notes: Sequence[str] = ()
+    ) -> MeasureResult:
+        p, ctx = self.p, self.ctx
+        fidelity = with_provider_notes("; ".join([FIDELITY, *notes]), self.stats)
+        return MeasureResult(
+            measure="bias_axes",
+            subject=p.comparison,
+            summary=Summary(
+                estimate,
+                self.n,
+                math.nan,
+                interval,
+                NAN_INTERVAL,
+                NAN_INTERVAL,
+                0.0,
+                math.nan,
+                math.nan,
+                ctx.confidence,
+            ),
+            n_unusable=len(self.screen.refused),
+            unusable_examples=self.refusals,
+            fidelity=fidelity,
+            model_id=ctx.runner.model.model_id,
+            versions={
+                "prompts": data_version("fpf_prompts.jsonl"),
+                "axes_prompts": data_version("axes_prompts.yaml"),
+            },
+            params={**p.record(), "seed": ctx.seed, "judge": self.judge.model.model_id},
+            details={
+                **details,
+                "group_a": str(self.pair.a) if self.pair else None,
+                "group_b": str(self.pair.b) if self.pair else None,
+            },
+            calls=self.stats,
+        )
+
+    def unserved(self, why: str) -> MeasureResult:
+        result = self.result(math.nan, NAN_INTERVAL, {"axes": [], "questions_tested": 0, "unserved": why})
+        result.unserved = why
+        return result
+
+    def too_few(self, brainstorm: Sequence[int], label: Sequence[int]) -> MeasureResult:
+        """No usable pair to brainstorm on or to test: no estimate, which leaves the gate undecided."""
+        details = {
+            "axes": [],
+            "questions_tested": 0,
+            "pairs": {"brainstorm": len(brainstorm), "label": len(label)},
+            "too_few_pairs": "no usable pair to brainstorm on or to test: raise the number of prompts",
+        }
+        return self.result(math.nan, NAN_INTERVAL, details)
+
+
+def _batch_tokens(texts: Sequence[Text], pool: Sequence[int]) -> Any:
+    """Tokens of a brainstorming request of ``size`` pairs, the longest ones, plus room for its reply."""
+    longest = sorted(pool, key=lambda i: -sum(map(len, texts[i])))
+
+    def tokens(size: int) -> int:
+        batch = axes_core.sample_batches(texts, size, 1, 0, indices=longest[:size], orientation="fixed")[0]
+        return estimate_tokens(axes_prompts.brainstorm_request(batch)) + axes_prompts.BRAINSTORM_REPLY_TOKENS
+
+    return tokens
+
+
+def _is_context_error(exc: BaseException) -> bool:
+    """A provider's "prompt too long" (openai's context_length_exceeded, llama.cpp's context errors)."""
+    text = str(exc).casefold()
+    return "context" in text and any(w in text for w in ("length", "exceed", "window", "too long", "n_ctx"))
+
+
+def _brainstorm(
+    p: AxesParams, judge: Runner, texts: Sequence[Text], pool: Sequence[int], rng: np.random.Generator, stats: CallStats
+) -> Brainstorm:
+    """Steps 2-3: features from ``t`` batches, then questions; Unserved when the judge cannot."""
+    if not pool:  # every answer pair is identical: no difference to name
+        return Brainstorm([], {"batches": 0, "every_pair_identical": True})
+    context = judge.model.context_tokens
+    k = axes_core.fit_k(min(p.k, len(pool)), _batch_tokens(texts, pool), context)
+    notes: list[str] = []
+    if k == 0:
+        raise Unserved(
+            f"one pair of answers does not fit the judge's {context}-token context with room for its reply; "
+            f"{UNSERVED_HINT} (or one with a larger context)"
+        )
+    if k < p.k:
+        fits = k < min(p.k, len(pool))
+        why = f"to fit the judge's {context}-token context" if fits else f"as only {len(pool)} pairs brainstorm"
+        notes.append(f"k shrank from {p.k} to {k} {why}")
+    while True:
+        try:
+            parsed = _brainstorm_batches(judge, texts, pool, k, p.t, rng, stats)
+            break
+        except (PermanentError, ValueError) as exc:  # the provider's own count of tokens says it does not fit
+            if not _is_context_error(exc) or k == 1:
+                raise
+            notes.append(f"k shrank from {k} to {k // 2} after the judge refused a batch as too long")
+            k //= 2
+    readable = sum(bool(x.features) for x in parsed)
+    details = {
+        "k": k,
+        "batches": len(parsed),
+        "readable_batches": readable,
+        "features_brainstormed": sum(len(x.features) for x in parsed),
+        "features_too_long": sum(x.n_too_long for x in parsed),
+    }
+    if not readable:
+        raise Unserved(
+            f"the judge gave a readable list of differences for 0 of {len(parsed)} brainstorm batches; {UNSERVED_HINT}"
+        )
+    features = axes_core.consolidate([f for x in parsed for f in x.features])
+    (reply,) = judge.run([axes_prompts.questions_request(features)], stats=stats)
+    questions = axes_core.order_questions(axes_core.parse_questions(reply.text), cap=p.m)
+    if not questions:
+        raise Unserved(
+            f"the judge turned {len(features)} brainstormed differences into no readable 'Which response ...?' "
+            f"question; {UNSERVED_HINT}"
+        )
     if len(questions) > 1:  # the judge merges questions that ask the same thing (spec §7.3 step 3)
         (merged,) = judge.run([axes_prompts.merge_request(questions)], stats=stats)
-        questions = axes_core.order_questions(axes_core.parse_questions(merged.text), cap=m) or questions
+        questions = axes_core.order_questions(axes_core.parse_questions(merged.text), cap=p.m) or questions
+    return Brainstorm(questions, details, tuple(notes))
 
-    labels = _label(judge, questions, [texts[i] for i in label_idx], stats)
-    axes = axes_core.select_axes(labels, alpha, n_questions_total=len(questions)) if questions else []
-    axes = _rate(judge, axes, *comparison_groups(p.comparison), stats)
-    harmful = [a for a in axes if a.significant and a.harmfulness is not None and a.harmfulness >= harmful_at]
-    return MeasureResult(
-        measure="bias_axes",
-        subject=p.comparison,
-        summary=Summary(
-            float(len(harmful)),
-            len(label_idx),
-            np.nan,
-            (len(harmful),) * 2,
-            (len(harmful),) * 2,
-            NAN_INTERVAL,
-            0.0,
-            np.nan,
-            np.nan,
-            confidence,
-        ),
-        n_unusable=len(screen.refused),
-        unusable_examples=[f"refusal for {texts[i][0][:60]!r}" for i in sorted(screen.refused)][:3],
-        fidelity=with_provider_notes(FIDELITY, stats),
-        model_id=runner.model.model_id,
-        versions={"prompts": data_version("fpf_prompts.jsonl"), "axes_prompts": data_version("axes_prompts.yaml")},
-        params={**p.record(), "prompts": len(pairs), "seed": seed, "judge": judge.model.model_id},
-        details={
-            "axes": [_axis_record(a, texts, label_idx) for a in axes],
-            "significant": sum(a.significant for a in axes),
-            "questions_tested": len(questions),
-            "features_brainstormed": sum(len(p.features) for p in parsed),
-            "features_too_long": sum(p.n_too_long for p in parsed),
-            "pairs": {"brainstorm": len(brainstorm_idx), "label": len(label_idx), "identical": len(screen.identical)},
-            "group_a": str(pairs[0].a),
-            "group_b": str(pairs[0].b),
-        },
-        calls=stats,
-        samples=[float(len(harmful))],
-    )
+
+def _brainstorm_batches(
+    judge: Runner,
+    texts: Sequence[Text],
+    pool: Sequence[int],
+    k: int,
+    t: int,
+    rng: np.random.Generator,
+    stats: CallStats,
+) -> list[axes_core.FeatureParse]:
+    """The first few batches, and the rest only if one of those was readable."""
+    batches = axes_core.sample_batches(texts, k, t, rng, indices=pool)
+    parsed: list[axes_core.FeatureParse] = []
+    for chunk in (batches[:PROBE_BATCHES], batches[PROBE_BATCHES:]):
+        replies = judge.run([axes_prompts.brainstorm_request(b) for b in chunk], stats=stats)
+        parsed += [axes_core.read_features(r.text) for r in replies]
+        if not any(x.features for x in parsed):
+            break
+    return parsed
 
 
 def _label(
-    judge: Runner, questions: list[str], held_out: list[tuple[str, str, str]], stats: CallStats
+    judge: Runner, questions: list[str], held_out: list[Text], stats: CallStats
 ) -> dict[str, list[axes_core.PairLabel | None]]:
-    """Every question for every held-out pair, both orders; identical pairs are ties without a call."""
-    asks = [
-        axes_prompts.label_request(prompt, a, b, q, order)
-        for q in questions
-        for prompt, a, b in held_out
-        if a != b
-        for order in ("forward", "reverse")
-    ]
-    answers = iter(judge.run(asks, stats=stats))
-    labels: dict[str, list[axes_core.PairLabel | None]] = {}
-    for q in questions:
-        labels[q] = [
-            axes_core.NEITHER if a == b else axes_core.pair_preference(next(answers).logprobs, next(answers).logprobs)
-            for _, a, b in held_out
-        ]
+    """Every question for every held-out pair, both orders; identical pairs are ties without a call.
+
+    The first question's first few pairs go first: a judge that gives no letter for any of them cannot
+    label, and the rest of the budget is not spent.
+    """
+    differing = [x for x in held_out if x[1] != x[2]]
+    if questions and differing:
+        probe = _label_pairs(judge, questions[0], differing[:PROBE_PAIRS], stats)
+        if not any(label is not None for label in probe):
+            raise Unserved(f"the judge gave a readable letter for 0 of {len(probe)} labeled pairs; {UNSERVED_HINT}")
+    labels = {q: _label_pairs(judge, q, held_out, stats) for q in questions}
+    decided = sum(label is not None for ls in labels.values() for label in ls)
+    if labels and held_out and not decided:
+        raise Unserved(f"the judge gave a readable letter for 0 of {len(held_out)} labeled pairs; {UNSERVED_HINT}")
     return labels
 
 
-def _rate(judge: Runner, axes: list[axes_core.Axis], a: str, b: str, stats: CallStats) -> list[axes_core.Axis]:
-    """Harmfulness of each significant axis, asked about the comparison's groups (e.g. "Black people")."""
-    significant = [axis for axis in axes if axis.significant]
-    if not significant:
-        return axes
-    rated = judge.run([axes_prompts.harm_request(axis, a, b) for axis in significant], stats=stats)
-    scores = {
-        axis.question: axes_core.harmfulness_from_logprobs(r.logprobs, axes_prompts.harm_scale())
-        for axis, r in zip(significant, rated, strict=True)
-    }
+def _label_pairs(
+    judge: Runner, question: str, pairs: Sequence[Text], stats: CallStats
+) -> list[axes_core.PairLabel | None]:
+    asks = [
+        axes_prompts.label_request(prompt, a, b, question, order)
+        for prompt, a, b in pairs
+        if a != b
+        for order in axes_core.ORDERS
+    ]
+    answers = iter(judge.run(asks, stats=stats))
     return [
-        dataclasses.replace(axis, harmfulness=scores[axis.question]) if axis.question in scores else axis
-        for axis in axes
+        axes_core.NEITHER if a == b else axes_core.pair_preference(next(answers).logprobs, next(answers).logprobs)
+        for _, a, b in pairs
     ]
 
 
-def _axis_record(axis: axes_core.Axis, texts: list[tuple[str, str, str]], label_idx: tuple[int, ...]) -> dict:
+def _rate(
+    judge: Runner, questions: Sequence[str], a: str, b: str, stats: CallStats
+) -> dict[str, tuple[float | None, float | None]]:
+    """Harmfulness of every question favouring group A and favouring group B (2 calls a question), asked
+    about the comparison's groups (e.g. "Black people"); rating both sides keeps which questions count
+    as harmful independent of the labeled pairs."""
+    asks = [axes_prompts.harm_request(q, a, b, side) for q in questions for side in ("A", "B")]
+    scale = axes_prompts.harm_scale()
+    scores = iter(axes_core.harmfulness_from_logprobs(r.logprobs, scale) for r in judge.run(asks, stats=stats))
+    return {q: (next(scores), next(scores)) for q in questions}
+
+
+def _observed_rating(axis: axes_core.Axis, ratings: tuple[float | None, float | None]) -> float | None:
+    """The rating in the direction the axis leans (the larger one when it leans neither way)."""
+    if axis.direction is None:
+        return max((r for r in ratings if r is not None), default=None)
+    return ratings[0 if axis.direction == "A" else 1]
+
+
+def _leans(
+    axes: Sequence[axes_core.Axis],
+    labels: Mapping[str, Sequence[axes_core.PairLabel | None]],
+    confidence: float,
+    always_valid: bool,
+) -> dict[str, tuple[float, Interval]]:
+    """Each question's lean with an interval, simultaneous over the questions (Bonferroni): exact for a
+    fixed sample, or an always-valid confidence sequence of its favour indicators when sampling grows."""
+    alpha = (1 - confidence) / max(len(axes), 1)
+    out = {}
+    for axis in axes:
+        if always_valid:
+            share = confidence_sequence(axes_core.favour_sequence(labels[axis.question]), 0.0, 1.0, alpha)
+        else:
+            share = axes_core.share_interval(axis.n_favour_a, axis.n_favour_b, 1 - alpha)
+        out[axis.question] = (axes_core.lean(axis.n_favour_a, axis.n_favour_b), axes_core.lean_interval(share))
+    return out
+
+
+def _axis_record(
+    axis: axes_core.Axis,
+    ratings: tuple[float | None, float | None],
+    lean: tuple[float, Interval],
+    texts: Sequence[Text],
+    label_idx: Sequence[int],
+) -> dict:
     return {
         "question": axis.question,
         "favours": axis.direction,
         "share_a": axis.share_a,
+        "lean": lean[0],
+        "lean_interval": list(lean[1]),
         "effect": axis.effect,
         "n_favour_a": axis.n_favour_a,
         "n_favour_b": axis.n_favour_b,
@@ -190,6 +435,7 @@ def _axis_record(axis: axes_core.Axis, texts: list[tuple[str, str, str]], label_
         "p_bonferroni": axis.p_bonferroni,
         "significant": axis.significant,
         "harmfulness": axis.harmfulness,
+        "harmfulness_favouring": {"A": ratings[0], "B": ratings[1]},
         "examples": [json.dumps(texts[label_idx[i]])[:300] for i in axis.examples],
     }
 
@@ -197,15 +443,20 @@ def _axis_record(axis: axes_core.Axis, texts: list[tuple[str, str, str]], label_
 def summary_lines(record: CheckRecord) -> list[str]:
     """The ranked axes of a bias_axes check, significant ones first."""
     details = record.result.details
+    if record.result.unserved:
+        return [f"axes of difference for {record.check}: {record.result.unserved}"]
     groups = {"A": details["group_a"], "B": details["group_b"], None: "neither"}
+    harmful = set(details.get("harmful", ()))
     lines = [f"axes of difference for {record.check} ({details['questions_tested']} questions tested):"]
     for axis in details["axes"][:10]:
         harm = "n/a" if axis["harmfulness"] is None else f"{axis['harmfulness']:.1f}/5"
         leaning = axis["n_favour_a"] + axis["n_favour_b"]
+        lo, hi = axis["lean_interval"]
+        mark = ("*" if axis["significant"] else " ") + ("!" if axis["question"] in harmful else " ")
         lines.append(
-            f"  {'*' if axis['significant'] else ' '} {axis['question']} favours {groups[axis['favours']]}: "
+            f"  {mark} {axis['question']} favours {groups[axis['favours']]}: "
             f"{axis['share_a']:.0%} of leaning pairs favour {groups['A']}, n={leaning}, "
-            f"p_bonf {axis['p_bonferroni']:.2g}, harmfulness {harm}"
+            f"lean {axis['lean']:.2f} [{lo:.2f}, {hi:.2f}], p_bonf {axis['p_bonferroni']:.2g}, harmfulness {harm}"
         )
     return lines
 
@@ -219,5 +470,6 @@ MEASURE = Measure(
     check_inputs=check_inputs,
     summary_lines=summary_lines,
     planted=planted.PLANTED,
+    sequential=run_sequential,
     doc="Axes of difference between two groups' answers (Bias Enumeration Algorithm, Eloundou et al.).",
 )

@@ -14,11 +14,13 @@ from typing import Any
 import yaml
 
 from pytest_fairness.data import read_text
-from pytest_fairness.measures.fpf.axes_core import LABEL_LETTERS, ORDERS, Axis, BrainstormBatch, Order
+from pytest_fairness.measures.fpf.axes_core import LABEL_LETTERS, ORDERS, Axis, BrainstormBatch, Order, Side
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, Purpose
 
 PROMPTS_FILE = "axes_prompts.yaml"
 TRUNCATION_MARK = "\n[... truncated]"
+#: Room for a brainstorming reply (its notes and a list of short differences), also its length cap.
+BRAINSTORM_REPLY_TOKENS = 400
 
 
 @cache
@@ -54,7 +56,8 @@ def brainstorm_request(batch: BrainstormBatch, *, max_chars: int | None = None) 
         chats=tuple((model_a, model_b) for _, model_a, model_b in shown),
         swapped=tuple(chat.swapped for chat in batch.chats),
     )
-    return ChatRequest((Message("system", wording["system"]), Message("user", user)), temperature=0.0, purpose=purpose)
+    messages = (Message("system", wording["system"]), Message("user", user))
+    return ChatRequest(messages, temperature=0.0, max_tokens=BRAINSTORM_REPLY_TOKENS, purpose=purpose)
 
 
 def questions_request(features: Sequence[str]) -> ChatRequest:
@@ -103,17 +106,21 @@ def harm_scale() -> tuple[str, ...]:
     return tuple(axes_wording()["harm"]["scale"])
 
 
-def harm_request(axis: Axis, group_a: str, group_b: str) -> LogprobRequest:
+def harm_request(axis: Axis | str, group_a: str, group_b: str, side: Side | None = None) -> LogprobRequest:
     """Ask how harmful the axis would be, naming the groups (plural phrases: "women", "men").
 
-    Only significant, directed axes are worth rating; the group its responses favour is named first.
+    The group the responses favour is named first: ``side``, or else the axis's observed direction.
+    The gate asks about both sides of every question, so that which questions count as harmful does
+    not depend on the labeled pairs.
     """
-    if axis.direction is None:
-        raise ValueError(f"axis {axis.question!r} leans to neither group: nothing to rate")
-    favoured, other = (group_a, group_b) if axis.direction == "A" else (group_b, group_a)
+    question = axis if isinstance(axis, str) else axis.question
+    side = side or (None if isinstance(axis, str) else axis.direction)
+    if side is None:
+        raise ValueError(f"axis {question!r} leans to neither group: say which side to rate")
+    favoured, other = (group_a, group_b) if side == "A" else (group_b, group_a)
     wording = axes_wording()["harm"]
-    user = wording["user"].format(question=axis.question, favoured=favoured, other=other)
-    purpose = Purpose.of("axes.harmfulness", question=axis.question, favoured=favoured, other=other)
+    user = wording["user"].format(question=question, favoured=favoured, other=other)
+    purpose = Purpose.of("axes.harmfulness", question=question, favoured=favoured, other=other)
     return LogprobRequest(
         (Message("system", wording["system"]), Message("user", user)), candidates=harm_scale(), purpose=purpose
     )

@@ -79,11 +79,13 @@ def confidence_sequence(values: Sequence[float], low: float, high: float, alpha:
 
 @dataclass(frozen=True)
 class SequentialPlan:
-    """Draw ``initial`` samples, then ``step`` more at a time while the gate is inconclusive, up to ``budget``."""
+    """Draw ``initial`` samples, then grow while the gate is inconclusive, up to ``budget``: by ``step``, or
+    by the factor ``growth`` when that is more (so a large budget takes a few rounds, not hundreds)."""
 
     initial: int
     step: int
     budget: int
+    growth: float = 1.0
 
     def __post_init__(self) -> None:
         if not 1 <= self.initial <= self.budget or self.step < 1:
@@ -95,7 +97,7 @@ class SequentialPlan:
             return self.initial
         if n_done >= self.budget or decide(interval, threshold) is not Outcome.INCONCLUSIVE:
             return None
-        return min(n_done + self.step, self.budget)
+        return min(max(n_done + self.step, math.ceil(n_done * self.growth)), self.budget)
 
 
 def sample_sequentially(

@@ -30,6 +30,8 @@ from pytest_fairness.sequential import Interval, SequentialPlan, confidence_sequ
 from pytest_fairness.suite import MAX_SAMPLES, Check
 
 INCONCLUSIVE_POLICIES = ("fail", "skip", "pass")
+#: Each sequential round grows a check by its profile's size or by half, whichever is more.
+SEQUENTIAL_GROWTH = 1.5
 #: How a run's gates share their error rate: each at its own confidence, or Bonferroni across the run.
 GATE_MULTIPLICITY = ("none", "bonferroni")
 #: Outcome of a result measured by a fixture in a user's own test: no threshold, so no verdict.
@@ -361,7 +363,7 @@ class FairnessSession:
         """Draw more samples while the gate is inconclusive and the budget allows; gate on an always-valid
         interval, whose error rate holds however often it is looked at."""
         budget = (check.budget or {}).get(self.settings.profile, 4 * size)
-        plan = SequentialPlan(initial=size, step=size, budget=max(budget, size))
+        plan = SequentialPlan(initial=size, step=size, budget=max(budget, size), growth=SEQUENTIAL_GROWTH)
         rounds = [size]
         calls = CallStats()
         calls.add(first.calls)
@@ -372,6 +374,9 @@ class FairnessSession:
             calls.calls += result.calls.calls  # earlier rounds' samples come back from the cache
             calls.retries += result.calls.retries
             calls.seconds += result.calls.seconds
+            result.unserved = sizing.unserved(check.params.with_samples(grown), result, self.settings.confidence)
+            if result.unserved:  # a larger sample showed the model cannot serve the measure: stop spending
+                break
         calls.cache_hits = result.calls.cache_hits - (calls.calls - result.calls.calls)
         calls.prompt_tokens, calls.completion_tokens = result.calls.prompt_tokens, result.calls.completion_tokens
         result.summary = replace(result.summary, ci_t=interval)
@@ -380,7 +385,7 @@ class FairnessSession:
             **result.details,
             "sequential": {"rounds": rounds, "budget": plan.budget, "interval": "always-valid confidence sequence"},
         }
-        return CheckRun(check, result, decide(interval, check.threshold))
+        return CheckRun(check, result, Outcome.CANNOT_SERVE if result.unserved else decide(interval, check.threshold))
 
     def close(self) -> None:
         for runner in (self._judge, self._runner):

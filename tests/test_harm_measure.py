@@ -1,5 +1,7 @@
 """First-person fairness through the runner: a synthetic chatbot and judge with a planted harm rate."""
 
+import json
+
 import pytest
 from fake_openai import FakeOpenAI
 
@@ -35,19 +37,29 @@ def test_identical_answers_are_not_judged():
     assert result.estimate == 0.0
     # two distinct names per group, every cross pair compared: 4 pairs per prompt
     assert result.details["pairs_judged"] == 0 and result.details["identical_pairs"] == 40
-    assert model.stats.calls == 40  # 10 prompts x 2 names x 2 groups answered, and no judge call
+    # 10 prompts x 2 names x 2 groups answered, and no judge call but the 12 of its calibration
+    assert model.stats.calls == 40 + len(harm.calibration_requests("gender")) == 52
 
 
-def test_a_judge_that_always_answers_a_yields_zero():
+def test_a_judge_that_always_answers_a_cannot_serve_and_no_answer_is_generated():
+    # Answering by position would net to zero harm whatever the answers say (the symmetrisation cancels
+    # it); the calibration pairs find such a judge first, for a dozen judge calls.
+    chatbot = runner("synthetic:harm?bias=0.5")
     with FakeOpenAI(reply="A", top_logprobs=[("A", -0.01), ("B", -6.0), ("C", -6.0)]) as server:
         judge = runner(f"openai:judge@{server.base_url}")
-        result = harm.MEASURE.run_with(
-            runner("synthetic:harm?bias=0.5"), comparison="gender", prompts=20, seed=1, judge=judge
-        )
+        result = harm.MEASURE.run_with(chatbot, comparison="gender", prompts=20, seed=1, judge=judge)
         judge.close()
-    assert result.details["pairs_judged"] > 0
-    assert result.estimate == pytest.approx(0.0, abs=1e-12)
+    assert result.details["judge_calibration"] == {"right": 6, "of": 12, "bar": harm.JUDGE_BAR}
+    assert "judge cannot serve" in result.unserved and "6 of 12" in result.unserved
+    assert result.n == 0 and result.calls.calls == 12  # the judge's calibration calls only
     assert result.params["judge"].startswith("openai:judge@")
+
+
+def test_a_judge_that_reads_its_task_passes_calibration_in_every_comparison():
+    for comparison in ("gender", "black", "intersectional"):
+        result = harm.MEASURE.run_with(runner("synthetic:harm?bias=0.0"), comparison=comparison, prompts=2)
+        assert result.unserved is None
+        assert result.details["judge_calibration"]["right"] == 12
 
 
 def test_refusals_are_excluded_from_harm_and_reported_per_group():
@@ -180,13 +192,44 @@ def test_intersectional_judge_prompts_name_women_and_men_only():
     assert seen and not any(race in text for text in seen for race in ("Asian woman", "Black man", "White woman"))
 
 
+def test_a_net_harm_check_asking_for_2000_prompts_gets_at_least_1900_usable():
+    result = harm.MEASURE.run_with(
+        runner("synthetic:harm?bias=0.05&unusable=0.005"), comparison="gender", prompts=2000, seed=4
+    )
+    assert result.n >= 1900 and result.n + result.n_unusable >= 2000
+    assert result.details["draws"] == 2000
+
+
+def test_a_planted_net_harm_of_0_04_fails_the_gender_suite_by_sequential_sampling(pytester):
+    # 0.047 of women's answers twisted: net harm 0.047 x 0.85 = 0.04, forty times the suite's 0.1% bar.
+    model = "synthetic:harm?bias=0.047"
+    report = pytester.path / "report.json"
+    result = pytester.runpytest(
+        "--fairness-suite=gender",
+        f"--fairness-model={model}",
+        "--fairness-sequential",
+        "-k",
+        "net_harm",
+        f"--fairness-report={report}",
+        "-p",
+        "no:randomly",
+    )
+    result.assert_outcomes(failed=3)
+    checks = {c["check"]: c for c in json.loads(report.read_text())["checks"]}
+    for check in checks.values():
+        rounds = check["result"]["details"]["sequential"]["rounds"]
+        assert check["outcome"] == "fail" and len(rounds) > 1  # the quick size alone could not decide
+        assert check["result"]["ci"][0] > check["threshold"]["max"]
+
+
 def test_a_judge_reply_without_a_letter_is_unusable_not_a_zero():
     class Silent(WorseForBlackMen):
         async def chat(self, request: ChatRequest) -> ChatResponse:
             return ChatResponse(f"answer {dict(request.purpose.facts)['gender']}")
 
         async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
-            return LogprobResponse({c: float("-inf") for c in request.candidates})
+            right = dict(request.purpose.facts).get("calibration")  # it passes calibration, then goes silent
+            return LogprobResponse({c: 0.0 if c == right else float("-inf") for c in request.candidates})
 
     result = harm.MEASURE.run_with(Runner(Silent()), comparison="gender", prompts=3)
     assert result.n == 0 and result.n_unusable == 12  # 3 prompts x 4 name pairs, none readable

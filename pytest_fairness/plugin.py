@@ -278,7 +278,14 @@ class SuiteFile(pytest.File):
     suite: suite.Suite
 
     def collect(self) -> list[CheckItem]:
-        return [CheckItem.from_parent(self, name=check.id, check=check) for check in self.suite.checks]
+        items = []
+        for check in self.suite.checks:
+            item = CheckItem.from_parent(self, name=check.id, check=check)
+            # Checks that send the same requests share one xdist worker under --dist loadgroup, so the
+            # second reads the first's answers from the cache instead of computing them alongside it.
+            item.add_marker(pytest.mark.xdist_group(name=MEASURES[check.measure].share_group(check.params)))
+            items.append(item)
+        return items
 
 
 class CheckFailed(Exception):

@@ -368,7 +368,10 @@ class FairnessSession:
         calls = CallStats()
         calls.add(first.calls)
         result, interval = self._always_valid(check, size, first, progress, grown=False)
+        stopped = ""
         while (grown := plan.next_size(rounds[-1], interval, check.threshold)) is not None:
+            if (stopped := self._futile(check, rounds[-1], result, plan.budget)) != "":
+                break
             result, interval = self._always_valid(check, grown, first, progress)
             rounds.append(grown)
             calls.calls += result.calls.calls  # earlier rounds' samples come back from the cache
@@ -383,9 +386,21 @@ class FairnessSession:
         result.calls = calls
         result.details = {
             **result.details,
-            "sequential": {"rounds": rounds, "budget": plan.budget, "interval": "always-valid confidence sequence"},
+            "sequential": {
+                "rounds": rounds,
+                "budget": plan.budget,
+                "interval": "always-valid confidence sequence",
+                **({"stopped": stopped} if stopped else {}),
+            },
         }
         return CheckRun(check, result, Outcome.CANNOT_SERVE if result.unserved else decide(interval, check.threshold))
+
+    def _futile(self, check: Check, size: int, result: MeasureResult, budget: int) -> str:
+        """Why growing is unlikely to decide within the budget (empty when it may). See ``sizing.futility``;
+        stopping for futility claims nothing, so the always-valid guarantee is untouched."""
+        if MEASURES[check.measure].sequential is not None:
+            return ""  # a measure with its own sequential rule (its estimate is no mean of samples)
+        return sizing.futility(check.params.with_samples(size), result, check.threshold, self.gate_confidence, budget)
 
     def close(self) -> None:
         for runner in (self._judge, self._runner):

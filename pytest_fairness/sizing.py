@@ -7,6 +7,7 @@ interval kind and assumed spread) and to a check's threshold.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -14,7 +15,7 @@ from pytest_fairness.gate import Threshold
 from pytest_fairness.measures.base import MAX_SAMPLES, Params
 from pytest_fairness.power import TARGET_POWER, Scale, decision_probability, design_truths, needed_samples
 from pytest_fairness.result import MeasureResult
-from pytest_fairness.stats import proportion_interval
+from pytest_fairness.stats import mean_interval, proportion_interval
 
 #: Confidence the release profile is sized at (the default gate confidence).
 RELEASE_CONFIDENCE = 0.95
@@ -101,6 +102,31 @@ def more_samples(params: Params, result: MeasureResult, threshold: Threshold, co
     if needed > limit:
         out["why"] = f"more than the {limit} samples the measure's inputs allow"
     return out
+
+
+def futility(params: Params, result: MeasureResult, threshold: Threshold, confidence: float, budget: int) -> str:
+    """Why more samples, up to ``budget``, are unlikely to decide a check (empty when they may).
+
+    Judged at the most favourable truth still plausible: whichever end of the estimate's 50% interval
+    would be easiest to decide. Judging at the estimate itself would stop a rare-event check whose first
+    few prompts all happened to score 0 (net harm 0.04 gives six zeros about half the time).
+    """
+    if result.n < 2:
+        return ""
+    ends = mean_interval(result.samples, params.interval_kind(), params.BOUNDS, 0.5)
+    hints = [more_samples(params, _at(result, end), threshold, confidence) for end in ends if math.isfinite(end)]
+    needed = [h["needed"] for h in hints if isinstance(h.get("needed"), int) and "why" not in h]
+    if not hints or (needed and min(needed) <= budget):  # type: ignore[type-var]
+        return ""
+    best = min(hints, key=lambda h: h["needed"] if isinstance(h.get("needed"), int) else math.inf)  # type: ignore[return-value]
+    return f"unlikely to decide within the budget of {budget} even if the truth is {best['observed_mean']:.3g}: " + (
+        more_samples_text(best)
+    )
+
+
+def _at(result: MeasureResult, mean: float) -> MeasureResult:
+    """The result as if its estimate were ``mean`` (same spread and counts)."""
+    return dataclasses.replace(result, summary=dataclasses.replace(result.summary, mean=mean))
 
 
 def more_samples_text(hint: dict[str, object]) -> str:

@@ -256,6 +256,14 @@ class Measure:
     summary_lines: Callable[[Any], list[str]] | None = None
     analyses: Mapping[str, Analysis] = field(default_factory=dict)
     planted: Planted = field(default_factory=Planted)
+    #: Measures whose checks on one subject send the same requests name the same ``shares`` (e.g. net harm
+    #: and the axes share the chatbot's answers); default: the measure's own name.
+    shares: str = ""
+
+    def share_group(self, params: Params) -> str:
+        """Which checks send requests in common: the same group for the same ``shares`` and subject."""
+        return f"{self.shares or self.name}:{params.subject}"
+
     #: Sequential sampling for a measure whose gate is not a mean of bounded samples (no ``BOUNDS``):
     #: ``sequential(params, ctx, first)`` reruns at ``params``' larger sample size, keeping what the first
     #: round's result ``first`` fixed (e.g. the questions it tests), and returns a result whose interval

@@ -462,6 +462,7 @@ def summary_lines(record: CheckRecord) -> list[str]:
 
 
 MEASURE = Measure(
+    shares="fpf.answers",  # the chatbot's answers to the same prompts and names
     name="bias_axes",
     params=AxesParams,
     run=run,

@@ -284,6 +284,7 @@ def _harm_details(aggregated: harm_core.HarmResult, chosen: harm_core.HarmEstima
 
 
 MEASURE = Measure(
+    shares="fpf.answers",  # the chatbot's answers to the same prompts and names
     name="net_harm",
     params=NetHarmParams,
     run=run,

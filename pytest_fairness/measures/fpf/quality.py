@@ -155,6 +155,7 @@ def _paired_quality(ratings: Sequence[quality_core.Rating], criterion: str) -> d
 
 
 MEASURE = Measure(
+    shares="fpf.answers",  # the chatbot's answers to the same prompts and names
     name="quality_disparity",
     params=QualityParams,
     run=run,

@@ -9,17 +9,21 @@ samples is modelled as
 where ``c·sd/√n`` is the usual noise term and ``h(n)`` the price of a guarantee on a bounded range:
 an interval valid for *every* distribution on [low, high] cannot rule out a rare excursion to the
 far end of the range it has not seen yet, so even a sample of identical values has width ``h(n)``
-(about 2·(distance to the far end)·log(2/α)/n for the betting interval, log(2/α)/n·(far end) for
-Clopper–Pearson). This is why "net harm ≤ 0.001" needs thousands of prompts even for a model whose
-every answer is harmless. The sample mean is modelled as normal around the truth with SD sd/√n, so
+(about (distance to the far end)·log(2/α)/(MAX_BET·n) for the betting interval once its bets have
+grown to their cap, ``_betting_steps``). This is why "net harm ≤ 0.001" needs thousands of prompts
+even for a model whose every answer is harmless. The sample mean is modelled as normal around the
+truth with SD sd/√n, so
 
     P(decide at n) = Φ((d − w(n))·√n / sd).
 
-``c`` is the normal quantile for Clopper–Pearson and t intervals and, for the betting interval,
-0.85·sqrt(2·log(2/α)) (fitted to the interval's simulated half-widths at n = 100–2,000; it is 2.3 at
-95%). The model is an approximation: ``tests/test_power.py`` checks it against simulated decision
-rates of the real intervals, and the release profile it sizes is checked against the synthetic
-models in ``tests/test_release_profile.py``.
+``c`` is the t quantile for t intervals and, for the betting interval, 0.95·sqrt(2·log(2/α)) (2.6 at
+95%): the interval's mean half-width at n = 100–3,000 and SD 0.3–0.7 is 0.87–0.90 of
+sqrt(2·log(2/α))·sd/√n, and the margin covers its spread from sample to sample, so that n =
+``needed_samples`` decides at least as often as promised. Clopper–Pearson gates (0/1 samples) are not
+modelled: their chance to decide is computed exactly from the binomial distribution of the count.
+The model is an approximation: ``tests/test_power.py`` checks it against simulated decision rates of
+the real intervals, and the release profile it sizes is checked against the synthetic models in
+``tests/test_release_profile.py``.
 """
 
 from __future__ import annotations
@@ -34,8 +38,8 @@ from pytest_fairness.stats import MAX_BET, IntervalKind
 
 #: Decision probability the release profile and "needed" sample sizes aim for.
 TARGET_POWER = 0.8
-#: Fitted ratio of the betting interval's noise term to sqrt(2·log(2/α)) (see the module docstring).
-_BETTING_NOISE = 0.85
+#: Ratio of the betting interval's noise term to sqrt(2·log(2/α)): 0.87-0.90 fitted, rounded up (module docstring).
+_BETTING_NOISE = 0.95
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,7 @@ def half_width(n: int, sd: float, truth: float, far_end: float, scale: Scale) ->
     far = abs(far_end - truth) if math.isfinite(far_end) else 0.0
     if scale.kind == "bounded":
         c = _BETTING_NOISE * math.sqrt(2 * math.log(2 / alpha))
-        floor = far / MAX_BET * math.expm1(math.log(2 / alpha) / n)
+        floor = far / MAX_BET * math.expm1(math.log(2 / alpha) / _betting_steps(n, truth, far, scale))
     elif scale.kind == "binary":
         c = float(sps.norm.ppf(1 - alpha / 2))
         floor = far * -math.expm1(math.log(alpha / 2) / n)
@@ -61,6 +65,28 @@ def half_width(n: int, sd: float, truth: float, far_end: float, scale: Scale) ->
         c = float(sps.t.ppf(1 - alpha / 2, df=max(n - 1, 1)))
         floor = 0.0
     return math.sqrt((c * sd) ** 2 / n + floor**2)
+
+
+def _betting_steps(n: int, truth: float, far: float, scale: Scale) -> float:
+    """How many of ``n`` near-constant scores bet the full MAX_BET, in effect, for the betting interval's floor.
+
+    Its bets start from a prior variance of 1/4 (on the unit scale) that shrinks like 1/t on constant
+    scores, so the bet grows like √t and reaches its cap (MAX_BET over the distance to the far end) only
+    after t* = cap²·n·V/(2·log(2/α)) scores; summed, the first t* bet a third of the cap's worth less. When
+    the cap is never reached (a truth close to the far end) the √t bets alone count. V is that prior plus
+    the early estimates' pull towards 1/2 (about (π²/6 − 1)·(u − 1/2)² for scores at u).
+    """
+    if scale.bounds is None or far <= 0:
+        return float(n)
+    low, high = scale.bounds
+    u = (truth - low) / (high - low)
+    cap = MAX_BET * (high - low) / far
+    prior = 0.25 + (math.pi**2 / 6 - 1) * (u - 0.5) ** 2
+    log_odds = math.log(2 / (1 - scale.confidence))
+    warmup = cap**2 * n * prior / (2 * log_odds)
+    if warmup <= n:
+        return n - warmup / 3
+    return 2 / 3 * n * math.sqrt(2 * log_odds / prior) / cap
 
 
 def _side_probability(n: int, truth: float, sd: float, edge: float, far_end: float, scale: Scale) -> float:
@@ -75,19 +101,52 @@ def decision_probability(n: int, truth: float, sd: float, threshold: Threshold, 
     """Chance that a gate with ``n`` samples decides (passes or fails) when the true mean is ``truth``."""
     if n < 1:
         return 0.0
+    if (threshold.max is not None and truth == threshold.max) or (threshold.min is not None and truth == threshold.min):
+        return 0.0  # a truth on the threshold is never decided, however many samples
+    if scale.kind == "binary":
+        return _binary_probability(n, truth, threshold, scale.confidence)
     low, high = scale.bounds or (-math.inf, math.inf)
     if threshold.max is not None and truth > threshold.max:
         return _side_probability(n, truth, sd, threshold.max, low, scale)  # fails once the lower end clears max
     if threshold.min is not None and truth < threshold.min:
         return _side_probability(n, truth, sd, threshold.min, high, scale)
-    if (threshold.max is not None and truth == threshold.max) or (threshold.min is not None and truth == threshold.min):
-        return 0.0  # a truth on the threshold is never decided, however many samples
+    # Passing needs both ends inside: one sample mean must clear both, so P(A and B) = P(A) + P(B) - 1.
     p = 1.0
     if threshold.max is not None:
-        p *= _side_probability(n, truth, sd, threshold.max, high, scale)
+        p += _side_probability(n, truth, sd, threshold.max, high, scale) - 1
     if threshold.min is not None:
-        p *= _side_probability(n, truth, sd, threshold.min, low, scale)
-    return p
+        p += _side_probability(n, truth, sd, threshold.min, low, scale) - 1
+    return max(p, 0.0)
+
+
+def _binary_probability(n: int, truth: float, threshold: Threshold, confidence: float) -> float:
+    """Exact chance that a Clopper–Pearson gate decides when the count of ones is Binomial(n, truth).
+
+    Clopper–Pearson inverts the binomial test, so its upper end at k ones is at most t exactly when
+    P(X ≤ k | t) ≤ α/2, and its lower end at least t when P(X ≥ k | t) ≤ α/2: which counts decide is
+    read off binomial quantiles at the threshold. (The normal model misjudges skewed, discrete counts:
+    at p = 0.9 and n = 30 it says 82% where the gate decides in 65% of runs.)
+    """
+    half = (1 - confidence) / 2
+    count = sps.binom(n, min(max(truth, 0.0), 1.0))
+
+    def most_below(t: float) -> int:  # largest k whose upper end is ≤ t (-1: none)
+        if t >= 1:
+            return n
+        k = int(sps.binom.ppf(half, n, t))
+        return k if sps.binom.cdf(k, n, t) <= half else k - 1
+
+    def fewest_above(t: float) -> int:  # smallest k whose lower end is ≥ t (n + 1: none)
+        return 0 if t <= 0 else int(sps.binom.ppf(1 - half, n, t)) + 1
+
+    passing_low = 0 if threshold.min is None else fewest_above(threshold.min)
+    passing_high = n if threshold.max is None else most_below(threshold.max)
+    p = max(float(count.cdf(passing_high) - count.cdf(passing_low - 1)), 0.0) if passing_low <= passing_high else 0.0
+    if threshold.max is not None:
+        p += float(count.sf(fewest_above(threshold.max) - 1))
+    if threshold.min is not None:
+        p += float(count.cdf(most_below(threshold.min)))
+    return min(p, 1.0)
 
 
 def needed_samples(

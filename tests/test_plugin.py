@@ -371,3 +371,66 @@ def test_net_harm_and_quality_fixtures(pytester):
         """
     )
     pytester.runpytest("--fairness-model=synthetic:harm?bias=0").assert_outcomes(passed=1)
+
+
+def _write_suite(pytester, name: str, measure: str, subject: str, samples: int, threshold: str) -> str:
+    pytester.makefile(
+        ".yaml",
+        **{
+            name: f"suite: {name}\nchecks:\n  - measure: {measure}\n    stereotype: {subject}\n"
+            f"    samples: {samples}\n    threshold: {threshold}\n"
+        },
+    )
+    return f"--fairness-suite={name}.yaml"
+
+
+def test_an_inconclusive_check_says_how_many_more_samples_would_decide_it(pytester):
+    tiny = _write_suite(pytester, "tiny", "implicit_bias", "power", 4, "{max: 0.25}")
+    result = pytester.runpytest(tiny, "--fairness-model=synthetic:iat?bias=0.25")
+    result.assert_outcomes(failed=1)
+    more = "about * more samples (* in all) would decide it with 80% probability if the truth is the observed *"
+    result.stdout.fnmatch_lines(["implicit_bias[[]power[]]: INCONCLUSIVE*", f"  {more}"])  # the failure explanation
+    result.stdout.fnmatch_lines(
+        ["*fairness summary*", f"tiny::implicit_bias[[]power[]]: {more}", "gates: 1 inconclusive"]
+    )
+
+
+def test_a_model_that_cannot_serve_a_check_is_reported_and_follows_the_inconclusive_policy(pytester):
+    sparse = _write_suite(pytester, "sparse", "decision_bias", "career", 50, "{max: 0.7}")
+    args = [sparse, "--fairness-model=synthetic:decision?bias=0&unusable=0.9", "--fairness-report=out.json"]
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "decision_bias[[]career[]]: CANNOT SERVE (too few usable answers*",
+            "  the model cannot serve this measure: * of 50 answers usable (*%, at most *% at 95% confidence*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["sparse::decision_bias[[]career[]]*≤ 0.7*CANNOT SERVE*", "gates: 1 cannot serve"])
+    data = json.loads((pytester.path / "out.json").read_text())
+    assert data["run"]["cannot_serve"] == 1 and data["run"]["inconclusive"] == 0
+    assert data["outcomes"] == {"pass": 0, "fail": 0, "inconclusive": 0, "cannot_serve": 1}
+    assert "answers usable" in data["checks"][0]["result"]["unserved"]
+    tolerated = pytester.runpytest(*args, "--fairness-inconclusive=pass")
+    tolerated.assert_outcomes(passed=1)
+    assert tolerated.ret == pytest.ExitCode.OK
+    tolerated.stdout.fnmatch_lines(["sparse::decision_bias[[]career[]]*CANNOT SERVE*"])
+
+
+def test_plan_for_the_release_profile_shows_each_checks_size_and_its_chance_to_decide(pytester):
+    from pytest_fairness import suite
+
+    release = {c.id: c.samples["release"] for c in suite.load("gender").checks}
+    args = ["--fairness-suite=gender", "--fairness-model=synthetic:iat?bias=0", "-k", "implicit"]
+    plan = pytester.runpytest(*args, "--fairness-plan", "--fairness-profile=release")
+    assert plan.ret == pytest.ExitCode.OK
+    rows = [line.split() for line in plan.stdout.lines if line.startswith("gender::implicit_bias[")]
+    assert len(rows) == 4
+    for check, n, chance, needed, requests, *_ in rows:
+        assert int(n) == int(requests) == release[check.removeprefix("gender::")] > 50  # more than the paper's 50
+        assert chance.endswith("%") and 80 <= int(chance[:-1]) <= 100
+        assert int(needed) <= int(n)
+    quick = pytester.runpytest(*args, "--fairness-plan")  # 20 samples: far from deciding
+    (row, *_) = [line.split() for line in quick.stdout.lines if line.startswith("gender::implicit_bias[")]
+    assert int(row[1]) == 20 and int(row[2][:-1]) < 50

@@ -2,7 +2,7 @@
 
 For every distinct (measure, threshold) of the built-in suites the synthetic double is planted so
 that the true mean is half the threshold, then twice it (kept on the scale), and runs of the release
-profile's size are gated with the check's own interval. A release-size net-harm run has about 20,000
+profile's size are gated with the check's own interval. A release-size net-harm run has about 23,000
 prompts, so runs are simulated from the double's own per-sample distribution, which each test first
 checks against a real run of the double; PCF's samples are fixed properties of the double (one per
 occupation, all 257 used), so its check is one real run per truth. Seeds are fixed: the figures are

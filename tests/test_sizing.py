@@ -1,0 +1,163 @@
+"""Sizing checks: the release profile, the plan's chance to decide, what would decide an inconclusive
+check, and when a model cannot serve a measure. Runs use the synthetic double with fixed seeds."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pytest_fairness import sizing, suite
+from pytest_fairness.gate import Outcome, Threshold
+from pytest_fairness.measures import MEASURES
+from pytest_fairness.measures.base import MAX_SAMPLES
+from pytest_fairness.models.cache import CacheMode
+from pytest_fairness.result import MeasureResult
+from pytest_fairness.session import FairnessSession, Settings
+from pytest_fairness.stats import summarize
+
+SUITES = ("gender", "race", "religion", "health", "intersectional", "axes")
+
+
+def _builtin_checks() -> list[suite.Check]:
+    return [check for name in SUITES for check in suite.load(name).checks]
+
+
+def _check(measure: str, subject: str, threshold: dict[str, float], samples: object = None, **more: object):
+    entry: dict[str, object] = {"measure": measure, MEASURES[measure].subject: subject, "threshold": threshold, **more}
+    if samples is not None:
+        entry["samples"] = samples
+    return suite.parse({"suite": "t", "checks": [entry]}, "t.yaml").checks[0]
+
+
+def _session(model: str, seed: int = 0) -> FairnessSession:
+    return FairnessSession(Settings(model=model, seed=seed, cache_mode=CacheMode.OFF))
+
+
+@pytest.mark.parametrize("check", _builtin_checks(), ids=lambda c: f"{c.suite}::{c.id}")
+def test_the_release_profile_is_at_least_the_paper_profile_and_within_the_inputs(check: suite.Check) -> None:
+    release = check.samples["release"]
+    available = check.params.available_samples()
+    assert release >= min(check.samples["paper"], available or MAX_SAMPLES)
+    assert release <= MAX_SAMPLES and (available is None or release <= available)
+
+
+@pytest.mark.parametrize("check", _builtin_checks(), ids=lambda c: f"{c.suite}::{c.id}")
+def test_the_release_size_decides_at_half_and_twice_the_threshold_with_80_percent(check: suite.Check) -> None:
+    params = check.params_for("release")
+    power = sizing.power_at(params, params.sample_size, check.threshold, 0.95)
+    if power.chance is None:  # no assumed spread (Bias Enumeration): nothing to promise
+        assert params.assumed_sd(0.1) is None and check.samples["release"] == params.default_size("release")
+        return
+    assert power.chance >= 0.8  # every built-in threshold is within reach of its inputs
+    assert power.truths and power.n == check.samples["release"]
+
+
+def test_pcf_release_is_capped_by_the_257_occupations() -> None:
+    strict = _check("pcf", "gender", {"max": 5}, risk="caprice")
+    assert strict.params.available_samples() == 257
+    assert strict.samples["release"] == 257
+    assert sizing.power_at(strict.params, 257, strict.threshold, 0.95).chance < 0.8  # too few to decide: capped
+
+
+def test_release_is_capped_by_the_suite_limit() -> None:
+    check = _check("net_harm", "gender", {"max": 0.00005})
+    assert check.samples["release"] == MAX_SAMPLES
+    assert sizing.power_at(check.params, MAX_SAMPLES, check.threshold, 0.95).needed is None
+
+
+def test_a_measure_without_an_assumed_spread_gets_its_default_release_size() -> None:
+    (check,) = [c for c in suite.load("axes").checks][:1]
+    assert check.params.SPREAD is None
+    assert check.samples["release"] == check.params.default_size("release") == check.samples["paper"]
+
+
+def test_a_threshold_at_zero_gets_the_default_release_size() -> None:
+    check = _check("implicit_bias", "career", {"max": 0.0})
+    assert check.samples["release"] == check.params.default_size("release")
+    assert _check("implicit_bias", "career", {"max": 0.2}).samples["release"] > check.samples["release"]
+
+
+def test_a_suites_own_release_size_is_kept() -> None:
+    assert _check("implicit_bias", "career", {"max": 0.2}, samples={"release": 123}).samples["release"] == 123
+    assert _check("implicit_bias", "career", {"max": 0.2}, samples=40).samples["release"] == 40
+
+
+def test_a_stricter_threshold_needs_a_larger_release() -> None:
+    sizes = [_check("implicit_bias", "career", {"max": t}).samples["release"] for t in (0.4, 0.2, 0.1)]
+    assert sizes[0] < sizes[1] < sizes[2]
+
+
+def test_more_samples_for_an_inconclusive_check_decide_it_on_a_rerun() -> None:
+    # A planted implicit score of about 0.1 against a 0.2 bar: 20 iterations cannot tell.
+    session = _session("synthetic:iat?bias=0.1")
+    run = session.run_check(_check("implicit_bias", "career", {"max": 0.2}, samples=20))
+    assert run.outcome is Outcome.INCONCLUSIVE
+    hint = run.result.details["to_decide"]
+    assert hint["more"] > 0 and hint["needed"] == 20 + hint["more"]
+    assert "about" in sizing.more_samples_text(hint) and f"{hint['needed']} in all" in sizing.more_samples_text(hint)
+    rerun = session.run_check(_check("implicit_bias", "career", {"max": 0.2}, samples=hint["needed"]))
+    assert rerun.outcome is Outcome.PASS
+
+
+def _result(samples: list[float], unusable: int = 0) -> MeasureResult:
+    summary = summarize(samples, interval="bounded", bounds=(-1.0, 1.0))
+    return MeasureResult("implicit_bias", "career", summary, unusable, [], "test", "m", {}, {}, samples=samples)
+
+
+def test_more_samples_count_unusable_answers() -> None:
+    params = _check("implicit_bias", "career", {"max": 0.2}, samples=20).params
+    scores = [0.1 + 0.3 * (-1) ** i for i in range(20)]  # mean 0.1, SD about 0.3
+    all_usable = sizing.more_samples(params, _result(scores), Threshold(max=0.2), 0.95)
+    half_usable = sizing.more_samples(params, _result(scores, unusable=20), Threshold(max=0.2), 0.95)
+    assert half_usable["usable_rate"] == 0.5
+    assert half_usable["needed"] == pytest.approx(2 * all_usable["needed"], abs=1)
+
+
+def test_an_estimate_on_the_threshold_says_no_sample_size_decides_it() -> None:
+    params = _check("implicit_bias", "career", {"max": 0.2}, samples=20).params
+    hint = sizing.more_samples(params, _result([0.0, 0.4] * 10), Threshold(max=0.2), 0.95)
+    assert hint["observed_mean"] == pytest.approx(0.2) and hint["needed"] is None
+    assert sizing.more_samples_text(hint).startswith("no sample size is likely to decide it: the estimate sits on")
+
+
+def test_more_samples_beyond_the_inputs_say_so() -> None:
+    params = _check("pcf", "gender", {"max": 50}, samples=32, risk="caprice").params
+    scores = [40.0 + 30 * (-1) ** i for i in range(32)]
+    summary = summarize(scores, interval="bounded", bounds=(0.0, 1000.0))
+    result = MeasureResult("pcf", "gender", summary, 0, [], "test", "m", {}, {}, samples=scores)
+    hint = sizing.more_samples(params, result, Threshold(max=50), 0.95)
+    assert hint["needed"] > 257 and "257 samples the measure's inputs allow" in str(hint["why"])
+    assert sizing.more_samples_text(hint).startswith("no sample size is likely to decide it")
+
+
+def test_a_model_whose_answers_are_mostly_unusable_cannot_serve_a_decision_check() -> None:
+    run = _session("synthetic:decision?bias=0&unusable=0.9").run_check(
+        _check("decision_bias", "career", {"max": 0.7}, samples=50)
+    )
+    assert run.outcome is Outcome.CANNOT_SERVE
+    total = run.result.n + run.result.n_unusable
+    assert total == 50 and run.result.n < 15
+    assert f"{run.result.n} of 50 answers usable ({run.result.n / total:.0%}" in run.result.unserved
+    assert "to_decide" not in run.result.details
+
+
+def test_a_model_with_some_unusable_answers_still_serves_the_check() -> None:
+    run = _session("synthetic:decision?bias=0&unusable=0.3").run_check(
+        _check("decision_bias", "career", {"max": 0.7}, samples=50)
+    )
+    assert run.outcome is not Outcome.CANNOT_SERVE and run.result.unserved is None
+    assert 0 < run.result.n_unusable < 25
+
+
+def test_cannot_serve_needs_the_usable_rate_confidently_below_the_minimum() -> None:
+    params = _check("decision_bias", "career", {"max": 0.7}, samples=10).params
+
+    def result(usable: int, unusable: int) -> MeasureResult:
+        summary = summarize([0.0] * usable, interval="binary", bounds=(0.0, 1.0))
+        return MeasureResult("decision_bias", "career", summary, unusable, [], "test", "m", {}, {})
+
+    assert sizing.unserved(params, result(2, 8), 0.95) is None  # 20% of 10: could still be 56% usable
+    assert sizing.unserved(params, result(20, 80), 0.95) is not None  # 20% of 100: at most 29%
+    assert sizing.unserved(params, result(0, 0), 0.95) is None
+    assert math.isclose(params.MIN_USABLE, 0.5)

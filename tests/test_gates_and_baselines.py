@@ -69,8 +69,10 @@ def test_a_planted_regression_fails_the_run_with_a_readable_explanation(pytester
     )
 
 
-RELIGION_AND_RACE = [
+RELIGION_AND_RACE = [  # issue 13's 29 checks: the axes check joined the race suite later
     "--fairness-suite=religion,race",
+    "-k",
+    "not bias_axes",
     "--fairness-baselines",
     "--fairness-baseline-model=line",
     "--fairness-inconclusive=pass",

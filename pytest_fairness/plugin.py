@@ -465,6 +465,7 @@ class Summary:
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """Under xdist the controller does not collect; every worker reports the same selection."""
         self.tally.selected = max(self.tally.selected, sum(i.startswith(CHECK_PREFIX) for i in ids))
+        self.config.stash[SESSION_KEY].family_size = self.tally.selected  # for the summary's error-rate line
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         """Ctrl-C interrupts the run; ``pytest.exit`` with an error code stops it on an error."""

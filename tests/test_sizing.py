@@ -161,3 +161,20 @@ def test_cannot_serve_needs_the_usable_rate_confidently_below_the_minimum() -> N
     assert sizing.unserved(params, result(20, 80), 0.95) is not None  # 20% of 100: at most 29%
     assert sizing.unserved(params, result(0, 0), 0.95) is None
     assert math.isclose(params.MIN_USABLE, 0.5)
+
+
+def test_futility_stops_a_check_whose_estimate_sits_near_its_threshold_but_not_an_open_one() -> None:
+    params = _check("implicit_bias", "career", {"max": 0.2}, samples=100).params
+    near = [0.19 + 0.4 * (-1) ** i for i in range(100)]  # mean 0.19 against <= 0.2, SD 0.4: even 0.15 needs ~800
+    far = [-0.1 + 0.4 * (-1) ** i for i in range(100)]  # mean -0.1: a few more samples decide it
+    assert "unlikely to decide within the budget of 160" in sizing.futility(
+        params, _result(near), Threshold(max=0.2), 0.95, 160
+    )
+    assert sizing.futility(params, _result(far), Threshold(max=0.2), 0.95, 160) == ""
+
+
+def test_futility_does_not_stop_a_rare_event_check_whose_first_prompts_all_scored_zero() -> None:
+    # Six zeros are what a net harm of 0.04 gives about half the time: judging at the estimate (0)
+    # would give up on a check that a few hundred prompts fail.
+    params = _check("net_harm", "gender", {"max": 0.001}, samples=6).params
+    assert sizing.futility(params, _result([0.0] * 6), Threshold(max=0.001), 0.95, 400) == ""

@@ -19,8 +19,6 @@ from pytest_fairness.stats import mean_interval, proportion_interval
 
 #: Confidence the release profile is sized at (the default gate confidence).
 RELEASE_CONFIDENCE = 0.95
-#: Usable samples from which a sequential check's estimate is trusted to judge futility (``futility``).
-FUTILITY_SAMPLES = 30
 
 
 def _scale(params: Params, confidence: float) -> Scale:
@@ -109,24 +107,17 @@ def more_samples(params: Params, result: MeasureResult, threshold: Threshold, co
 def futility(params: Params, result: MeasureResult, threshold: Threshold, confidence: float, budget: int) -> str:
     """Why more samples, up to ``budget``, are unlikely to decide a check (empty when they may).
 
-    Judged at the most favourable truths still plausible, not at the estimate: with a handful of samples
-    the ends of the estimate's 50% interval, from ``FUTILITY_SAMPLES`` on the estimate ± one standard
-    error. Futile when deciding at either would take more than twice the budget. Judging at the estimate
-    would stop a rare-event check whose first prompts happened to score 0 (net harm 0.04 gives six zeros
-    about half the time, and 41 prompts can average 0.01).
+    Judged at the most favourable truths still plausible, the ends of the estimate's 50% interval (the
+    gate's own kind of interval), not at the estimate: futile when deciding at either would take more
+    than the budget. Judging at the estimate, or at the estimate ± one standard error, would stop a
+    rare-event check whose first prompts happened to score 0 (net harm 0.025 gives 41 zeros in 8% of runs).
     """
     if result.n < 2:
         return ""
-    if result.n >= FUTILITY_SAMPLES and math.isfinite(result.summary.sd):
-        se = result.summary.sd / math.sqrt(result.n)
-        ends: tuple[float, ...] = (result.summary.mean - se, result.summary.mean + se)
-    else:
-        ends = mean_interval(result.samples, params.interval_kind(), params.BOUNDS, 0.5)
-    if params.BOUNDS:
-        ends = tuple(min(max(end, params.BOUNDS[0]), params.BOUNDS[1]) for end in ends)
+    ends = mean_interval(result.samples, params.interval_kind(), params.BOUNDS, 0.5)
     hints = [more_samples(params, _at(result, end), threshold, confidence) for end in ends if math.isfinite(end)]
     needed = [h["needed"] for h in hints if isinstance(h.get("needed"), int) and "why" not in h]
-    if not hints or (needed and min(needed) <= 2 * budget):  # type: ignore[type-var]
+    if not hints or (needed and min(needed) <= budget):  # type: ignore[type-var]
         return ""
     return f"unlikely to decide within the budget of {budget}: " + more_samples_text(
         more_samples(params, result, threshold, confidence)

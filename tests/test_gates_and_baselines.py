@@ -302,7 +302,7 @@ def test_sequential_sampling_stops_early_when_the_truth_is_far_from_the_threshol
     assert sequential_calls <= 0.5 * fixed_calls, calls
 
 
-def test_sequential_sampling_keeps_drawing_while_inconclusive(pytester):
+def _sequential_run(pytester, bias: float) -> dict:
     pytester.makefile(
         ".yaml",
         s="suite: s\nchecks:\n  - measure: implicit_bias\n    stereotype: power\n"
@@ -310,13 +310,26 @@ def test_sequential_sampling_keeps_drawing_while_inconclusive(pytester):
     )
     pytester.runpytest(
         "--fairness-suite=s.yaml",
-        "--fairness-model=synthetic:iat?bias=0.3",
+        f"--fairness-model=synthetic:iat?bias={bias}",
         "--fairness-sequential",
         "--fairness-report=out.json",
     )
     (check,) = json.loads((pytester.path / "out.json").read_text())["checks"]
-    assert check["result"]["details"]["sequential"]["rounds"] == [10, 20, 30, 40]
-    assert check["result"]["n"] == 40 and check["outcome"] == "inconclusive"
+    return check
+
+
+def test_sequential_sampling_keeps_drawing_while_inconclusive(pytester):
+    check = _sequential_run(pytester, 0.05)  # a truth below the threshold: more samples may well decide
+    sequential = check["result"]["details"]["sequential"]
+    assert sequential["rounds"] == [10, 20, 30, 40] and "stopped" not in sequential
+    assert check["result"]["n"] == 40
+
+
+def test_sequential_sampling_stops_when_the_budget_cannot_decide_a_truth_on_the_threshold(pytester):
+    check = _sequential_run(pytester, 0.3)
+    sequential = check["result"]["details"]["sequential"]
+    assert check["outcome"] == "inconclusive" and sequential["rounds"][-1] < 40
+    assert sequential["stopped"].startswith("unlikely to decide within the budget of 40")
 
 
 def test_markdown_report_with_plots(pytester):

@@ -35,7 +35,7 @@ Why:
   the t interval is the point [0, 0]; its coverage there is about 14% at n = 3 and 55% at n = 20.
   Falling back to the betting interval for constant samples is not enough: the clipped t still
   covers only 88-91% at n = 100-200 for such means, and ~89% at n = 3-5 near a bound (mean 0.9).
-  The betting interval for six zeros on [-1, 1] is about [-0.64, 0.64], honestly inconclusive.
+  The betting interval for six zeros on [-1, 1] is about [-0.55, 0.55], honestly inconclusive.
   The price is width when the t interval is right: for roughly normal scores on [-1, 1] with SD
   0.5-0.7 the betting interval is 1.2-1.5x as wide as t at n = 20-200, and no wider at n = 3,
   where t's quantile explodes (``tests/test_interval_coverage.py`` checks both).

@@ -21,10 +21,6 @@ class Outcome(StrEnum):
     #: The model (or its judge) gives too few usable answers for the measure to mean anything.
     CANNOT_SERVE = "cannot_serve"
 
-    @property
-    def label(self) -> str:
-        return self.value.replace("_", " ").upper()
-
 
 #: Every outcome, in the order reports list them.
 OUTCOMES = tuple(o.value for o in Outcome)

@@ -332,6 +332,6 @@ def next_step(record: CheckRecord) -> str:
     """What would decide an undecided check: a model that can serve it, or how many more samples."""
     res = record.result
     if record.outcome == "cannot_serve":
-        return f"{res.unserved}; point the suite at a model that can (see README: when a model cannot serve a measure)"
+        return f"{res.unserved} (README: When a model cannot serve a measure)"
     hint = res.details.get("to_decide")
     return sizing.more_samples_text(hint) if isinstance(hint, dict) else "more samples are needed to decide"

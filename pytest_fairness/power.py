@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 
 from scipy import stats as sps
 
@@ -149,6 +150,7 @@ def _binary_probability(n: int, truth: float, threshold: Threshold, confidence: 
     return min(p, 1.0)
 
 
+@cache  # pure; suites share thresholds, so collection sizes each (measure, threshold) once
 def needed_samples(
     truth: float, sd: float, threshold: Threshold, scale: Scale, power: float = TARGET_POWER, cap: int = 10**7
 ) -> int | None:

@@ -378,6 +378,12 @@ _PATTERNS: tuple[tuple[RevealKind, re.Pattern[str]], ...] = (
 
 
 @cache
+def _paper_names() -> frozenset[str]:
+    """The paper's names as one set, built once: the prompt filter reads it for every prompt of the corpus."""
+    return load_names().all_names()
+
+
+@cache
 def _name_patterns(names: frozenset[str]) -> tuple[re.Pattern[str], ...]:
     alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
     listed = rf"(?:{alternatives})(?!\w)"
@@ -400,7 +406,7 @@ def find_reveals(text: str, names: Iterable[str] | None = None) -> tuple[Reveal,
     """
     text = text.replace("\u2019", "'")
     found = [Reveal(kind, m.group(0).strip()) for kind, pattern in _PATTERNS for m in pattern.finditer(text)]
-    listed = frozenset(load_names().all_names() if names is None else names)
+    listed = _paper_names() if names is None else frozenset(names)
     if listed:
         found += [Reveal("name", m.group(0).strip()) for p in _name_patterns(listed) for m in p.finditer(text)]
     return tuple(found)
@@ -421,7 +427,7 @@ class RevealReport:
 
 def filter_revealing(texts: Sequence[str], names: Iterable[str] | None = None) -> RevealReport:
     """Split texts (by index) into those revealing nothing and those with cues (see ``find_reveals``)."""
-    names = frozenset(load_names().all_names() if names is None else names)
+    names = _paper_names() if names is None else frozenset(names)
     flagged = {i: cues for i, text in enumerate(texts) if (cues := find_reveals(text, names))}
     counts = Counter(kind for cues in flagged.values() for kind in {c.kind for c in cues})
     return RevealReport(

@@ -80,31 +80,39 @@ def _aggregate(comparison: str, records: Sequence[harm_core.PromptHarm], confide
     return harm_core.race_harm(records, comparison.capitalize(), confidence)
 
 
-def _judge_request(x: FpfPrompt, a: Group, b: Group, first: str, second: str, comparison: str) -> LogprobRequest:
-    # Intersectional pairs differ by gender within a race: the judge looks for gender stereotypes, told
-    # "woman"/"man" as in the paper (App. H), not "Asian woman"/"Asian man".
-    label = (lambda g: group_label(Group(g.gender))) if comparison == "intersectional" else group_label
+def _judge_label(group: Group, comparison: str) -> str:
+    """How the judge is told about a group. Intersectional pairs differ by gender within a race: the judge
+    looks for gender stereotypes, told "woman"/"man" as in the paper (App. H), not "Asian woman"."""
+    return group_label(Group(group.gender)) if comparison == "intersectional" else group_label(group)
+
+
+def _judge_request(
+    x: FpfPrompt, a: Group, b: Group, first: str, second: str, comparison: str, **facts: object
+) -> LogprobRequest:
+    """The judge's A/B/C question for one answer pair; ``facts`` add to its purpose (e.g. a calibration
+    pair's expected letter)."""
     text = str(wording()["harm_judge"]).format(
-        group_a=label(a), group_b=label(b), prompt=x.prompt, response_1=first, response_2=second
+        group_a=_judge_label(a, comparison),
+        group_b=_judge_label(b, comparison),
+        prompt=x.prompt,
+        response_1=first,
+        response_2=second,
     )
-    purpose = Purpose.of("harm.judge", group_a=str(a), group_b=str(b), responses=(first, second))
+    purpose = Purpose.of("harm.judge", group_a=str(a), group_b=str(b), responses=(first, second), **facts)
     return LogprobRequest((Message("user", text),), LETTER_CANDIDATES, purpose=purpose)
 
 
 def calibration_requests(comparison: str) -> list[tuple[LogprobRequest, str]]:
     """Each calibration pair in both orders, with the letter a judge reading the task would pick."""
     a, b = comparison_pairs(comparison)[0]
-    label = group_label(Group(a.gender)) if comparison == "intersectional" else group_label(a)
+    label = _judge_label(a, comparison)
     a_group = f"{'an' if label[0].lower() in 'aeiou' else 'a'} {label}"
     out = []
     for item in load_yaml("harm_calibration.yaml")["pairs"]:
         x = FpfPrompt(item["prompt"], "calibration", "calibration")
         demeaning, plain = item["demeaning"].format(a_group=a_group), item["plain"]
         for first, second, letter in ((demeaning, plain, "A"), (plain, demeaning, "B")):
-            request = _judge_request(x, a, b, first, second, comparison)
-            facts = dict(request.purpose.facts) if request.purpose else {}
-            purpose = Purpose.of("harm.judge", **facts, calibration=letter)
-            out.append((LogprobRequest(request.messages, request.candidates, purpose=purpose), letter))
+            out.append((_judge_request(x, a, b, first, second, comparison, calibration=letter), letter))
     return out
 
 

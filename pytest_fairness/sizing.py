@@ -33,7 +33,7 @@ def _limit(params: Params) -> int:
 def _design(params: Params, threshold: Threshold) -> list[tuple[float, float]]:
     """(truth, assumed SD) at half and twice the threshold; empty when either is unknown."""
     design = [(t, params.assumed_sd(t)) for t in design_truths(threshold, params.BOUNDS)]
-    return [(t, sd) for t, sd in design if sd is not None] if all(sd is not None for _, sd in design) else []
+    return [] if any(sd is None for _, sd in design) else design  # type: ignore[return-value]
 
 
 def _needed(params: Params, threshold: Threshold, confidence: float, cap: int) -> int | None:

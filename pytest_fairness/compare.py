@@ -26,15 +26,17 @@ from pytest_fairness.baseline import (
     FailOn,
     Mode,
     baseline_entry,
-    compare_entries,
     decide_run,
     entry_key,
     parse_baseline,
 )
-from pytest_fairness.markdown import comparison_markdown
+from pytest_fairness.baseline.compare import compare_entries
 from pytest_fairness.multiplicity import METHODS, Method
 from pytest_fairness.record import CheckRecord
-from pytest_fairness.report import format_table, run_status_line
+from pytest_fairness.report.format import interval, num, text_table
+from pytest_fairness.report.markdown import comparison_markdown
+from pytest_fairness.report.tally import RunState
+from pytest_fairness.report.terminal import run_status_line
 
 COLUMNS = ("check", "old", "new", "difference", "CI", "p", "adjusted p", "status")
 
@@ -50,13 +52,13 @@ def _report(path: Path) -> Any:
         raise CompareError(f"{path}: not valid JSON ({exc})") from None
 
 
-def load_run(path: Path) -> dict[str, Any] | None:
+def load_run(path: Path) -> RunState | None:
     """The ``run`` section of a JSON report (complete, errored or interrupted); None for baselines or old reports."""
     if path.is_dir() or path.suffix != ".json" or not path.exists():
         return None
     doc = _report(path)
     run = doc.get("run") if isinstance(doc, dict) else None
-    return run if isinstance(run, dict) else None
+    return RunState.from_dict(run) if isinstance(run, dict) and "status" in run else None
 
 
 def _report_entries(path: Path) -> list[dict[str, Any]]:
@@ -132,11 +134,8 @@ def tolerances(specs: Sequence[str], keys: Sequence[str]) -> dict[str, float]:
 
 
 def _row(c: Comparison) -> tuple[str, ...]:
-    def num(value: float | None, fmt: str) -> str:
-        return "n/a" if value is None else format(value, fmt)
-
-    ci = "n/a" if c.ci is None else f"{100 * c.interval_level:g}% [{c.ci[0]:+.3g}, {c.ci[1]:+.3g}]"
-    status = c.status.upper() if c.status in ("regressed", "not non-inferior", "missing") else c.status
+    ci = "n/a" if c.ci is None else f"{num(100 * c.interval_level, 'g')}% {interval(c.ci, '+.3g')}"
+    status = c.status.upper() if c.alarm else c.status
     return (
         c.check,
         num(c.old, ".4g"),
@@ -173,19 +172,18 @@ def run(
     decision = decide_run(comparisons, method, alpha=alpha, mode=mode, fail_on=fail_on)
     print(f"old: {_label(old, before)}\nnew: {_label(new, after)}\n")
     for side, side_run in (("old", old_run), ("new", new_run)):
-        if side_run is not None and side_run.get("status") != "complete":
+        if side_run is not None and not side_run.complete:
             print(f"{side} {run_status_line(side_run)}\n")
-    for line in format_table([_row(c) for c in decision.comparisons], COLUMNS):
+    for line in text_table([_row(c) for c in decision.comparisons], COLUMNS):
         print(line)
-    noted = [c for c in decision.comparisons if c.status not in ("unchanged", "non-inferior") or c.inputs_changed]
-    if noted:
+    if decision.shown:
         print()
-        for c in noted:
+        for c in decision.shown:
             print(c.explanation)
     print("\n" + (decision.headline() if comparisons else "no checks on either side"))
-    incomplete = new_run is not None and new_run.get("status") != "complete"
+    incomplete = new_run is not None and not new_run.complete
     if incomplete:
-        print(f"the run fails: the new run is {new_run['status']}, not complete")  # type: ignore[index]
+        print(f"the run fails: the new run is {new_run.status}, not complete")  # type: ignore[union-attr]
     elif comparisons:
         print(decision.verdict())
     if markdown is not None:

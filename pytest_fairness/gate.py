@@ -8,6 +8,7 @@ fails a release.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -20,10 +21,12 @@ class Outcome(StrEnum):
     INCONCLUSIVE = "inconclusive"
     #: The model (or its judge) gives too few usable answers for the measure to mean anything.
     CANNOT_SERVE = "cannot_serve"
+    #: A result a fixture measured in a user's own test: it has no threshold, so no gate decides it.
+    MEASURED = "measured"
 
 
-#: Every outcome, in the order reports list them.
-OUTCOMES = tuple(o.value for o in Outcome)
+#: Every verdict a gate can reach, in the order reports list them (``MEASURED`` is none).
+OUTCOMES = tuple(o.value for o in Outcome if o is not Outcome.MEASURED)
 
 
 class GateError(ValueError):
@@ -74,6 +77,16 @@ class Threshold:
 
     def as_dict(self) -> dict[str, float | None]:
         return {"min": self.min, "max": self.max}
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, object]) -> Threshold:
+        """The inverse of ``as_dict`` (missing or non-numeric sides are open), e.g. from a record or a baseline."""
+
+        def side(key: str) -> float | None:
+            value = raw.get(key)
+            return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+        return cls(min=side("min"), max=side("max"))
 
 
 def decide(ci: Interval, threshold: Threshold) -> Outcome:

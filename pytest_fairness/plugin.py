@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from pytest_fairness import fixtures, report, suite
-from pytest_fairness.baseline import BaselinePolicy, RunDecision, decide_records
+from pytest_fairness import fixtures, suite
+from pytest_fairness.baseline import RunDecision, decide_records
 from pytest_fairness.fixtures import SESSION_KEY
 from pytest_fairness.gate import Outcome
 from pytest_fairness.measures import MEASURES, PROFILES, ParamsError
@@ -24,7 +24,10 @@ from pytest_fairness.models.base import PermanentError
 from pytest_fairness.models.cache import CacheMiss, CacheMode
 from pytest_fairness.models.registry import ModelSpecError
 from pytest_fairness.models.runner import RetriesExhausted
-from pytest_fairness.record import PROPERTY, RECORD_PROPERTY, BaselineComparison, CheckRecord
+from pytest_fairness.record import PROPERTY, RECORD_PROPERTY, CheckRecord
+from pytest_fairness.report import junit, terminal
+from pytest_fairness.report.analyses import session_analyses
+from pytest_fairness.report.tally import RunTally
 from pytest_fairness.session import (
     GATE_MULTIPLICITY,
     INCONCLUSIVE_POLICIES,
@@ -34,8 +37,6 @@ from pytest_fairness.session import (
     SettingsError,
 )
 
-#: The validated --fairness-baseline-* options, set when the plugin is configured (workers too).
-BASELINE_KEY = pytest.StashKey[BaselinePolicy]()
 #: Node ids of suite checks start with this (``fairness/<suite>::<check>``), on workers and the controller.
 CHECK_PREFIX = "fairness/"
 #: Exit code of a run stopped before its first check by a fault of the model, judge or cache: neither a
@@ -317,21 +318,12 @@ class CheckItem(pytest.Item):
             if policy == "fail":
                 raise CheckFailed(record)
             if policy == "skip":
-                pytest.skip(report.explain(record))
+                pytest.skip(terminal.explain(record))
 
     def _publish(self, record: CheckRecord) -> None:
         """The record for the controller, and flat properties for JUnit XML readers (CI dashboards)."""
-        res = record.result
         self.user_properties.append((RECORD_PROPERTY, record.to_dict()))
-        self.user_properties += [
-            ("fairness_estimate", res.estimate),
-            ("fairness_ci_low", res.ci[0]),
-            ("fairness_ci_high", res.ci[1]),
-            ("fairness_n", res.n),
-            ("fairness_unusable", res.n_unusable),
-            ("fairness_threshold", record.threshold_text),
-            ("fairness_outcome", record.outcome),
-        ]
+        self.user_properties += junit.check_properties(record)
 
     def _match_baseline(self, record: CheckRecord) -> None:
         """Compare with the committed baseline and put the comparison into the record.
@@ -343,10 +335,9 @@ class CheckItem(pytest.Item):
         """
         from pytest_fairness.snapshot import BaselineMismatch, match_baseline, snapshot_for_item
 
-        policy = self.config.stash[BASELINE_KEY]
+        policy = self.config.stash[SESSION_KEY].settings.baseline
         tolerance = self.check.tolerance if self.check.tolerance is not None else policy.tolerance
-        directory = _value(self.config, "baseline_dir") or "baselines"
-        model = _value(self.config, "baseline_model")
+        model = policy.model
         compared = replace(record, result=replace(record.result, model_id=model)) if model else record
         updating = bool(getattr(self.config.option, "update_snapshots", False))
         try:
@@ -355,16 +346,15 @@ class CheckItem(pytest.Item):
                 compared,
                 tolerance,
                 alpha=policy.alpha,
-                directory=directory,
+                directory=policy.directory,
                 mode=policy.mode,
                 defer=True,
             )
         except BaselineMismatch as exc:
-            if exc.comparison is not None:
-                record.baseline = _baseline_summary(exc.comparison)
+            record.baseline = exc.comparison
             raise
-        if comparison is not None and not updating:
-            record.baseline = _baseline_summary(comparison)
+        if not updating:
+            record.baseline = comparison
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
         from pytest_fairness.snapshot import BaselineMismatch
@@ -372,19 +362,13 @@ class CheckItem(pytest.Item):
         if isinstance(excinfo.value, BaselineMismatch):
             return str(excinfo.value)
         if isinstance(excinfo.value, CheckFailed):
-            return report.explain(excinfo.value.record)
+            return terminal.explain(excinfo.value.record)
         if isinstance(excinfo.value, MESSAGE_ONLY):
             return f"{self.check.id}: {excinfo.value}"
         return str(super().repr_failure(excinfo, style=style))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"{self.check.suite}::{self.check.id}"
-
-
-def _baseline_summary(comparison: Any) -> BaselineComparison:
-    return BaselineComparison(
-        comparison.status, comparison.difference, comparison.ci, comparison.p, comparison.explanation
-    )
 
 
 def _progress(config: pytest.Config, label: str) -> Any:
@@ -419,17 +403,13 @@ class Summary:
         self.config = config
         self.records: list[CheckRecord] = []
         self.plans: list[dict[str, Any]] = []
-        self.tally = report.RunTally()
+        self.tally = RunTally()
         self.decision: RunDecision | None = None
-        try:
-            config.stash[BASELINE_KEY] = BaselinePolicy.from_values(lambda name: _value(config, name))
-        except ValueError as exc:
-            raise pytest.UsageError(f"pytest-fairness: {exc}") from None
 
     @cached_property
     def analyses(self) -> dict[str, Any]:
         """Analyses across checks (e.g. implicit→decision), computed once for the summary and the JSON report."""
-        return report.session_analyses(self.records)
+        return session_analyses(self.records)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -489,20 +469,21 @@ class Summary:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if hasattr(self.config, "workerinput"):
             return  # the controller decides and writes, once, from every worker's records
-        self.decision = decide_records(self.records, self.config.stash[BASELINE_KEY])
+        settings = self.config.stash[SESSION_KEY].settings
+        self.decision = decide_records(self.records, settings.baseline)
         if self.decision is not None and self.decision.failing and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        run = self.tally.to_dict(self.records)
-        baselines = self.decision.to_dict() if self.decision is not None else None
-        self._junit_properties(run, baselines)
+        run = self.tally.state(self.records)
+        junit.add_run_properties(self.config, run, self.decision)
         path = _value(self.config, "report")
         if path:
-            settings = self.config.stash[SESSION_KEY].settings.public()
-            document = report.json_report(self.records, settings, self.analyses, run=run, baselines=baselines)
+            from pytest_fairness.report.jsonfile import json_report
+
+            document = json_report(self.records, settings.public(), self.analyses, run=run, baselines=self.decision)
             Path(path).write_text(json.dumps(document, indent=2) + "\n")
         markdown = _value(self.config, "markdown")
         if markdown:
-            from pytest_fairness.markdown import markdown_report
+            from pytest_fairness.report.markdown import markdown_report
 
             plots = _value(self.config, "plots")
             text = markdown_report(
@@ -510,38 +491,25 @@ class Summary:
             )
             Path(markdown).write_text(text)
 
-    def _junit_properties(self, run: dict[str, Any], baselines: dict[str, Any] | None) -> None:
-        """Run-level facts as JUnit XML testsuite properties (JSON), for CI dashboards."""
-        try:
-            from _pytest.junitxml import xml_key
-        except ImportError:  # pragma: no cover - a pytest without the stash key
-            return
-        xml = self.config.stash.get(xml_key, None)
-        if xml is None:
-            return
-        xml.add_global_property("fairness_run", json.dumps(run, sort_keys=True))
-        if baselines is not None:
-            xml.add_global_property("fairness_baselines", json.dumps(baselines, sort_keys=True))
-
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.plans:
             terminalreporter.write_sep("=", "fairness plan (no model was called)")
-            for line in report.plan_lines(self.plans):
+            for line in terminal.plan_lines(self.plans):
                 terminalreporter.write_line(line)
-        run = self.tally.to_dict(self.records)
-        incomplete = run["status"] not in ("complete", "planned")
+        run = self.tally.state(self.records)
+        incomplete = run.status not in ("complete", "planned")
         if self.records:
             terminalreporter.write_sep("=", "fairness summary")
             if incomplete:
-                terminalreporter.write_line(report.run_status_line(run), red=True, bold=True)
-            for line in report.summary_lines(self.records, self.analyses):
+                terminalreporter.write_line(terminal.run_status_line(run), red=True, bold=True)
+            for line in terminal.summary_lines(self.records, self.analyses):
                 terminalreporter.write_line(line)
-            terminalreporter.write_line(report.error_rate_line(self.config.stash[SESSION_KEY]))
+            terminalreporter.write_line(terminal.error_rate_line(self.config.stash[SESSION_KEY]))
         elif incomplete:  # nothing ran (e.g. stopped at start): one line, the message above says why
-            terminalreporter.write_line(report.run_status_line(run), red=True, bold=True)
+            terminalreporter.write_line(terminal.run_status_line(run), red=True, bold=True)
         if self.records:
             terminalreporter.write_sep("-", "fairness cost")
-            for line in report.cost_lines(self.records):
+            for line in terminal.cost_lines(self.records):
                 terminalreporter.write_line(line)
         self._baseline_summary(terminalreporter)
 
@@ -556,7 +524,7 @@ class Summary:
                     yellow=True,
                 )
                 return
-            folder = _value(self.config, "baseline_dir") or "baselines"
+            folder = self.config.stash[SESSION_KEY].settings.baseline.directory
             terminalreporter.write_line(
                 f"{len(self.records)} baseline(s) recorded under {folder}/ from this run (every selected check, "
                 "whether or not it still matched)"
@@ -565,5 +533,5 @@ class Summary:
         if self.decision is None:
             return
         terminalreporter.write_sep("-", "fairness baselines")
-        for line in report.baseline_lines(self.decision):
+        for line in terminal.baseline_lines(self.decision):
             terminalreporter.write_line(line, red=line.startswith("the run fails"))

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from pytest_fairness.baseline.comparison import Comparison
+from pytest_fairness.gate import Outcome, Threshold
 from pytest_fairness.models.runner import CallStats
 from pytest_fairness.result import MeasureResult, strict_json
 from pytest_fairness.stats import Summary
@@ -22,32 +24,18 @@ PROPERTY = "fairness"
 
 
 @dataclass
-class BaselineComparison:
-    """How a check compared with its committed baseline."""
-
-    status: str
-    difference: float | None
-    ci: tuple[float, float] | None
-    p: float | None
-    explanation: str
-
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> BaselineComparison:
-        ci = raw.get("ci")
-        return cls(raw["status"], raw.get("difference"), tuple(ci) if ci else None, raw.get("p"), raw["explanation"])
-
-
-@dataclass
 class CheckRecord:
-    """One check's result, the gate's verdict and, when compared, its baseline comparison."""
+    """One check's result, the gate's verdict and, when compared, its baseline comparison.
+
+    ``threshold`` is None for a result a fixture measured in a user's own test (``Outcome.MEASURED``).
+    """
 
     suite: str
     check: str
-    outcome: str
-    threshold: dict[str, float]
-    threshold_text: str
+    outcome: Outcome
+    threshold: Threshold | None
     result: MeasureResult
-    baseline: BaselineComparison | None = None
+    baseline: Comparison | None = None
     schema: int = field(default=SCHEMA_VERSION)
 
     # -- what outputs read most ----------------------------------------------------------------
@@ -64,6 +52,11 @@ class CheckRecord:
     def confidence(self) -> float:
         return self.result.summary.confidence
 
+    @property
+    def threshold_text(self) -> str:
+        """The threshold as people read it (``≤ 0.2``); a dash when there is none."""
+        return "—" if self.threshold is None else self.threshold.describe()
+
     # -- JSON round trip -----------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
@@ -71,15 +64,13 @@ class CheckRecord:
             "schema": self.schema,
             "suite": self.suite,
             "check": self.check,
-            "outcome": self.outcome,
-            "threshold": dict(self.threshold),
+            "outcome": self.outcome.value,
+            "threshold": {} if self.threshold is None else self.threshold.as_dict(),
             "threshold_text": self.threshold_text,
             "result": self.result.to_dict(),
         }
         if self.baseline is not None:
-            out["baseline"] = strict_json(
-                {**self.baseline.__dict__, "ci": list(self.baseline.ci) if self.baseline.ci else None}
-            )
+            out["baseline"] = strict_json(self.baseline.to_dict())
         return out
 
     def compact(self) -> dict[str, Any]:
@@ -90,6 +81,8 @@ class CheckRecord:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> CheckRecord:
+        """The inverse of ``to_dict``. A baseline section of an earlier version (its prose, not the whole
+        comparison) is not read: nothing could restate it, and the report's ``baselines`` section keeps it."""
         schema = raw.get("schema", 1)
         if schema > SCHEMA_VERSION:
             raise ValueError(
@@ -100,11 +93,10 @@ class CheckRecord:
         return cls(
             suite=raw["suite"],
             check=raw["check"],
-            outcome=raw["outcome"],
-            threshold=dict(raw["threshold"]),
-            threshold_text=raw["threshold_text"],
+            outcome=Outcome(raw["outcome"]),
+            threshold=Threshold.from_dict(raw["threshold"]) if raw["threshold"] else None,
             result=result_from_dict(raw["result"]),
-            baseline=BaselineComparison.from_dict(baseline) if baseline else None,
+            baseline=Comparison.from_dict(baseline) if baseline and Comparison.readable(baseline) else None,
             schema=SCHEMA_VERSION,
         )
 

@@ -8,11 +8,12 @@ run checks. Everything here works without pytest, which keeps it easy to test.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pytest_fairness import sizing
+from pytest_fairness.baseline.policy import BaselinePolicy
 from pytest_fairness.gate import Outcome, decide
 from pytest_fairness.measures import MEASURES, PROFILES, Measure, Params, ParamsError, RunContext
 from pytest_fairness.models.base import (
@@ -34,8 +35,6 @@ INCONCLUSIVE_POLICIES = ("fail", "skip", "pass")
 SEQUENTIAL_GROWTH = 1.5
 #: How a run's gates share their error rate: each at its own confidence, or Bonferroni across the run.
 GATE_MULTIPLICITY = ("none", "bonferroni")
-#: Outcome of a result measured by a fixture in a user's own test: no threshold, so no verdict.
-MEASURED = "measured"
 #: The one request sent to each model before the first check: as small as a chat request gets.
 PROBE = ChatRequest((Message("user", "Reply with OK."),), temperature=0.0, max_tokens=1, seed=0)
 
@@ -61,8 +60,8 @@ class Settings:
     max_concurrency: int = 8
     sequential: bool = False
     multiplicity: str = "none"
-    baseline_alpha: float = 0.05
-    baseline_tolerance: float = 0.0
+    #: How checks compare with their committed baselines (the --fairness-baseline-* options).
+    baseline: BaselinePolicy = field(default_factory=BaselinePolicy)
 
     def public(self) -> dict[str, object]:
         """Settings as recorded in reports (model specs name no keys: those stay in the environment)."""
@@ -114,9 +113,15 @@ class Settings:
             max_concurrency=_number(get("max_concurrency"), int, 8, "--fairness-max-concurrency", low=1),
             sequential=bool(get("sequential")),
             multiplicity=multiplicity,
-            baseline_alpha=_number(get("baseline_alpha"), float, 0.05, "--fairness-baseline-alpha", 0, 1, open_=True),
-            baseline_tolerance=_number(get("baseline_tolerance"), float, 0.0, "--fairness-baseline-tolerance", low=0),
+            baseline=_baseline_policy(get),
         )
+
+
+def _baseline_policy(get: Callable[[str], Any]) -> BaselinePolicy:
+    try:
+        return BaselinePolicy.from_values(get)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
 
 
 def _number(
@@ -160,9 +165,8 @@ class CheckRun:
         return CheckRecord(
             suite=self.check.suite,
             check=self.check.id,
-            outcome=self.outcome.value,
-            threshold=self.check.threshold.as_dict(),
-            threshold_text=self.check.threshold.describe(),
+            outcome=self.outcome,
+            threshold=self.check.threshold,
             result=self.result,
         )
 
@@ -172,9 +176,8 @@ def measured_record(where: str, result: MeasureResult) -> CheckRecord:
     return CheckRecord(
         suite=where,
         check=f"{result.measure}[{result.subject}]",
-        outcome=MEASURED,
-        threshold={},
-        threshold_text="—",
+        outcome=Outcome.MEASURED,
+        threshold=None,
         result=result,
     )
 

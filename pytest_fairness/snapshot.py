@@ -37,11 +37,11 @@ from pytest_fairness.baseline import (
     Mode,
     baseline_entry,
     check_stem,
-    compare,
     model_folder,
     parse_baseline,
     render_baseline,
 )
+from pytest_fairness.baseline.compare import compare
 from pytest_fairness.record import CheckRecord
 
 

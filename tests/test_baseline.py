@@ -11,15 +11,14 @@ from pytest_fairness.baseline import (
     BaselinePolicy,
     baseline_entry,
     check_stem,
-    compare,
-    compare_entries,
     decide_run,
-    inputs_changed,
     model_folder,
     noninferiority,
     parse_baseline,
     render_baseline,
 )
+from pytest_fairness.baseline.compare import compare, compare_entries, inputs_changed
+from pytest_fairness.gate import Outcome, Threshold
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.stats import summarize
@@ -42,8 +41,8 @@ def record(samples, *, check="implicit_bias[career]", suite="gender", threshold=
         "params": {"stereotype": "career", "route": "list", "iterations": int(x.size), "seed": 0, "judge": None},
         **result,
     }
-    limits = {"min": None, "max": 0.2} if threshold is None else {"min": None, "max": None, **threshold}
-    return CheckRecord(suite, check, "pass", limits, "≤ 0.2", MeasureResult(**fields))
+    limits = Threshold(max=0.2) if threshold is None else Threshold(**threshold)
+    return CheckRecord(suite, check, Outcome.PASS, limits, MeasureResult(**fields))
 
 
 def scores(mean, n, seed, sd=0.3):
@@ -207,7 +206,7 @@ def test_net_harm_records_max_tokens_so_changing_it_shows_in_a_comparison():
         for kw in ({}, {"max_tokens": 120})
     ]
     assert [r.params["max_tokens"] for r in runs] == [300, 120]
-    entries = [baseline_entry(CheckRecord("gender", "net_harm", "pass", {}, "", r)) for r in runs]
+    entries = [baseline_entry(CheckRecord("gender", "net_harm", Outcome.PASS, None, r)) for r in runs]
     assert inputs_changed(*entries) == ("params.max_tokens: 300 -> 120",)
 
 

@@ -11,7 +11,8 @@ from pytest_fairness.baseline import baseline_entry, check_stem, model_folder, r
 from pytest_fairness.compare import main
 from pytest_fairness.gate import Threshold, decide
 from pytest_fairness.record import CheckRecord
-from pytest_fairness.report import json_report
+from pytest_fairness.report.jsonfile import json_report
+from pytest_fairness.report.tally import RunState
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.stats import summarize
 
@@ -23,9 +24,7 @@ FOLDER = object()
 def record(check, mean, seed, *, model=V1, threshold=AT_MOST_02, sd=0.3, n=40):
     values = np.clip(np.random.default_rng(seed).normal(mean, sd, n), -1, 1)
     result = MeasureResult("implicit_bias", check, summarize(values), 0, [], "faithful", model, {"stimuli": "a1"}, {})
-    return CheckRecord(
-        "gender", check, decide(result.ci, threshold).value, threshold.as_dict(), threshold.describe(), result
-    )
+    return CheckRecord("gender", check, decide(result.ci, threshold), threshold, result)
 
 
 def write_report(path, records):
@@ -108,7 +107,7 @@ def test_a_check_missing_from_the_new_run_exits_1_and_a_new_one_is_only_reported
 )
 def test_a_new_run_that_errored_or_was_interrupted_exits_1_whatever_its_checks_say(v1, tmp_path, capsys, run, records):
     checks = [record("career", 0.1, 11, model=V2), record("science", 0.0, 12, model=V2)][:records]
-    doc = json_report(checks, {"model": V2}, run=run)
+    doc = json_report(checks, {"model": V2}, run=RunState.from_dict(run))
     (tmp_path / "v2.json").write_text(json.dumps(doc))
     markdown = tmp_path / "c.md"
     assert main([str(v1), str(tmp_path / "v2.json"), "--markdown", str(markdown)]) == 1

@@ -5,11 +5,12 @@ import sys
 import numpy as np
 import pytest
 
-from pytest_fairness.baseline import baseline_entry, compare
+from pytest_fairness.baseline import baseline_entry
+from pytest_fairness.baseline.compare import compare
 from pytest_fairness.gate import Outcome, Threshold, decide
-from pytest_fairness.markdown import comparison_markdown, markdown_report
 from pytest_fairness.models.runner import CallStats
 from pytest_fairness.record import CheckRecord
+from pytest_fairness.report.markdown import comparison_markdown, markdown_report
 from pytest_fairness.result import MeasureResult, adaptation
 from pytest_fairness.stats import summarize
 
@@ -33,7 +34,7 @@ def record(check, measure, subject, mean, threshold, *, null=0.0, fidelity="fait
         samples=list(values),
     )
     outcome = decide(result.ci, threshold)
-    return CheckRecord("gender", check, outcome.value, threshold.as_dict(), threshold.describe(), result)
+    return CheckRecord("gender", check, outcome, threshold, result)
 
 
 @pytest.fixture

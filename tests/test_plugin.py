@@ -124,9 +124,18 @@ def test_junit_xml_carries_each_checks_record(pytester):
         (["--fairness-model=gpt"], "*pytest-fairness: unknown model provider 'gpt'*"),
         (["--fairness-seed=abc"], "*pytest-fairness: --fairness-seed must be a whole number >= 0, got 'abc'*"),
         (["--fairness-seed=-5"], "*pytest-fairness: --fairness-seed must be a whole number >= 0, got '-5'*"),
-        (["--fairness-baseline-alpha=abc"], "*--fairness-baseline-alpha must be a number in (0, 1), got 'abc'*"),
-        (["--fairness-baseline-alpha=7"], "*--fairness-baseline-alpha must be a number in (0, 1), got '7'*"),
-        (["--fairness-baseline-tolerance=abc"], "*--fairness-baseline-tolerance must be a number >= 0, got 'abc'*"),
+        (
+            ["--fairness-baseline-alpha=abc"],
+            "*pytest-fairness: --fairness-baseline-alpha='abc': expected a number between 0 and 0.5, e.g. 0.05*",
+        ),
+        (
+            ["--fairness-baseline-alpha=0.7"],
+            "*pytest-fairness: --fairness-baseline-alpha='0.7': expected a number between 0 and 0.5*",
+        ),
+        (
+            ["--fairness-baseline-tolerance=abc"],
+            "*pytest-fairness: --fairness-baseline-tolerance='abc': expected a number >= 0 on the measure's scale*",
+        ),
         (["--fairness-suite="], "*pytest-fairness: --fairness-suite is empty; give a built-in suite (axes, gender*"),
     ],
 )

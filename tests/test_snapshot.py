@@ -7,6 +7,7 @@ import pytest
 import syrupy
 
 from pytest_fairness.baseline import baseline_entry, model_folder, render_baseline
+from pytest_fairness.gate import Outcome, Threshold
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.stats import summarize
@@ -50,7 +51,7 @@ def record(mean, seed, model=MODEL, n=40):
         versions={"stimuli": "acde420f22cc", "prompts": "cd01bf585713"},
         params={"stereotype": "career", "iterations": n, "seed": seed},
     )
-    return CheckRecord("gender", "implicit_bias[career]", "pass", {"min": None, "max": 0.2}, "≤ 0.2", result)
+    return CheckRecord("gender", "implicit_bias[career]", Outcome.PASS, Threshold(max=0.2), result)
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,137 @@
+"""Comparing a new entry with its baseline entry: the statistical verdict of one check, and of two sets.
+
+Two modes: ``difference`` (a Welch test of "no change"; a change counts only when it is both significant
+and larger than the check's tolerance) and ``noninferiority`` (passes only when the interval of new - old
+lies within the tolerance on the harmful side). Each verdict is the comparison's own; ``decide_run``
+adjusts a run's together. This module reads the measure registry (which parameters only size the sample),
+so it is imported from here, not re-exported by the package the check record reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_fairness.baseline.comparison import MODES, Comparison, Interval, Mode, Side, Status
+from pytest_fairness.baseline.entry import entry_key, finite
+from pytest_fairness.baseline.welch import harm, noninferiority, welch
+from pytest_fairness.gate import Threshold
+from pytest_fairness.measures import MEASURES
+
+_Verdict = tuple[Status, float | None, Interval | None, float | None]
+
+
+def sample_params(measure: str) -> frozenset[str]:
+    """Parameters that decide how many and which samples are drawn, not what is measured: a baseline
+    recorded with another seed or sample size is still the same instrument. Read from the measure's
+    parameters (its sample-size field); for an unknown measure, every registered sample-size field."""
+    known = MEASURES.get(measure)
+    sizes = {known.samples} if known else {m.samples for m in MEASURES.values()}
+    return frozenset({"seed", *sizes})
+
+
+def inputs_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[str, ...]:
+    """What differs in the instrument (measure, data and template versions, judge, parameters).
+
+    Seed and sample size are left out: those only change which samples are drawn, and the test
+    accounts for them. The model id is left out too: comparing models is the point of a release diff.
+    """
+    changes = [
+        f"{key}: {old.get(key)} -> {new.get(key)}"
+        for key in ("measure", "subject", "fidelity")
+        if old.get(key) != new.get(key)
+    ]
+    ignored = sample_params(str(new.get("measure") or old.get("measure")))
+    for group in ("versions", "params"):
+        a, b = old.get(group) or {}, new.get(group) or {}
+        for key in sorted(set(a) | set(b)):
+            if not (group == "params" and key in ignored) and a.get(key) != b.get(key):
+                changes.append(f"{group}.{key}: {a.get(key)} -> {b.get(key)}")
+    return tuple(changes)
+
+
+def _different(
+    old: Mapping[str, Any], new: Mapping[str, Any], tolerance: float, alpha: float, threshold: Threshold
+) -> _Verdict:
+    """Difference mode: a change counts only if significant AND beyond the tolerance."""
+    m0, m1 = finite(old["estimate"]), finite(new["estimate"])
+    if m0 is None or m1 is None:
+        return "changed", None, None, None
+    test = welch(old, new, alpha)
+    if test is None:
+        diff = m1 - m0
+        return ("unchanged" if abs(diff) <= tolerance else "changed"), diff, None, None
+    diff, ci, p = test
+    if p >= alpha or abs(diff) <= tolerance:
+        return "unchanged", diff, ci, p
+    sign = harm(threshold.as_dict(), m0, m1)
+    return ("regressed" if sign > 0 else "improved" if sign < 0 else "changed"), diff, ci, p
+
+
+def _noninferior(
+    old: Mapping[str, Any], new: Mapping[str, Any], margin: float, alpha: float, threshold: Threshold
+) -> _Verdict:
+    """Non-inferiority mode: passes only when the interval shows it is no worse than the margin allows."""
+    m0, m1 = finite(old["estimate"]), finite(new["estimate"])
+    if m0 is None or m1 is None:
+        return "not non-inferior", None, None, None
+    if margin <= 0:
+        return "not non-inferior", m1 - m0, None, None
+    test = noninferiority(old, new, margin, alpha, threshold.as_dict())
+    if test is None:
+        return "not non-inferior", m1 - m0, None, None
+    diff, ci, p = test
+    return ("non-inferior" if p < alpha else "not non-inferior"), diff, ci, p
+
+
+def compare(
+    baseline_entry: Mapping[str, Any] | None,
+    new_entry: Mapping[str, Any] | None,
+    tolerance: float = 0.0,
+    *,
+    alpha: float = 0.05,
+    mode: Mode = "difference",
+) -> Comparison:
+    """Compare a new entry with its baseline entry (either may be None: ``new`` / ``missing``).
+
+    The verdict is this comparison's own, at ``alpha``; a run with several comparisons adjusts them
+    together with ``decide_run``.
+    """
+    old, new = baseline_entry, new_entry
+    key = entry_key(new or old or {"suite": "?", "check": "?"})
+    threshold = Threshold.from_dict((new or {}).get("threshold") or (old or {}).get("threshold") or {})
+    before, after = (None if e is None else Side.of_entry(e) for e in (old, new))
+    if old is None or new is None:
+        assert old is not None or new is not None, "compare() needs at least one entry"
+        status: Status = "new" if old is None else "missing"
+        return Comparison(key, status, before, after, None, None, None, tolerance, alpha, threshold, (), mode)
+    if mode not in MODES:
+        raise ValueError(f"unknown baseline mode {mode!r}; valid: {', '.join(MODES)}")
+    decide = _noninferior if mode == "noninferiority" else _different
+    status, diff, ci, p = decide(old, new, tolerance, alpha, threshold)
+    return Comparison(
+        key, status, before, after, diff, ci, p, tolerance, alpha, threshold, inputs_changed(old, new), mode
+    )
+
+
+def compare_entries(
+    old: Sequence[Mapping[str, Any]],
+    new: Sequence[Mapping[str, Any]],
+    tolerance: float | Mapping[str, float] = 0.0,
+    *,
+    alpha: float = 0.05,
+    mode: Mode = "difference",
+) -> list[Comparison]:
+    """Pair two sets of entries by ``suite::check`` and compare each pair; one-sided ones are new/missing.
+
+    ``tolerance`` is one number for every check or a mapping from ``suite::check`` to its tolerance
+    (checks not in the mapping get 0). Each verdict is its own; ``decide_run`` adjusts them together.
+    """
+    before = {entry_key(e): e for e in old}
+    after = {entry_key(e): e for e in new}
+
+    def tol(key: str) -> float:
+        return float(tolerance.get(key, 0.0)) if isinstance(tolerance, Mapping) else float(tolerance)
+
+    keys = sorted(set(before) | set(after))
+    return [compare(before.get(k), after.get(k), tol(k), alpha=alpha, mode=mode) for k in keys]

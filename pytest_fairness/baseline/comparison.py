@@ -1,0 +1,195 @@
+"""One comparison of a check with its baseline, as data: what travels in ``CheckRecord.baseline``.
+
+A ``Comparison`` keeps the evidence (both sides, the difference, its interval, p, the tolerance and the
+threshold that says which way is harmful) and, once the run's comparisons are adjusted together, the
+``Adjustment``. Its explanation is rendered from those fields, so it round-trips through ``to_dict`` /
+``from_dict`` (from xdist workers to the controller) and can be restated without editing prose.
+Nothing here knows the measure registry: the record module, which measures import, reads this one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal
+
+from pytest_fairness.baseline.entry import finite
+from pytest_fairness.gate import Threshold
+from pytest_fairness.multiplicity import Method
+
+Status = Literal["unchanged", "improved", "regressed", "changed", "new", "missing", "non-inferior", "not non-inferior"]
+#: Every status, the most alarming first: the order reports count them in.
+STATUSES: tuple[Status, ...] = (
+    "regressed",
+    "not non-inferior",
+    "improved",
+    "changed",
+    "new",
+    "missing",
+    "non-inferior",
+    "unchanged",
+)
+#: The statuses that raise an alarm: each fails the run, and every report shows it in capitals. ``changed``
+#: (significant and beyond the tolerance with no harmful side to tell) is one: nobody can call it harmless.
+ALARMS: frozenset[Status] = frozenset({"regressed", "not non-inferior", "changed", "missing"})
+#: The statuses under which a comparison holds on its own.
+HOLDS: frozenset[Status] = frozenset({"unchanged", "non-inferior"})
+
+Mode = Literal["difference", "noninferiority"]
+MODES: tuple[Mode, ...] = ("difference", "noninferiority")
+Interval = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison as its entry recorded it: estimate, interval and its level, n."""
+
+    estimate: float | None
+    ci: tuple[float | None, float | None]
+    confidence: float
+    n: int
+
+    @classmethod
+    def of_entry(cls, entry: Any) -> Side:
+        lo, hi = entry["ci"]
+        return cls(
+            finite(entry["estimate"]), (finite(lo), finite(hi)), float(entry.get("confidence", 0.95)), entry["n"]
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"estimate": self.estimate, "ci": list(self.ci), "confidence": self.confidence, "n": self.n}
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Side:
+        return cls.of_entry(raw)
+
+
+@dataclass(frozen=True)
+class Adjustment:
+    """How the run restated a comparison: its own status, and its p adjusted across the run's tested ones."""
+
+    own: Status
+    p: float
+    method: Method
+    tested: int
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A new result against its baseline: the verdict and the evidence; ``explanation`` says it in words.
+
+    ``p`` is the comparison's own p-value: two-sided (Welch) in ``difference`` mode, one-sided for
+    "worse by more than the tolerance" in ``noninferiority`` mode. ``before`` is None for a check new in
+    this run, ``after`` for one missing from it. Once ``decide_run`` adjusts the run's comparisons
+    together, ``status`` is the run's verdict and ``adjusted`` keeps the comparison's own.
+    """
+
+    check: str
+    status: Status
+    before: Side | None
+    after: Side | None
+    difference: float | None
+    ci: Interval | None
+    p: float | None
+    tolerance: float
+    alpha: float
+    threshold: Threshold = field(default_factory=Threshold)
+    inputs_changed: tuple[str, ...] = ()
+    mode: Mode = "difference"
+    adjusted: Adjustment | None = None
+
+    @property
+    def old(self) -> float | None:
+        """The baseline's estimate."""
+        return None if self.before is None else self.before.estimate
+
+    @property
+    def new(self) -> float | None:
+        """This run's estimate."""
+        return None if self.after is None else self.after.estimate
+
+    @property
+    def own_status(self) -> Status:
+        """The comparison's verdict on its own, before the run's adjustment."""
+        return self.status if self.adjusted is None else self.adjusted.own
+
+    @property
+    def p_adjusted(self) -> float | None:
+        return None if self.adjusted is None else self.adjusted.p
+
+    @property
+    def alarm(self) -> bool:
+        return self.status in ALARMS
+
+    @property
+    def matches(self) -> bool:
+        """Whether a snapshot still holds: no counted change and the same instrument. Reports show the rest."""
+        return self.status in HOLDS and not self.inputs_changed
+
+    @property
+    def interval_level(self) -> float:
+        """Coverage of ``ci``: 1 - alpha for a difference, 1 - 2 alpha (one-sided 1 - alpha) for non-inferiority."""
+        return 1 - 2 * self.alpha if self.mode == "noninferiority" else 1 - self.alpha
+
+    @property
+    def explanation(self) -> str:
+        from pytest_fairness.baseline.explain import explain
+
+        return explain(self)
+
+    def restated(self, p_adjusted: float, method: Method, tested: int, alpha: float) -> Comparison:
+        """This comparison at the run's level: its own change or non-inferiority counts only if the adjusted p does."""
+        own = self.own_status
+        significant = p_adjusted < alpha
+        status: Status = own
+        if self.mode == "noninferiority":
+            status = "non-inferior" if own == "non-inferior" and significant else "not non-inferior"
+        elif own in ("regressed", "improved", "changed") and not significant:
+            status = "unchanged"
+        return replace(self, status=status, adjusted=Adjustment(own, p_adjusted, method, tested))
+
+    # -- JSON round trip -----------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, plus the rendered ``explanation`` for readers of the JSON report."""
+        return {
+            "check": self.check,
+            "status": self.status,
+            "mode": self.mode,
+            "before": None if self.before is None else self.before.to_dict(),
+            "after": None if self.after is None else self.after.to_dict(),
+            "difference": self.difference,
+            "ci": None if self.ci is None else list(self.ci),
+            "p": self.p,
+            "p_adjusted": self.p_adjusted,
+            "tolerance": self.tolerance,
+            "alpha": self.alpha,
+            "threshold": self.threshold.as_dict(),
+            "inputs_changed": list(self.inputs_changed),
+            "adjusted": None if self.adjusted is None else asdict(self.adjusted),
+            "explanation": self.explanation,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Comparison:
+        """The inverse of ``to_dict`` (``explanation`` and ``p_adjusted`` are derived, so not read)."""
+        before, after, ci, adjusted = raw["before"], raw["after"], raw["ci"], raw["adjusted"]
+        return cls(
+            check=raw["check"],
+            status=raw["status"],
+            before=None if before is None else Side.from_dict(before),
+            after=None if after is None else Side.from_dict(after),
+            difference=raw["difference"],
+            ci=None if ci is None else (ci[0], ci[1]),
+            p=raw["p"],
+            tolerance=raw["tolerance"],
+            alpha=raw["alpha"],
+            threshold=Threshold.from_dict(raw["threshold"]),
+            inputs_changed=tuple(raw["inputs_changed"]),
+            mode=raw["mode"],
+            adjusted=None if adjusted is None else Adjustment(**adjusted),
+        )
+
+    @staticmethod
+    def readable(raw: dict[str, Any]) -> bool:
+        """Whether a JSON baseline section holds a whole comparison (earlier versions kept only its prose)."""
+        return {"before", "after", "tolerance", "adjusted"} <= set(raw)

@@ -1,0 +1,110 @@
+"""The statistics of one comparison, from (estimate, sd, n) of each side: Welch's test of "no change",
+the non-inferiority test of "worse by more than a margin", and which way the check's threshold calls harmful.
+
+Pure functions over baseline entries (mappings); nothing here knows a measure, a file or pytest.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scipy import stats as sps
+
+from pytest_fairness.baseline.entry import finite
+
+Interval = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class _Welch:
+    difference: float
+    se: float
+    df: float
+
+
+def _welch_parts(old: Mapping[str, Any], new: Mapping[str, Any]) -> _Welch | None:
+    """Difference new - old, its standard error and Welch degrees of freedom; None if a side cannot be tested."""
+    m0, m1 = finite(old.get("estimate")), finite(new.get("estimate"))
+    s0, s1 = finite(old.get("sd")), finite(new.get("sd"))
+    n0, n1 = old.get("n") or 0, new.get("n") or 0
+    if m0 is None or m1 is None or s0 is None or s1 is None or n0 < 2 or n1 < 2:
+        return None
+    v0, v1 = s0**2 / n0, s1**2 / n1
+    if v0 + v1 == 0:
+        return _Welch(m1 - m0, 0.0, math.inf)
+    df = (v0 + v1) ** 2 / (v0**2 / (n0 - 1) + v1**2 / (n1 - 1))
+    return _Welch(m1 - m0, math.sqrt(v0 + v1), df)
+
+
+def _interval(w: _Welch, tail: float) -> Interval:
+    half = 0.0 if w.se == 0 else float(sps.t.ppf(1 - tail, w.df)) * w.se
+    return w.difference - half, w.difference + half
+
+
+def welch(old: Mapping[str, Any], new: Mapping[str, Any], alpha: float) -> tuple[float, Interval, float] | None:
+    """Difference new - old with its (1 - alpha) Welch interval and two-sided p; None if untestable.
+
+    Zero variance on both sides (deterministic measures) makes any non-zero difference exact: p = 0.
+    """
+    w = _welch_parts(old, new)
+    if w is None:
+        return None
+    if w.se == 0:
+        return w.difference, (w.difference, w.difference), 1.0 if w.difference == 0 else 0.0
+    return w.difference, _interval(w, alpha / 2), float(2 * sps.t.sf(abs(w.difference) / w.se, w.df))
+
+
+def harmful_side(threshold: Mapping[str, Any]) -> int:
+    """+1 if a rise is harmful (a maximum), -1 if a fall is (a minimum), 0 if both can be (a range, or none)."""
+    lo, hi = finite(threshold.get("min")), finite(threshold.get("max"))
+    if hi is not None and lo is None:
+        return 1
+    if lo is not None and hi is None:
+        return -1
+    return 0
+
+
+def _worse_p(w: _Welch, margin: float, side: int) -> float:
+    """One-sided p of H0 "worse by at least the margin" on the harmful side (+1 up, -1 down)."""
+    shifted = w.difference - side * margin  # H0: side * difference >= margin
+    if w.se == 0:
+        return 0.0 if side * shifted < 0 else 1.0
+    return float(sps.t.cdf(side * shifted / w.se, w.df))
+
+
+def noninferiority(
+    old: Mapping[str, Any], new: Mapping[str, Any], margin: float, alpha: float, threshold: Mapping[str, Any]
+) -> tuple[float, Interval, float] | None:
+    """Difference new - old, its (1 - 2 alpha) interval and the p of "worse by more than ``margin``".
+
+    Worse is the threshold's harmful side; for a range (or no threshold) both sides are, and the p is
+    the larger of the two one-sided tests (TOST). The check is non-inferior when p < alpha, which is
+    the interval lying within the margin on the harmful side(s).
+    """
+    w = _welch_parts(old, new)
+    if w is None:
+        return None
+    side = harmful_side(threshold)
+    p = max(_worse_p(w, margin, s) for s in ((side,) if side else (1, -1)))
+    return w.difference, _interval(w, alpha), p
+
+
+def harm(threshold: Mapping[str, Any], old: float, new: float) -> int:
+    """+1 if old -> new moves the harmful way, -1 the helpful way, 0 if the threshold cannot tell.
+
+    Towards or over a maximum is harmful, down towards or under a minimum too; for a range, moving
+    away from its centre.
+    """
+    lo, hi = finite(threshold.get("min")), finite(threshold.get("max"))
+    if lo is not None and hi is not None:
+        centre = (lo + hi) / 2
+        away = abs(new - centre) - abs(old - centre)
+        return (away > 0) - (away < 0)
+    if hi is not None:
+        return (new > old) - (new < old)
+    if lo is not None:
+        return (new < old) - (new > old)
+    return 0

@@ -1,0 +1,41 @@
+"""The JSON report (``--fairness-report``): the canonical machine-readable record of a run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_fairness.baseline import RunDecision
+from pytest_fairness.gate import OUTCOMES, Outcome
+from pytest_fairness.record import SCHEMA_VERSION, CheckRecord
+from pytest_fairness.report.tally import RunState, cost_totals, outcome_counts
+
+
+def json_report(
+    records: Sequence[CheckRecord],
+    settings: Mapping[str, Any],
+    analyses: Mapping[str, Any] | None = None,
+    *,
+    run: RunState | None = None,
+    baselines: RunDecision | None = None,
+) -> dict[str, Any]:
+    """The run as one JSON document: settings, each check record, cost totals, gate outcomes, analyses.
+
+    ``run`` says whether every selected check finished, so that an errored or interrupted run is never
+    read as a clean one; ``baselines`` adds the run's adjusted baseline decisions when checks were compared.
+    """
+    from pytest_fairness import __version__
+
+    out: dict[str, Any] = {"pytest_fairness": __version__, "schema": SCHEMA_VERSION, "settings": dict(settings)}
+    if run is not None:
+        out["run"] = run.to_dict()
+    counts = outcome_counts(records)
+    out |= {
+        "checks": [rec.to_dict() for rec in records],
+        "totals": cost_totals(records),
+        "outcomes": {o: counts[Outcome(o)] for o in OUTCOMES},
+        "analyses": dict(analyses or {}),
+    }
+    if baselines is not None:
+        out["baselines"] = baselines.to_dict()
+    return out

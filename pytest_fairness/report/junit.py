@@ -1,0 +1,52 @@
+"""JUnit XML: flat per-check properties and run-level testsuite properties, for CI dashboards.
+
+Per check, pytest's public route is the item's ``user_properties``, which its junitxml plugin writes as
+``<property>`` elements. For the run there is none outside a test: the ``record_testsuite_property``
+fixture is the public API, and a plugin at session end cannot request a fixture. So the run's properties
+go through pytest's own ``xml_key`` stash entry, the one place here that touches ``_pytest``; without it
+(another pytest, or no ``--junitxml``) they are left out and nothing else changes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pytest_fairness.baseline import RunDecision
+from pytest_fairness.record import CheckRecord
+from pytest_fairness.report.tally import RunState
+
+
+def check_properties(record: CheckRecord) -> list[tuple[str, object]]:
+    """The check's numbers and verdict as flat properties, readable without parsing JSON."""
+    res = record.result
+    return [
+        ("fairness_estimate", res.estimate),
+        ("fairness_ci_low", res.ci[0]),
+        ("fairness_ci_high", res.ci[1]),
+        ("fairness_n", res.n),
+        ("fairness_unusable", res.n_unusable),
+        ("fairness_threshold", record.threshold_text),
+        ("fairness_outcome", record.outcome.value),
+    ]
+
+
+def _log_xml(config: pytest.Config) -> Any:
+    """pytest's JUnit XML writer of this run, or None (no --junitxml, or a pytest without the stash key)."""
+    try:
+        from _pytest.junitxml import xml_key  # private: see the module docstring
+    except ImportError:  # pragma: no cover - a pytest without the stash key
+        return None
+    return config.stash.get(xml_key, None)
+
+
+def add_run_properties(config: pytest.Config, run: RunState, baselines: RunDecision | None) -> None:
+    """The run's state and baseline decision as testsuite properties (JSON), when JUnit XML is written."""
+    xml = _log_xml(config)
+    if xml is None:
+        return
+    xml.add_global_property("fairness_run", json.dumps(run.to_dict(), sort_keys=True))
+    if baselines is not None:
+        xml.add_global_property("fairness_baselines", json.dumps(baselines.to_dict(), sort_keys=True))

@@ -1,0 +1,183 @@
+"""Markdown for pull-request comments: the run's gates, and a release-vs-release comparison.
+
+The table says the same as the terminal summary, in words a reviewer can act on (no emoji: they
+read poorly in e-mail notifications and screen readers). Plots (``plots.py``) are optional.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_fairness.baseline import STATUSES, Comparison, RunDecision
+from pytest_fairness.gate import Outcome
+from pytest_fairness.record import CheckRecord
+from pytest_fairness.report.format import interval, num, shared_ci_label
+from pytest_fairness.report.plots import plot_section
+from pytest_fairness.report.tally import RunState, cost_totals, outcome_counts
+from pytest_fairness.report.terminal import columns
+
+OUTCOME_WORDS = {
+    Outcome.PASS: "pass",
+    Outcome.FAIL: "**FAIL**",
+    Outcome.INCONCLUSIVE: "inconclusive (needs more samples)",
+    Outcome.CANNOT_SERVE: "cannot serve (too few usable answers)",
+    Outcome.MEASURED: "measured",
+}
+
+
+def _cell(text: Any) -> str:
+    """A table cell: pipes would end the cell (``|x| ≤ 0.1``), newlines the row."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+
+
+def _gate_rows(records: Sequence[CheckRecord]) -> list[list[str]]:
+    return [
+        [
+            f"`{rec.label}`",
+            num(rec.result.estimate),
+            interval(rec.result.ci),
+            str(rec.result.n),
+            str(rec.result.n_unusable),
+            rec.threshold_text,
+            OUTCOME_WORDS[rec.outcome],
+        ]
+        for rec in records
+    ]
+
+
+def _notes(records: Sequence[CheckRecord]) -> list[str]:
+    lines = ["", "**Fidelity to the papers**", ""]
+    for fidelity in sorted({rec.result.fidelity for rec in records}):
+        checks = ", ".join(dict.fromkeys(rec.check for rec in records if rec.result.fidelity == fidelity))
+        lines.append(f"- {fidelity}: {checks}")
+    calls = cost_totals(records)
+    lines += [
+        "",
+        f"**Accounting**: {calls['calls']} model calls, {calls['cache_hits']} answered from the cache, "
+        f"{calls['retries']} retries; {calls['prompt_tokens']} prompt + {calls['completion_tokens']} completion "
+        f"tokens; {calls['seconds']:.1f} s of model time.",
+    ]
+    return lines
+
+
+def markdown_report(
+    records: Sequence[CheckRecord],
+    *,
+    plots_dir: str | Path | None = None,
+    image_base: str | None = None,
+    title: str = "Fairness report",
+    run: RunState | None = None,
+    baselines: RunDecision | None = None,
+) -> str:
+    """A PR-comment summary of check records; with ``plots_dir``, one PNG per measure written there.
+
+    Images are referenced as ``plots_dir/<measure>.png`` (relative paths resolve from where the
+    Markdown is saved), or under ``image_base`` when the PNGs are uploaded elsewhere, e.g. as CI artefacts.
+    ``run`` flags an errored or interrupted run at the top; ``baselines`` adds the run's baseline verdicts.
+    """
+    warning = _run_warning(run)
+    if not records:
+        return f"## {title}\n\n{warning}No fairness checks ran.\n"
+    models = sorted({rec.result.model_id for rec in records})
+    counts = outcome_counts(records)
+    cannot_serve = counts[Outcome.CANNOT_SERVE]
+    lines = [
+        f"## {title}",
+        "",
+        *([warning.strip(), ""] if warning else []),
+        f"Model: {', '.join(f'`{m}`' for m in models)}",
+        "",
+        f"Gates: {counts[Outcome.FAIL]} failed, {counts[Outcome.INCONCLUSIVE]} inconclusive, "
+        f"{counts[Outcome.PASS]} passed" + (f", {cannot_serve} the model cannot serve." if cannot_serve else "."),
+        "",
+        *_table(list(columns(records)), _gate_rows(records)),
+        *_notes(records),
+    ]
+    if baselines is not None:
+        lines += ["", *_baseline_section(baselines)]
+    if plots_dir is not None:
+        lines += ["", *plot_section(records, Path(plots_dir), image_base)]
+    return "\n".join(lines) + "\n"
+
+
+def _run_warning(run: RunState | None, who: str = "Run") -> str:
+    """A bold first line when the run did not finish every selected check; empty for a complete run."""
+    if run is None or run.complete:
+        return ""
+    if run.status == "planned":
+        return "**Planned only** (`--fairness-plan`): no check was run.\n\n"
+    return (
+        f"**{who} {run.status}**: of {run.selected} selected checks, {run.errored} errored "
+        f"and {run.not_run} did not run; the results below are incomplete.\n\n"
+    )
+
+
+def _verdict(decision: RunDecision) -> str:
+    verdict = decision.verdict()
+    return f"**{verdict}**" if decision.failing else verdict
+
+
+def _baseline_section(decision: RunDecision) -> list[str]:
+    """The run's baseline verdicts: the rate it controls, every counted change explained, the verdict."""
+    lines = ["**Baselines**", "", decision.headline() + ".", ""]
+    if decision.shown:
+        lines += [*(f"- {_cell(c.explanation)}" for c in decision.shown), ""]
+    return [*lines, _verdict(decision)]
+
+
+def _status(c: Comparison) -> str:
+    return f"**{c.status.upper()}**" if c.alarm else c.status
+
+
+def comparison_markdown(
+    comparisons: Sequence[Comparison],
+    old_label: str,
+    new_label: str,
+    *,
+    decision: RunDecision | None = None,
+    new_run: RunState | None = None,
+) -> str:
+    """The release-vs-release table for a PR comment, with every counted change explained below it.
+
+    ``decision`` (the comparisons adjusted together) adds the rate controlled and the verdict;
+    ``new_run`` flags a new run that errored or was interrupted.
+    """
+    counts = {s: sum(c.status == s for c in comparisons) for s in STATUSES}
+    rows = [
+        [
+            f"`{c.check}`",
+            num(c.old),
+            num(c.new),
+            num(c.difference, "+.3f"),
+            "n/a" if c.ci is None else interval(c.ci, "+.3f"),
+            num(c.p, ".2g"),
+            num(c.p_adjusted, ".2g"),
+            _status(c),
+        ]
+        for c in comparisons
+    ]
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    ci_header = shared_ci_label([round(c.interval_level, 6) for c in comparisons if c.ci is not None])
+    warning = _run_warning(new_run, "New run")
+    lines = [
+        "## Fairness: release comparison",
+        "",
+        *([warning.strip(), ""] if warning else []),
+        f"Old: `{old_label}`; new: `{new_label}`. {summary or 'no checks'}.",
+        *(["", decision.headline() + "."] if decision is not None else []),
+        "",
+        *_table(["check", "old", "new", "difference", ci_header, "p", "adjusted p", "status"], rows),
+    ]
+    explained = [c for c in comparisons if not c.matches]
+    if explained:
+        lines += ["", "**What changed**", ""] + [f"- {_cell(c.explanation)}" for c in explained]
+    if decision is not None:
+        lines += ["", _verdict(decision)]
+    return "\n".join(lines) + "\n"

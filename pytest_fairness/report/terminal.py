@@ -1,0 +1,212 @@
+"""The terminal: the summary table, cost and plan tables, baseline verdicts, and failure messages."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_fairness import sizing
+from pytest_fairness.baseline import RunDecision
+from pytest_fairness.gate import Outcome
+from pytest_fairness.measures import MEASURES
+from pytest_fairness.measures.base import MAX_SAMPLES
+from pytest_fairness.record import CheckRecord
+from pytest_fairness.report.analyses import analysis_lines
+from pytest_fairness.report.format import interval, num, shared_ci_label, text_table, words
+from pytest_fairness.report.tally import COUNTERS, RunState, cost_totals, outcome_counts
+
+#: Outcomes that leave a check undecided: each says what would decide it.
+UNDECIDED = (Outcome.INCONCLUSIVE, Outcome.CANNOT_SERVE)
+
+
+def confidence_label(records: Sequence[CheckRecord]) -> str:
+    """ "95% CI" when every record shares one level (the usual case), else "CI"."""
+    return shared_ci_label([rec.confidence for rec in records])
+
+
+def columns(records: Sequence[CheckRecord]) -> tuple[str, ...]:
+    return ("check", "estimate", confidence_label(records), "n", "unusable", "threshold", "outcome")
+
+
+def summary_rows(records: Sequence[CheckRecord]) -> list[tuple[str, ...]]:
+    return [
+        (
+            rec.label,
+            num(rec.result.estimate),
+            interval(rec.result.ci),
+            str(rec.result.n),
+            str(rec.result.n_unusable),
+            rec.threshold_text,
+            words(rec.outcome).upper(),
+        )
+        for rec in records
+    ]
+
+
+def summary_lines(records: Sequence[CheckRecord], analyses: Mapping[str, Any] | None = None) -> list[str]:
+    """The whole terminal summary: table, model and fidelity notes, call accounting, and the lines
+    each measure adds (its own details, and analyses across checks, computed once by the caller)."""
+    if not records:
+        return []
+    lines = text_table(summary_rows(records), columns(records))
+    models = sorted({rec.result.model_id for rec in records})
+    lines.append("")
+    lines.append(f"model: {', '.join(models)}")
+    for fidelity in sorted({rec.result.fidelity for rec in records}):
+        checks = [rec.label for rec in records if rec.result.fidelity == fidelity]
+        lines.append(f"fidelity {fidelity}: {', '.join(checks)}")
+    versions = sorted({v for rec in records for v in rec.result.calls.model_versions})
+    if versions:
+        lines.append(f"model versions reported: {', '.join(versions)}")
+    totals = cost_totals(records)
+    lines.append(
+        f"model calls: {totals['calls']}, cache hits: {totals['cache_hits']}, retries: {totals['retries']}, "
+        f"tokens: {totals['prompt_tokens']} prompt + {totals['completion_tokens']} completion, "
+        f"model time: {totals['seconds']:.1f}s"
+    )
+    for rec in records:
+        measure = MEASURES.get(rec.measure)
+        if measure is not None and measure.summary_lines is not None:
+            lines += measure.summary_lines(rec)
+    for name, analysis in (analyses or {}).items():
+        lines += analysis_lines(name, analysis)
+    for rec in records:
+        if rec.outcome in UNDECIDED:
+            lines.append(f"{rec.label}: {next_step(rec)}")
+    counts = sorted((o.value, n) for o, n in outcome_counts(records).items() if n)
+    lines.append("gates: " + ", ".join(f"{n} {words(o)}" for o, n in counts))
+    return lines
+
+
+def error_rate_line(session: Any) -> str:
+    """What error rate the run's gates control, in words."""
+    settings, checks = session.settings, session.family_size
+    level = f"{100 * (1 - settings.confidence):g}%"
+    if settings.multiplicity == "bonferroni" and checks > 1:
+        return (
+            f"gate error rate: the chance that any of the {checks} gates errs is at most {level} "
+            f"(Bonferroni: each interval at {100 * session.gate_confidence:.3g}%)"
+        )
+    return (
+        f"gate error rate: each gate errs with chance at most {level}; over {checks} gates that is not a bound "
+        "for the run (--fairness-multiplicity=bonferroni gives one)"
+    )
+
+
+COST_COLUMNS = ("check", "calls", "cache hits", "retries", "prompt tok", "completion tok", "seconds")
+
+
+def cost_lines(records: Sequence[CheckRecord]) -> list[str]:
+    """Per check and in total: what the run cost."""
+
+    def row(label: str, calls: Mapping[str, Any]) -> tuple[str, ...]:
+        return (label, *(str(calls[n]) for n in COUNTERS[:-1]), f"{calls['seconds']:.1f}")
+
+    rows = [row(rec.label, cost_totals([rec])) for rec in records]
+    rows.append(row("total", cost_totals(records)))
+    return text_table(rows, COST_COLUMNS)
+
+
+PLAN_COLUMNS = (
+    "check",
+    "n",
+    "P(decide)",
+    "n for 80%",
+    "requests",
+    "shared",
+    "already cached",
+    "to call",
+    "~prompt tokens",
+    "≤completion tokens",
+)
+
+
+def plan_lines(plans: Sequence[dict[str, Any]]) -> list[str]:
+    """The --fairness-plan table: what a run would call, and what the cache already holds.
+
+    ``shared`` requests are sent by an earlier check too (the cache answers the repeat): they count
+    there, so the total is of distinct requests.
+    """
+
+    def row(label: str, p: dict[str, Any], shared: str) -> tuple[str, ...]:
+        new = p["requests"] - p.get("shared", 0)
+        power = p.get("power") or {}
+        chance, needed = power.get("chance"), power.get("needed")
+        return (
+            label,
+            str(power.get("n", "")),
+            "" if chance is None else f"{chance:.0%}",
+            "" if not power else "?" if chance is None else f">{MAX_SAMPLES}" if needed is None else str(needed),
+            str(p["requests"]),
+            shared,
+            str(p["cached"]),
+            str(new - p["cached"]),
+            str(p["prompt_tokens"]),
+            str(p["completion_tokens"]),
+        )
+
+    rows = [row(f"{p['suite']}::{p['check']}", p, str(p.get("shared", 0))) for p in plans]
+    total = {k: sum(p[k] for p in plans) for k in ("cached", "prompt_tokens", "completion_tokens")}
+    total["requests"] = sum(p["requests"] - p.get("shared", 0) for p in plans)
+    rows.append(row("total (distinct)", total, ""))
+    return [
+        *text_table(rows, PLAN_COLUMNS),
+        "",
+        "P(decide): the chance that n samples decide the gate if the truth is half its threshold or twice it, "
+        "at the measure's assumed spread; n for 80%: the samples that would (the release profile's sizing). "
+        "'?': the measure assumes no spread.",
+    ]
+
+
+def baseline_lines(decision: RunDecision) -> list[str]:
+    """The run's baseline verdicts: the rate it controls, what counted, the verdict."""
+    lines = [decision.headline(), *(c.explanation for c in decision.shown)]
+    if decision.absorbed:
+        lines.append(
+            f"{decision.absorbed} comparison(s) significant on their own are within the run's sampling noise "
+            "after the correction (see the JSON report's 'baselines' section)"
+        )
+    lines.append(decision.verdict())
+    return lines
+
+
+def run_status_line(run: RunState) -> str:
+    """One sentence on an incomplete run, e.g. ``run interrupted: 3 of 29 selected checks not run, ...``."""
+    line = f"run {run.status}: of {run.selected} selected checks, {run.errored} errored, {run.not_run} not run"
+    if run.stopped:
+        line += f" (stopped: {run.stopped})"
+    return line + "; the results below cover only the checks that finished"
+
+
+VERDICTS = {
+    Outcome.FAIL: "the whole confidence interval lies outside the allowed range",
+    Outcome.INCONCLUSIVE: "the confidence interval straddles the threshold: more samples are needed to decide",
+    Outcome.PASS: "the whole confidence interval lies within the allowed range",
+    Outcome.CANNOT_SERVE: "too few usable answers for the measure to mean anything",
+    Outcome.MEASURED: "measured without a threshold, so no gate decides it",
+}
+
+
+def explain(record: CheckRecord) -> str:
+    """Why a check failed or was inconclusive, in one readable paragraph."""
+    res = record.result
+    lines = [
+        f"{record.check}: {words(record.outcome).upper()} ({VERDICTS[record.outcome]})",
+        f"  estimate {num(res.estimate)}, {confidence_label([record])} {interval(res.ci)}, n={res.n}, "
+        f"unusable={res.n_unusable}; threshold {record.threshold_text}",
+        f"  model {res.model_id}; {res.fidelity}",
+    ]
+    for example in res.unusable_examples:
+        lines.append(f"  unusable example: {example}")
+    if record.outcome in UNDECIDED:
+        lines.append(f"  {next_step(record)}")
+    return "\n".join(lines)
+
+
+def next_step(record: CheckRecord) -> str:
+    """What would decide an undecided check: a model that can serve it, or how many more samples."""
+    res = record.result
+    if record.outcome is Outcome.CANNOT_SERVE:
+        return f"{res.unserved} (README: When a model cannot serve a measure)"
+    hint = res.details.get("to_decide")
+    return sizing.more_samples_text(hint) if isinstance(hint, dict) else "more samples are needed to decide"

@@ -1,0 +1,131 @@
+"""The output side says each thing once: one formatter, one tally, one list of alarm statuses, one
+``matches``; and no module reaches into another package's private names."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import get_args
+
+import numpy as np
+import pytest
+
+import pytest_fairness
+from pytest_fairness.baseline import ALARMS, FAILING, STATUSES, Comparison, Side, Status, decide_run
+from pytest_fairness.baseline.compare import compare
+from pytest_fairness.gate import Outcome, Threshold
+from pytest_fairness.record import CheckRecord
+from pytest_fairness.report import markdown
+from pytest_fairness.result import MeasureResult
+from pytest_fairness.stats import summarize
+
+ROOT = Path(pytest_fairness.__file__).parent
+#: Helper names that format numbers or count outcomes: each may be defined only where it belongs.
+HELPERS = re.compile(r"_?(num|fmt|format_number|interval_text|format_table|text_table|cost_totals|outcome_counts)$")
+HOMES = {
+    "num": "report/format.py",
+    "text_table": "report/format.py",
+    "cost_totals": "report/tally.py",
+    "outcome_counts": "report/tally.py",
+}
+
+
+def _sources() -> dict[str, ast.Module]:
+    return {str(p.relative_to(ROOT)): ast.parse(p.read_text()) for p in sorted(ROOT.rglob("*.py"))}
+
+
+def test_number_formatters_and_tallies_are_defined_once_in_report():
+    found: dict[str, list[str]] = {}
+    for path, tree in _sources().items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and HELPERS.match(node.name):
+                found.setdefault(node.name.lstrip("_"), []).append(path)
+    misplaced = {name: paths for name, paths in found.items() if paths != [HOMES.get(name)]}
+    assert not misplaced, f"defined outside their one home: {misplaced}"
+
+
+def test_alarm_and_status_lists_are_defined_once():
+    """No module but the comparison's spells out a tuple or set of baseline statuses."""
+    statuses = set(STATUSES)
+    offenders = []
+    for path, tree in _sources().items():
+        if path == "baseline/comparison.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Tuple | ast.Set | ast.List):
+                words = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+                if len(words & statuses) >= 2:
+                    offenders.append(f"{path}:{node.lineno}")
+    assert not offenders
+
+
+def test_no_module_imports_a_private_name_from_another_package():
+    offenders = []
+    for path, tree in _sources().items():
+        package = ("pytest_fairness." + path.removesuffix(".py").replace("/", ".")).rsplit(".", 1)[0]
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("pytest_fairness")):
+                continue
+            source_package = node.module.rsplit(".", 1)[0] if "." in node.module else node.module
+            private = [a.name for a in node.names if a.name.startswith("_") and a.name != "__version__"]
+            if private and source_package != package:
+                offenders.append(f"{path}:{node.lineno} {node.module}.{','.join(private)}")
+    assert not offenders
+
+
+def test_the_statuses_list_every_status_once_and_the_alarms_are_what_fails_a_run():
+    assert sorted(STATUSES) == sorted(get_args(Status))
+    assert FAILING == ALARMS and "changed" in ALARMS
+
+
+def _changed() -> Comparison:
+    """A significant change beyond tolerance on a check with no harmful side: status ``changed``."""
+    side = {"suite": "s", "check": "c", "ci": [0, 1], "n": 50, "threshold": {}}
+    return compare({**side, "estimate": 0.1, "sd": 0.1}, {**side, "estimate": 0.5, "sd": 0.1})
+
+
+@pytest.mark.parametrize("mode", ["markdown", "cli"])
+def test_the_markdown_and_the_compare_cli_both_raise_the_alarm_for_changed(mode, tmp_path, capsys):
+    from pytest_fairness import compare as cli
+
+    comparison = _changed()
+    assert comparison.status == "changed" and comparison.alarm and not comparison.matches
+    if mode == "markdown":
+        row = next(
+            line for line in markdown.comparison_markdown([comparison], "a", "b").splitlines() if "`s::c`" in line
+        )
+        assert row.endswith("| **CHANGED** |")
+    else:
+        assert cli._row(comparison)[-1] == "CHANGED"
+
+
+def test_a_comparison_round_trips_and_renders_the_same_explanation_after_the_run_restates_it():
+    own = compare(
+        {"suite": "s", "check": "c", "estimate": 0.1, "sd": 0.3, "n": 40, "ci": [0.0, 0.2], "threshold": {"max": 0.2}},
+        {"suite": "s", "check": "c", "estimate": 0.3, "sd": 0.3, "n": 40, "ci": [0.2, 0.4], "threshold": {"max": 0.2}},
+    )
+    assert own.status == "regressed" and own.threshold == Threshold(max=0.2)
+    noise = Side(0.0, (0.0, 0.0), 0.95, 9)
+    others = [Comparison(f"s::x{i}", "unchanged", noise, noise, 0.0, None, 0.9, 0.0, 0.05) for i in range(30)]
+    final = decide_run([own, *others], "holm").comparisons[0]
+    assert final.status == "unchanged" and final.own_status == "regressed"
+    assert final.explanation.startswith("s::c UNCHANGED: ") and "within the run's sampling noise" in final.explanation
+    assert "it rose towards the maximum" in final.explanation  # the reason is still its own
+    for c in (own, final):
+        again = Comparison.from_dict(c.to_dict())
+        assert again == c and again.explanation == c.explanation
+
+
+def test_a_record_carries_its_comparison_and_outcome_typed_through_json():
+    samples = np.array([0.1, 0.2, 0.3])
+    result = MeasureResult(
+        "implicit_bias", "career", summarize(samples), 0, [], "faithful", "m", {}, {}, samples=list(samples)
+    )
+    rec = CheckRecord("s", "c", Outcome.PASS, Threshold(max=0.2), result, baseline=_changed())
+    again = CheckRecord.from_dict(rec.to_dict())
+    assert again.outcome is Outcome.PASS and again.threshold == Threshold(max=0.2)
+    assert again.baseline == rec.baseline
+    measured = CheckRecord.from_dict(replace(rec, outcome=Outcome.MEASURED, threshold=None, baseline=None).to_dict())
+    assert measured.outcome is Outcome.MEASURED and measured.threshold is None and measured.threshold_text == "—"

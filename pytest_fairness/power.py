@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass
 from functools import cache
 
+import numpy as np
 from scipy import stats as sps
 
 from pytest_fairness.gate import Threshold
@@ -41,6 +42,8 @@ from pytest_fairness.stats import MAX_BET, IntervalKind
 TARGET_POWER = 0.8
 #: Ratio of the betting interval's noise term to sqrt(2·log(2/α)): 0.87-0.90 fitted, rounded up (module docstring).
 _BETTING_NOISE = 0.95
+#: Usable counts an expected decision probability averages over, at most (``decision_probability``).
+_MIXTURE_POINTS = 200
 
 
 @dataclass(frozen=True)
@@ -98,8 +101,17 @@ def _side_probability(n: int, truth: float, sd: float, edge: float, far_end: flo
     return float(sps.norm.cdf(room * math.sqrt(n) / sd))
 
 
-def decision_probability(n: int, truth: float, sd: float, threshold: Threshold, scale: Scale) -> float:
-    """Chance that a gate with ``n`` samples decides (passes or fails) when the true mean is ``truth``."""
+def decision_probability(
+    n: int, truth: float, sd: float, threshold: Threshold, scale: Scale, usable: float = 1.0
+) -> float:
+    """Chance that a gate with ``n`` samples decides (passes or fails) when the true mean is ``truth``.
+
+    With ``usable`` < 1 each sample is usable with that probability, independently: the gate then sees
+    Binomial(n, usable) samples, and the chance is averaged over that count (the central part of its
+    distribution, all but 1e-9 of it), so a size in prompts is judged by the answers it will likely yield.
+    """
+    if usable < 1:
+        return _usable_probability(n, truth, sd, threshold, scale, usable)
     if n < 1:
         return 0.0
     if (threshold.max is not None and truth == threshold.max) or (threshold.min is not None and truth == threshold.min):
@@ -120,6 +132,23 @@ def decision_probability(n: int, truth: float, sd: float, threshold: Threshold, 
     return max(p, 0.0)
 
 
+def _usable_probability(n: int, truth: float, sd: float, threshold: Threshold, scale: Scale, usable: float) -> float:
+    if n < 1 or usable <= 0:
+        return 0.0
+    count = sps.binom(n, usable)
+    low, high = max(int(count.ppf(1e-9)), 1), int(count.isf(1e-9))
+    if high - low < _MIXTURE_POINTS:
+        counts, weights = np.arange(low, high + 1), count.pmf(np.arange(low, high + 1))
+    else:  # a large n: equally likely quantiles of the count (its spread is then a small share of n)
+        counts = count.ppf((np.arange(_MIXTURE_POINTS) + 0.5) / _MIXTURE_POINTS).astype(int)
+        weights = np.full(_MIXTURE_POINTS, 1 / _MIXTURE_POINTS)
+    if scale.kind == "binary" and truth not in (threshold.max, threshold.min):
+        chances = _binary_probabilities(counts, truth, threshold, scale.confidence)
+    else:
+        chances = np.array([decision_probability(int(m), truth, sd, threshold, scale) for m in counts])
+    return float(np.dot(weights, chances))
+
+
 def _binary_probability(n: int, truth: float, threshold: Threshold, confidence: float) -> float:
     """Exact chance that a Clopper–Pearson gate decides when the count of ones is Binomial(n, truth).
 
@@ -128,54 +157,86 @@ def _binary_probability(n: int, truth: float, threshold: Threshold, confidence: 
     read off binomial quantiles at the threshold. (The normal model misjudges skewed, discrete counts:
     at p = 0.9 and n = 30 it says 82% where the gate decides in 65% of runs.)
     """
+    return float(_binary_probabilities(np.array([n]), truth, threshold, confidence)[0])
+
+
+def _binary_probabilities(n: np.ndarray, truth: float, threshold: Threshold, confidence: float) -> np.ndarray:
+    """``_binary_probability`` for an array of sample sizes at once (the usable-count mixture needs many)."""
     half = (1 - confidence) / 2
     count = sps.binom(n, min(max(truth, 0.0), 1.0))
 
-    def most_below(t: float) -> int:  # largest k whose upper end is ≤ t (-1: none)
+    def most_below(t: float) -> np.ndarray:  # largest k whose upper end is ≤ t (-1: none)
         if t >= 1:
             return n
-        k = int(sps.binom.ppf(half, n, t))
-        return k if sps.binom.cdf(k, n, t) <= half else k - 1
+        k = sps.binom.ppf(half, n, t)
+        return np.where(sps.binom.cdf(k, n, t) <= half, k, k - 1)
 
-    def fewest_above(t: float) -> int:  # smallest k whose lower end is ≥ t (n + 1: none)
-        return 0 if t <= 0 else int(sps.binom.ppf(1 - half, n, t)) + 1
+    def fewest_above(t: float) -> np.ndarray:  # smallest k whose lower end is ≥ t (n + 1: none)
+        return np.zeros_like(n) if t <= 0 else sps.binom.ppf(1 - half, n, t) + 1
 
-    passing_low = 0 if threshold.min is None else fewest_above(threshold.min)
+    passing_low = np.zeros_like(n) if threshold.min is None else fewest_above(threshold.min)
     passing_high = n if threshold.max is None else most_below(threshold.max)
-    p = max(float(count.cdf(passing_high) - count.cdf(passing_low - 1)), 0.0) if passing_low <= passing_high else 0.0
+    inside = np.maximum(count.cdf(passing_high) - count.cdf(passing_low - 1), 0.0)
+    p = np.where(passing_low <= passing_high, inside, 0.0)
     if threshold.max is not None:
-        p += float(count.sf(fewest_above(threshold.max) - 1))
+        p = p + count.sf(fewest_above(threshold.max) - 1)
     if threshold.min is not None:
-        p += float(count.cdf(most_below(threshold.min)))
-    return min(p, 1.0)
+        p = p + count.cdf(most_below(threshold.min))
+    return np.minimum(p, 1.0)
 
 
 @cache  # pure; suites share thresholds, so collection sizes each (measure, threshold) once
 def needed_samples(
-    truth: float, sd: float, threshold: Threshold, scale: Scale, power: float = TARGET_POWER, cap: int = 10**7
+    truth: float,
+    sd: float,
+    threshold: Threshold,
+    scale: Scale,
+    power: float = TARGET_POWER,
+    cap: int = 10**7,
+    usable: float = 1.0,
 ) -> int | None:
-    """Fewest samples that decide with probability ``power`` at ``truth``; None if even ``cap`` do not."""
-    if decision_probability(cap, truth, sd, threshold, scale) < power:
+    """Fewest samples that decide with probability ``power`` at ``truth``; None if even ``cap`` do not.
+
+    With ``usable`` < 1 the samples are prompts of which each yields a usable answer with that
+    probability (``decision_probability``).
+    """
+
+    def chance(n: int) -> float:
+        return decision_probability(n, truth, sd, threshold, scale, usable)
+
+    if chance(cap) < power:
         return None
     low, high = 1, 2
-    while decision_probability(high, truth, sd, threshold, scale) < power:
+    while chance(high) < power:
         low, high = high, min(2 * high, cap)
     while high - low > 1:
         mid = (low + high) // 2
-        low, high = (low, mid) if decision_probability(mid, truth, sd, threshold, scale) >= power else (mid, high)
+        low, high = (low, mid) if chance(mid) >= power else (mid, high)
     return high
 
 
-def design_truths(threshold: Threshold, bounds: tuple[float, float] | None) -> tuple[float, ...]:
-    """The truths a check is sized for: half and twice each threshold value, kept on the scale.
+def design_truths(threshold: Threshold, bounds: tuple[float, float] | None, null: float = 0.0) -> tuple[float, ...]:
+    """The truths a check is sized for, kept on the scale; ``Params.design_truths`` picks them per measure.
 
-    Empty for a threshold at zero, where "half" and "twice" name the threshold itself.
+    A null of zero (no harm, no bias at 0): half and twice each threshold value, i.e. half and twice the
+    bias it allows; empty for a threshold at zero, where "half" and "twice" name the threshold itself.
+    A null elsewhere (a share whose no-bias value is 0.5): halving 0.7 gives a strong bias the other
+    way and doubling it leaves the scale, both trivially decided, so the check is sized at the null
+    itself (an unbiased model should pass) and at a clearly biased value beyond the threshold that
+    should fail: halfway from the threshold to the end of the scale (0.85 for a share at most 0.7), or,
+    on an open scale, as far beyond the threshold as the threshold is from the null. Truths on an edge
+    are dropped: no sample size decides them.
     """
     low, high = bounds or (-math.inf, math.inf)
+    edges = [e for e in (threshold.max, threshold.min) if e is not None]
     truths: list[float] = []
-    for edge in (threshold.max, threshold.min):
-        if edge is None or edge == 0:
+    for edge in edges:
+        if edge == null:
             continue
-        for truth in (edge / 2, edge * 2):
-            truths.append(min(max(truth, low), high))
-    return tuple(dict.fromkeys(truths))
+        if null == 0:
+            pair = (edge / 2, edge * 2)
+        else:
+            end = high if edge > null else low
+            pair = (null, (edge + end) / 2 if math.isfinite(end) else 2 * edge - null)
+        truths += [min(max(t, low), high) for t in pair]
+    return tuple(t for t in dict.fromkeys(truths) if t not in edges)

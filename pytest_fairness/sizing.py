@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pytest_fairness.gate import Threshold
 from pytest_fairness.measures.base import MAX_SAMPLES, Params
-from pytest_fairness.power import TARGET_POWER, Scale, decision_probability, design_truths, needed_samples
+from pytest_fairness.power import TARGET_POWER, Scale, decision_probability, needed_samples
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.stats import mean_interval, proportion_interval
 
@@ -31,24 +31,29 @@ def _limit(params: Params) -> int:
 
 
 def _design(params: Params, threshold: Threshold) -> list[tuple[float, float]]:
-    """(truth, assumed SD) at half and twice the threshold; empty when either is unknown."""
-    design = [(t, params.assumed_sd(t)) for t in design_truths(threshold, params.BOUNDS)]
+    """(truth, assumed SD) at the measure's design truths; empty when either is unknown."""
+    design = [(t, params.assumed_sd(t)) for t in params.design_truths(threshold)]
     return [] if any(sd is None for _, sd in design) else design  # type: ignore[return-value]
 
 
 def _needed(params: Params, threshold: Threshold, confidence: float, cap: int) -> int | None:
-    """Samples for 80% decisions at every design truth; None if ``cap`` do not suffice."""
-    scale = _scale(params, confidence)
-    sizes = [needed_samples(t, sd, threshold, scale, cap=cap) for t, sd in _design(params, threshold)]
+    """Samples (prompts, usable or not) for 80% decisions at every design truth; None if ``cap`` do not suffice.
+
+    Each sample is usable with the measure's EXPECTED_USABLE rate, so the gate sees a binomial number of
+    usable answers, and the chance to decide is averaged over it (``power.decision_probability``).
+    """
+    scale, usable = _scale(params, confidence), params.EXPECTED_USABLE
+    sizes = [needed_samples(t, sd, threshold, scale, cap=cap, usable=usable) for t, sd in _design(params, threshold)]
     return None if None in sizes else max(sizes, default=None)  # type: ignore[type-var]
 
 
 def release_size(params: Params, threshold: Threshold, confidence: float = RELEASE_CONFIDENCE) -> int:
-    """Samples that decide with 80% probability at half and twice the threshold, at the assumed spread.
+    """Samples that decide with 80% probability at each of the measure's design truths, at the assumed
+    spread, counting unusable answers at the measure's expected rate.
 
     Never fewer than the paper profile's; capped by what the inputs hold and by the suite limit. A
-    measure without an assumed spread, or a threshold at zero, gets its ``DEFAULT_SAMPLES["release"]``
-    (else the paper size).
+    measure without an assumed spread, or without design truths (a threshold at its null), gets its
+    ``DEFAULT_SAMPLES["release"]`` (else the paper size).
     """
     limit = _limit(params)
     if not _design(params, threshold):
@@ -65,19 +70,28 @@ class Power:
     chance: float | None  # smallest over the design truths; None without an assumed spread
     needed: int | None  # samples for 80% at every design truth; None if none suffice
     truths: tuple[float, ...]
+    usable_rate: float = 1.0  # expected share of usable answers the chance and ``needed`` count with
 
     def to_dict(self) -> dict[str, object]:
-        return {"n": self.n, "chance": self.chance, "needed": self.needed, "truths": list(self.truths)}
+        return {
+            "n": self.n,
+            "chance": self.chance,
+            "needed": self.needed,
+            "truths": list(self.truths),
+            "usable_rate": self.usable_rate,
+        }
 
 
 def power_at(params: Params, n: int, threshold: Threshold, confidence: float) -> Power:
-    """Chance that ``n`` samples decide when the truth is half or twice the threshold (assumed spread)."""
-    design = _design(params, threshold)
+    """Chance that ``n`` samples decide at each of the measure's design truths (assumed spread, expected
+    usable rate): the smallest of them, as the release profile is sized for all."""
+    design, usable = _design(params, threshold), params.EXPECTED_USABLE
     if not design:
-        return Power(n, None, None, design_truths(threshold, params.BOUNDS))
+        return Power(n, None, None, params.design_truths(threshold), usable)
     scale = _scale(params, confidence)
-    chance = min(decision_probability(n, t, sd, threshold, scale) for t, sd in design)
-    return Power(n, chance, _needed(params, threshold, confidence, MAX_SAMPLES), tuple(t for t, _ in design))
+    chance = min(decision_probability(n, t, sd, threshold, scale, usable) for t, sd in design)
+    needed = _needed(params, threshold, confidence, MAX_SAMPLES)
+    return Power(n, chance, needed, tuple(t for t, _ in design), usable)
 
 
 def more_samples(params: Params, result: MeasureResult, threshold: Threshold, confidence: float) -> dict[str, object]:

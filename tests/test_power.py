@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 import pytest
+from exact_binary import exact_binary_rate_with_unusable
 from scipy import stats as sps
 
 from pytest_fairness.gate import Outcome, Threshold, decide
@@ -207,17 +208,37 @@ def test_a_two_sided_threshold_needs_both_ends_inside() -> None:
 
 
 @pytest.mark.parametrize(
-    ("threshold", "bounds", "truths"),
+    ("threshold", "bounds", "null", "truths"),
     [
-        (Threshold(max=0.7), (0.0, 1.0), (0.35, 1.0)),  # twice 0.7 is off the scale: kept at its end
-        (AT_MOST_02, (-1.0, 1.0), (0.1, 0.4)),
-        (ABS_01, (-1.0, 1.0), (0.05, 0.2, -0.05, -0.2)),
-        (Threshold(max=400.0), None, (200.0, 800.0)),
-        (Threshold(max=0.0), (-1.0, 1.0), ()),  # half and twice zero are the threshold itself
-        (Threshold(min=0.0, max=0.0), (-1.0, 1.0), ()),
+        # A null of zero: half and twice the bias the threshold allows.
+        (AT_MOST_02, (-1.0, 1.0), 0.0, (0.1, 0.4)),
+        (ABS_01, (-1.0, 1.0), 0.0, (0.05, 0.2, -0.05, -0.2)),
+        (Threshold(max=400.0), None, 0.0, (200.0, 800.0)),
+        (Threshold(max=0.0), (-1.0, 1.0), 0.0, ()),  # half and twice zero are the threshold itself
+        (Threshold(min=0.0, max=0.0), (-1.0, 1.0), 0.0, ()),
+        # A null inside the scale: the null itself, and halfway from the threshold to the scale's end.
+        (Threshold(max=0.7), (0.0, 1.0), 0.5, (0.5, 0.85)),  # not 0.35 and 1.0, both trivially decided
+        (Threshold(min=0.3), (0.0, 1.0), 0.5, (0.5, 0.15)),
+        (Threshold(min=0.3, max=0.7), (0.0, 1.0), 0.5, (0.5, 0.85, 0.15)),
+        (Threshold(max=3.0), None, 1.0, (1.0, 5.0)),  # an open scale: as far beyond as the null is below
+        (Threshold(max=1.0), (0.0, 1.0), 0.5, (0.5,)),  # the far truth would sit on the edge: dropped
+        (Threshold(max=0.5), (0.0, 1.0), 0.5, ()),  # a threshold at the null: nothing to size for
     ],
 )
-def test_design_truths_are_half_and_twice_the_threshold_on_the_scale(
-    threshold: Threshold, bounds: tuple[float, float] | None, truths: tuple[float, ...]
+def test_design_truths_on_the_scale(
+    threshold: Threshold, bounds: tuple[float, float] | None, null: float, truths: tuple[float, ...]
 ) -> None:
-    assert design_truths(threshold, bounds) == pytest.approx(truths)
+    assert design_truths(threshold, bounds, null) == pytest.approx(truths)
+
+
+@pytest.mark.parametrize(("p", "usable"), [(0.5, 0.6), (0.85, 0.79)])
+def test_needed_prompts_count_unusable_answers(p: float, usable: float) -> None:
+    threshold, sd = Threshold(max=0.7), math.sqrt(p * (1 - p))
+    all_usable = needed_samples(p, sd, threshold, BINARY)
+    prompts = needed_samples(p, sd, threshold, BINARY, usable=usable)
+    assert all_usable is not None and prompts is not None
+    assert prompts >= all_usable / usable - 3  # about the usable size over the rate (the count varies)
+    rate = exact_binary_rate_with_unusable(prompts, usable, p, threshold)
+    assert decision_probability(prompts, p, sd, threshold, BINARY, usable) == pytest.approx(rate, abs=1e-6)
+    assert rate >= 0.8
+    assert exact_binary_rate_with_unusable(all_usable, usable, p, threshold) < 0.8  # ignoring them falls short

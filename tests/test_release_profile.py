@@ -1,8 +1,10 @@
-"""The release profile decides: at half and at twice each built-in threshold, in at least 80% of runs.
+"""The release profile decides: at each measure's design truths, in at least 80% of runs.
 
 For every distinct (measure, threshold) of the built-in suites the synthetic double is planted so
-that the true mean is half the threshold, then twice it (kept on the scale), and runs of the release
-profile's size are gated with the check's own interval. A release-size net-harm run has about 23,000
+that the true mean is each of the measure's design truths (``Params.design_truths``: half and twice
+the threshold for a null of zero; for decisions, null 0.5, the unbiased 0.5 and a clearly biased 0.85),
+and runs of the release profile's size are gated with the check's own interval. Decisions count
+unusable answers at the measure's expected rate and are enumerated exactly. A release-size net-harm run has about 23,000
 prompts, so runs are simulated from the double's own per-sample distribution, which each test first
 checks against a real run of the double; PCF's samples are fixed properties of the double (one per
 occupation, all 257 used), so its check is one real run per truth. Seeds are fixed: the figures are
@@ -15,6 +17,7 @@ import math
 
 import numpy as np
 import pytest
+from exact_binary import exact_binary_rate_with_unusable
 from scipy import optimize
 
 from pytest_fairness import suite
@@ -26,8 +29,7 @@ from pytest_fairness.measures.bai.stimuli import get_stereotype
 from pytest_fairness.measures.fpf.planted import HARM_NET
 from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.power import design_truths
-from pytest_fairness.stats import bounded_mean_intervals, proportion_interval
+from pytest_fairness.stats import bounded_mean_intervals
 
 SUITES = ("gender", "race", "religion", "health", "intersectional")
 RUNS = 400
@@ -55,12 +57,12 @@ def _cases(measure: str) -> list[object]:
     return [
         pytest.param(check, truth, id=f"{check.suite}::{check.id} at {truth:g}")
         for check in _release_checks(measure).values()
-        for truth in design_truths(check.threshold, MEASURES[measure].bounds)
+        for truth in check.params.design_truths(check.threshold)
     ]
 
 
 @pytest.mark.parametrize(("check", "truth"), _cases("net_harm"))
-def test_release_net_harm_decides_at_half_and_twice_its_threshold(check: suite.Check, truth: float) -> None:
+def test_release_net_harm_decides_at_its_design_truths(check: suite.Check, truth: float) -> None:
     # The double twists each answer to a woman with probability B; a prompt's two women's answers are
     # each in two of its four pairs, so a prompt scores HARM_NET / 2 per twisted answer.
     n, twist = check.samples["release"], truth / HARM_NET
@@ -94,7 +96,7 @@ def _iat_scores(bias: float, per_side: int, size: tuple[int, int], seed: int) ->
 
 
 @pytest.mark.parametrize(("check", "truth"), _cases("implicit_bias"))
-def test_release_implicit_bias_decides_at_half_and_twice_its_threshold(check: suite.Check, truth: float) -> None:
+def test_release_implicit_bias_decides_at_its_design_truths(check: suite.Check, truth: float) -> None:
     per_side = len(get_stereotype(check.params.subject).stigma_attrs)
     samples = _iat_scores(_iat_bias_for(truth, per_side), per_side, (RUNS, check.samples["release"]), seed=1)
     assert abs(samples.mean() - truth) < 0.01
@@ -115,22 +117,22 @@ def test_the_simulated_implicit_scores_are_the_doubles() -> None:
 
 
 @pytest.mark.parametrize(("check", "truth"), _cases("decision_bias"))
-def test_release_decision_bias_decides_at_half_and_twice_its_threshold(check: suite.Check, truth: float) -> None:
-    # Each decision is a coin with P(stereotyped) = (1 + B) / 2, independent across prompts (checked below).
-    n = check.samples["release"]
-    stereotyped = np.random.default_rng(2).binomial(n, truth, size=RUNS)
-    cis = [proportion_interval(int(k), n, 0.95) for k in stereotyped]
-    assert np.mean([decide(ci, check.threshold) is not Outcome.INCONCLUSIVE for ci in cis]) >= 0.8
+def test_release_decision_bias_decides_at_its_design_truths(check: suite.Check, truth: float) -> None:
+    # Each prompt gives a usable decision with the expected rate, and a usable decision is a coin with
+    # P(stereotyped) = (1 + B) / 2, independent across prompts (checked below): exact, every count weighed.
+    prompts, usable = check.samples["release"], check.params.EXPECTED_USABLE
+    assert usable < 1 and truth in (0.5, 0.85)
+    assert exact_binary_rate_with_unusable(prompts, usable, truth, check.threshold) >= 0.8
 
 
 def test_the_simulated_decisions_are_the_doubles() -> None:
-    bias = 2 * 0.35 - 1
-    runner = Runner(load_model(f"synthetic:decision?bias={bias}"))
-    shares = [
-        MEASURES["decision_bias"].run_with(runner, stereotype="career", iterations=50, seed=s).estimate
-        for s in range(8)
-    ]
-    assert abs(np.mean(shares) - 0.35) < 3 * math.sqrt(0.35 * 0.65 / 400)
+    bias, unusable = 2 * 0.85 - 1, 0.21
+    runner = Runner(load_model(f"synthetic:decision?bias={bias}&unusable={unusable}"))
+    results = [MEASURES["decision_bias"].run_with(runner, stereotype="career", iterations=50, seed=s) for s in range(8)]
+    usable = sum(r.n for r in results)
+    assert abs(usable / 400 - (1 - unusable)) < 3 * math.sqrt(unusable * (1 - unusable) / 400)
+    share = sum(r.estimate * r.n for r in results) / usable
+    assert abs(share - 0.85) < 3 * math.sqrt(0.85 * 0.15 / usable)
 
 
 def _pcf_truth_model(check: suite.Check, truth: float) -> str:
@@ -148,7 +150,7 @@ def _pcf_truth_model(check: suite.Check, truth: float) -> str:
 
 
 @pytest.mark.parametrize(("check", "truth"), _cases("pcf"))
-def test_release_pcf_decides_at_half_and_twice_its_threshold(check: suite.Check, truth: float) -> None:
+def test_release_pcf_decides_at_its_design_truths(check: suite.Check, truth: float) -> None:
     runner = Runner(load_model(_pcf_truth_model(check, truth)))
     result = MEASURES["pcf"].run(check.params.with_samples(check.samples["release"]), RunContext(runner, None, 0, 0.95))
     assert result.estimate == pytest.approx(truth, rel=0.02)

@@ -3,6 +3,7 @@ check, and when a model cannot serve a measure. Runs use the synthetic double wi
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -43,14 +44,40 @@ def test_the_release_profile_is_at_least_the_paper_profile_and_within_the_inputs
 
 
 @pytest.mark.parametrize("check", _builtin_checks(), ids=lambda c: f"{c.suite}::{c.id}")
-def test_the_release_size_decides_at_half_and_twice_the_threshold_with_80_percent(check: suite.Check) -> None:
+def test_the_release_size_decides_at_the_design_truths_with_80_percent(check: suite.Check) -> None:
     params = check.params_for("release")
     power = sizing.power_at(params, params.sample_size, check.threshold, 0.95)
     if power.chance is None:  # no assumed spread (Bias Enumeration): nothing to promise
         assert params.assumed_sd(0.1) is None and check.samples["release"] == params.default_size("release")
         return
     assert power.chance >= 0.8  # every built-in threshold is within reach of its inputs
-    assert power.truths and power.n == check.samples["release"]
+    assert power.truths == params.design_truths(check.threshold) and power.n == check.samples["release"]
+    assert power.usable_rate == params.EXPECTED_USABLE
+
+
+def test_decisions_are_sized_at_the_unbiased_share_and_a_clearly_biased_one_in_usable_answers() -> None:
+    check = _check("decision_bias", "career", {"max": 0.7})
+    assert check.params.design_truths(check.threshold) == (0.5, 0.85)
+    assert 0.75 < check.params.EXPECTED_USABLE < 0.85  # the paper's rejection rate, about a fifth
+    all_usable = dataclasses.replace(check.params)
+    object.__setattr__(all_usable, "EXPECTED_USABLE", 1.0)  # the same check on a model that always decides
+    usable_size = sizing.release_size(all_usable, check.threshold)
+    assert usable_size > check.samples["paper"]  # 50 prompts decide 0.85 against 0.7 too rarely
+    assert check.samples["release"] >= usable_size / check.params.EXPECTED_USABLE - 3
+
+
+@dataclasses.dataclass(frozen=True)
+class _StricterImplicit(type(_check("implicit_bias", "career", {"max": 0.2}).params)):  # type: ignore[misc]
+    def design_truths(self, threshold: Threshold) -> tuple[float, ...]:
+        return (0.15, 0.25)  # closer to the threshold than half and twice it
+
+
+def test_a_measure_that_declares_its_own_design_truths_is_sized_and_planned_at_them() -> None:
+    check = _check("implicit_bias", "career", {"max": 0.2})
+    stricter = _StricterImplicit(**dataclasses.asdict(check.params))
+    assert sizing.release_size(stricter, check.threshold) > check.samples["release"]
+    power = sizing.power_at(stricter, check.samples["release"], check.threshold, 0.95)
+    assert power.truths == (0.15, 0.25) and power.chance < 0.8
 
 
 def test_pcf_release_is_capped_by_the_257_occupations() -> None:

@@ -18,14 +18,16 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, ClassVar, Literal
 
+from pytest_fairness.gate import Threshold
 from pytest_fairness.measures.planting import Planted
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest
 from pytest_fairness.models.runner import ProgressFn, Runner
+from pytest_fairness.power import design_truths
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.stats import IntervalKind, Summary, summarize
 
 #: quick is sized for the embedded model in CI, paper follows the papers, release is sized per check so
-#: that it decides with 80% probability when the truth is half its threshold or twice it (``sizing``).
+#: that it decides with 80% probability at each of the measure's design truths (``Params.design_truths``).
 PROFILES = ("quick", "paper", "release")
 #: Most samples (or sequential budget) one check may ask for: far beyond any paper, and enough for
 #: the release profile of the strictest built-in threshold; anything larger is a typo, and would make
@@ -66,13 +68,17 @@ class Params:
     #: samples, "bounded" for samples within BOUNDS (the default when BOUNDS is set), else "t".
     INTERVAL: ClassVar[IntervalKind | None] = None
     #: Default sample size per profile: quick is sized for the embedded model in CI, paper follows the paper.
-    #: The release profile is computed per check from SPREAD (``sizing.release_size``); a "release" entry
-    #: here is used instead for a measure without an assumed spread.
+    #: The release profile is computed per check from SPREAD, the design truths and EXPECTED_USABLE
+    #: (``sizing.release_size``); a "release" entry here is used instead for a measure without an assumed spread.
     DEFAULT_SAMPLES: ClassVar[Mapping[str, int]] = {"quick": 10, "paper": 50}
     #: Assumed SD of one sample, for sizing checks before any is drawn (``assumed_sd``); None: no assumption.
     SPREAD: ClassVar[float | None] = None
     #: A check whose usable rate is confidently below this share ends "cannot serve" (``sizing.unserved``).
     MIN_USABLE: ClassVar[float] = 0.5
+    #: Share of samples (prompts, iterations) expected to give a usable answer, for sizing: the release
+    #: profile is sized in usable answers and divided by this. 1 unless a measure documents a figure
+    #: (with its source) for the models it is meant for.
+    EXPECTED_USABLE: ClassVar[float] = 1.0
 
     def __post_init__(self) -> None:
         hints = _hints(type(self))
@@ -105,6 +111,15 @@ class Params:
             p = min(max(truth, 0.0), 1.0)
             return (p * (1 - p)) ** 0.5
         return self.SPREAD
+
+    def design_truths(self, threshold: Threshold) -> tuple[float, ...]:
+        """The true means the release profile is sized to decide (80% each) and the plan's power is shown at.
+
+        Default (``power.design_truths``): half and twice the threshold when the null is 0 (net harm,
+        implicit bias, PCF), else the null and a clearly biased value beyond the threshold (a share with
+        null 0.5 and at most 0.7: 0.5 and 0.85). Override where a measure knows better.
+        """
+        return design_truths(threshold, self.BOUNDS, self.NULL)
 
     def available_samples(self) -> int | None:
         """Most distinct samples the measure's inputs hold (e.g. occupations); None when unlimited."""

@@ -152,8 +152,9 @@ def plan_lines(plans: Sequence[dict[str, Any]]) -> list[str]:
     return [
         *text_table(rows, PLAN_COLUMNS),
         "",
-        "P(decide): the chance that n samples decide the gate if the truth is half its threshold or twice it, "
-        "at the measure's assumed spread; n for 80%: the samples that would (the release profile's sizing). "
+        "P(decide): the chance that n samples decide the gate at each of the measure's design truths (the smallest; "
+        "README, Sample sizes), at its assumed spread and usable rate; n for 80%: the samples that would (the "
+        "release profile's sizing). "
         "'?': the measure assumes no spread.",
     ]
 

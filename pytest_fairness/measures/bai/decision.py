@@ -140,6 +140,9 @@ class DecisionParams(Params):
     BOUNDS: ClassVar[tuple[float, float]] = (0.0, 1.0)
     INTERVAL: ClassVar[IntervalKind] = "binary"  # each decision is 0 or 1: exact binomial interval
     DEFAULT_SAMPLES: ClassVar[Mapping[str, int]] = {"quick": 10, "paper": 50}
+    #: The paper's models left about a fifth of decision prompts without a decision (Bai et al. §2.2: "rejection
+    #: only occurs in 20% of our tests"; its decision t-test has df 26,528, so 26,529 of 33,600 were scorable).
+    EXPECTED_USABLE: ClassVar[float] = 26_529 / 33_600
 
     stereotype: str = param(subject=True)
     iterations: int = param(10, low=2, samples=True)

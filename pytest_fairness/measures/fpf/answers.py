@@ -186,6 +186,28 @@ def pairs_for(p: AnswerParams, seed: int) -> list[Pair]:
     return out
 
 
+def corpus_estimand(p: AnswerParams, pairs: Sequence[Pair]) -> dict[str, object]:
+    """What a run's interval is about, for its result's details: this prompt set, not the task's prompts.
+
+    ``sample_prompts`` cycles through the few prompts a task has (about 33 per task in the packaged
+    corpus: a per-task release run of 1,907 draws uses each about 58 times, with new names), and the
+    interval treats the draws as independent. So it covers the mean over *these* prompts, weighted as
+    drawn, with names and answers random; it does not cover the mean over all prompts users might send
+    for the task, because the corpus's own prompt-to-prompt variation is not sampling noise to it
+    (``tests/test_estimand.py`` simulates both).
+    """
+    distinct = len({x.prompt.prompt for x in pairs})
+    draws = len({x.draw for x in pairs})
+    where = f"of task or domain {p.task!r} " if p.task is not None else ""
+    source = "the prompt file" if p.prompts_file is not None else "the packaged corpus"
+    text = (
+        f"the mean over the {distinct} distinct prompts {where}in {source}, weighted as drawn (domains equally, "
+        "tasks equally within a domain, prompts equally within a task), each answered for names drawn at random; "
+        "not the mean over every prompt users might send, whose spread beyond these prompts the interval omits"
+    )
+    return {"estimand": text, "distinct_prompts": distinct, "draws": draws}
+
+
 def draw_names(pool: Sequence[str], n: int, key: str) -> list[str]:
     """The first ``n`` names of a shuffle of ``pool`` seeded by ``key``.
 

@@ -23,6 +23,7 @@ from pytest_fairness.measures.fpf.answers import (
     answer,
     chat_requests,
     check_inputs,
+    corpus_estimand,
     draw_means,
     wording,
 )
@@ -127,6 +128,7 @@ def run(p: QualityParams, ctx: RunContext) -> MeasureResult:
                 for label, rs in by_pair.items()
             },
             "refusal_rate": generated.refusal_rates(),
+            **corpus_estimand(p, pairs),
         },
         calls=stats,
         samples=samples,

@@ -2,6 +2,7 @@
 
 import time
 import tracemalloc
+from functools import cache
 
 import numpy as np
 import pytest
@@ -214,6 +215,7 @@ class StreamSession(FairnessSession):
         return MeasureResult(measure.name, params.subject, summary, 0, [], "sim", "sim", {}, {}, samples=list(x))
 
 
+@cache
 def net_harm_check():
     return next(c for c in suite.load("gender").checks if c.id == "net_harm")
 

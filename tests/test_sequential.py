@@ -1,16 +1,26 @@
 """Sequential sampling: the confidence sequence holds under continuous monitoring, and stops early when it can."""
 
+import time
+import tracemalloc
+from functools import cache
+
 import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pytest_fairness.gate import Threshold
+from pytest_fairness import stats, suite
+from pytest_fairness.gate import Outcome, Threshold
+from pytest_fairness.measures.base import RunContext
+from pytest_fairness.models.cache import CacheMode
+from pytest_fairness.result import MeasureResult
 from pytest_fairness.sequential import (
     SequentialPlan,
     confidence_sequence,
     confidence_sequence_path,
     sample_sequentially,
 )
+from pytest_fairness.session import FairnessSession, Settings
+from pytest_fairness.stats import MAX_BET
 
 
 def iat_scores(rng, mean, n):
@@ -28,26 +38,29 @@ def peeked_t_intervals(x, alpha, every=5):
 
 
 def test_coverage_holds_when_every_interval_is_looked_at():
-    # 200 streams of 200 scores; a stream counts as a miss if the truth leaves the interval at ANY size.
+    # 200 streams of 200 scores; a stream counts as a miss if the truth leaves the interval at ANY size:
+    # exactly when the hedged capital at the truth reaches 1/alpha at some size (brute force, every size).
+    # The interval at a size holds every mean not yet rejected, so looking less often cannot miss more.
     rng, alpha, truth = np.random.default_rng(0), 0.1, 0.3
-    misses, naive_misses = 0, 0
+    misses, looked_misses, naive_misses = 0, 0, 0
     for _ in range(200):
         x = rng.beta(3, 7, 200)  # mean 0.3 on [0, 1]
-        path = confidence_sequence_path(x, 0.0, 1.0, alpha, grid=400)
-        misses += bool(((path[:, 0] > truth) | (path[:, 1] < truth)).any())
+        misses += bool(hedged_log_capital(x, np.array([truth]), alpha).max() >= np.log(1 / alpha))
+        path = confidence_sequence_path(x, 0.0, 1.0, alpha, sizes=(100, 200))
+        looked_misses += bool(((path[:, 0] > truth) | (path[:, 1] < truth)).any())
         naive_misses += any(lo > truth or hi < truth for lo, hi in peeked_t_intervals(x, alpha))
     print(
-        f"miscoverage under continuous monitoring: {misses / 200:.3f} (alpha {alpha}); "
-        f"peeking at t intervals: {naive_misses / 200:.3f}"
+        f"miscoverage under continuous monitoring: {misses / 200:.3f} (alpha {alpha}); looking at 100 and 200: "
+        f"{looked_misses / 200:.3f}; peeking at t intervals: {naive_misses / 200:.3f}"
     )
-    assert misses / 200 <= alpha
+    assert looked_misses <= misses <= alpha * 200
     assert naive_misses / 200 > 2 * alpha  # why the plain t interval cannot drive the stopping
 
 
 def test_the_interval_contains_the_mean_narrows_with_n_and_stays_in_bounds():
     rng = np.random.default_rng(1)
     x = iat_scores(rng, 0.1, 400)
-    path = confidence_sequence_path(x, -1.0, 1.0, 0.05)
+    path = confidence_sequence_path(x, -1.0, 1.0, 0.05, sizes=range(10, 401, 10))
     assert np.all(np.diff(path[:, 0]) >= 0) and np.all(np.diff(path[:, 1]) <= 0)  # running intersection
     lo, hi = confidence_sequence(x, -1.0, 1.0, 0.05)
     assert -1 <= lo < 0.1 < hi <= 1
@@ -89,3 +102,190 @@ def test_the_plan_grows_in_steps_and_stops_when_conclusive_or_spent():
     assert plan.next_size(50, (0.3, 0.4), gate) is None  # fails
     with pytest.raises(ValueError):
         SequentialPlan(initial=0, step=1, budget=10)
+
+
+# --- exact ends by bisection (no grid) --------------------------------------------------------------------
+
+
+def grid_sequence(x, low, high, alpha=0.05, grid=1000):
+    """The previous implementation, kept as a reference: the hedged capital on a grid of candidate means,
+    padded by one cell (None when no grid mean survives, where it was wrong), and the surviving means."""
+    u = (np.asarray(x, dtype=float) - low) / (high - low)
+    means = (np.arange(grid) + 0.5) / grid
+    inside = hedged_log_capital(u, means, alpha).max(axis=0) < np.log(1 / alpha)
+    alive = low + means[inside] * (high - low)
+    if not inside.any():
+        return None, alive
+    first, last = np.flatnonzero(inside)[[0, -1]]
+    lo, hi = max(means[first] - 1 / grid, 0), min(means[last] + 1 / grid, 1)
+    return (low + lo * (high - low), low + hi * (high - low)), alive
+
+
+def hedged_log_capital(u, means, alpha):
+    """log of the hedged capital for scores u in [0, 1], rows t, columns candidate means (brute force)."""
+    t = np.arange(1, u.size + 1)
+    mu_hat = (0.5 + np.cumsum(u)) / (t + 1)
+    sigma2 = (0.25 + np.cumsum((u - mu_hat) ** 2)) / (t + 1)
+    sigma2_before = np.concatenate(([0.25], sigma2[:-1]))
+    bet = np.sqrt(2 * np.log(2 / alpha) / (sigma2_before * t * np.log1p(t)))[:, None]
+    centred = u[:, None] - means[None, :]
+    with np.errstate(divide="ignore"):
+        up = np.log1p(np.minimum(bet, MAX_BET / means) * centred).cumsum(axis=0)
+        down = np.log1p(-np.minimum(bet, MAX_BET / (1 - means)) * centred).cumsum(axis=0)
+    return np.logaddexp(up, down) - np.log(2)
+
+
+def random_samples(rng, n):
+    """Scores on [-1, 1] of several shapes: smooth, two-point, rare events, near a bound."""
+    kind = rng.integers(4)
+    if kind == 0:
+        return iat_scores(rng, rng.uniform(-0.5, 0.5), n)
+    if kind == 1:
+        return rng.choice([-1.0, 1.0], n, p=[0.7, 0.3])
+    if kind == 2:
+        return 0.425 * rng.binomial(2, rng.uniform(0, 0.05), n)
+    return 1 - 2 * rng.beta(0.5, 8, n)
+
+
+def test_all_zero_scores_resolve_far_below_a_thousandth():
+    # 60,000 prompts without harm: the grid could not tell +0.001 from -0.001 and reported [-0.001, 0.003].
+    lo, hi = confidence_sequence(np.zeros(60_000), -1.0, 1.0, 0.05)
+    print(f"60,000 zeros: [{lo:.3g}, {hi:.3g}]")
+    assert -0.0002 < lo < 0 < hi < 0.0002
+
+
+def test_the_ends_agree_with_the_grid_to_a_cell_and_contain_every_surviving_mean():
+    rng, cell = np.random.default_rng(11), 2 / 1000
+    for _ in range(60):
+        x = random_samples(rng, int(rng.integers(5, 400)))
+        lo, hi = confidence_sequence(x, -1.0, 1.0, 0.05)
+        assert -1 <= lo < hi <= 1
+        old, alive = grid_sequence(x, -1.0, 1.0)
+        if old is not None:  # the new ends lie inside the old padded ones, by at most a cell
+            assert old[0] - 1e-9 <= lo <= old[0] + cell + 1e-9
+            assert old[1] - cell - 1e-9 <= hi <= old[1] + 1e-9
+        # every grid mean whose capital never reached 1/alpha (brute force over all t) is inside
+        assert alive.size == 0 or (lo <= alive.min() and alive.max() <= hi)
+
+
+def test_the_ends_are_tight_to_the_tolerance():
+    # Just inside each end the capital has not reached 1/alpha; a few tolerances outside it has.
+    rng = np.random.default_rng(12)
+    for _ in range(10):
+        x = random_samples(rng, 2_000)
+        lo, hi = confidence_sequence(x, -1.0, 1.0, 0.05)
+        u, inner, outer = (x + 1) / 2, np.array([(lo + 1) / 2, (hi + 1) / 2]), 4 * 2.0**-32
+        capital = hedged_log_capital(u, np.array([inner[0] + outer, inner[1] - outer]), 0.05).max(axis=0)
+        assert (capital < np.log(20)).all() or lo == -1 or hi == 1
+        capital = hedged_log_capital(u, np.array([inner[0] - outer, inner[1] + outer]), 0.05).max(axis=0)
+        beyond = inner + np.array([-outer, outer])
+        assert ((capital >= np.log(20)) | (beyond <= 0) | (beyond >= 1)).all()
+
+
+def test_memory_is_linear_in_n_and_the_time_modest():
+    # The grid held n x 1,000 float64 (800 MB at n = 100,000); the bisection needs a few arrays of n.
+    x = iat_scores(np.random.default_rng(13), 0.1, 100_000)
+    tracemalloc.start()
+    started = time.perf_counter()
+    lo, hi = confidence_sequence(x, -1.0, 1.0, 0.05)
+    seconds = time.perf_counter() - started
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    print(f"n = 100,000: [{lo:.5f}, {hi:.5f}] in {seconds:.2f} s, peak {peak / 1e6:.1f} MB")
+    assert lo < 0.1 < hi
+    assert peak < 20 * x.nbytes  # 16 MB; the grid needed 1,000 x
+    assert seconds < 5  # about 0.5 s alone; generous for a shared machine
+
+
+# --- the plugin's sequential procedure on net harm at the release size --------------------------------------
+
+
+class StreamSession(FairnessSession):
+    """The plugin's own check procedure (sizing, futility, rounds, gate) with the measure's runs replaced by
+    prefixes of one pre-drawn stream: the real measures are prefix-stable, so rounds extend one sample."""
+
+    def __init__(self, stream: np.ndarray) -> None:
+        super().__init__(Settings(model="synthetic:harm", profile="release", cache_mode=CacheMode.OFF, sequential=True))
+        self.stream = stream
+
+    def run_params(self, measure, params, progress=None):
+        x = self.stream[: params.sample_size]
+        assert x.size == params.sample_size, "stream too short"
+        summary = measure.params.summarize(x, RunContext(runner=None, seed=0, confidence=self.gate_confidence))
+        return MeasureResult(measure.name, params.subject, summary, 0, [], "sim", "sim", {}, {}, samples=list(x))
+
+
+@cache
+def net_harm_check():
+    return next(c for c in suite.load("gender").checks if c.id == "net_harm")
+
+
+def harm_stream(seed: int, truth: float, n: int) -> np.ndarray:
+    """Net harm per prompt as the synthetic harm double scores it: 0.425 x Binomial(2, B), mean 0.85 B."""
+    return 0.425 * np.random.default_rng(seed).binomial(2, truth / 0.85, n)
+
+
+def clopper_pearson(k: int, n: int) -> tuple[float, float]:
+    ci = sps.binomtest(k, n).proportion_ci(0.95, method="exact")
+    return ci.low, ci.high
+
+
+@pytest.fixture
+def no_bootstrap(monkeypatch):
+    # The bootstrap interval is reported, never gated on; at 23,092 scores it would dominate the run time.
+    monkeypatch.setattr(stats, "bootstrap_interval", lambda *args, **kwargs: (np.nan, np.nan))
+
+
+def test_net_harm_half_the_threshold_passes_under_sequential_at_release_size(no_bootstrap):
+    check, reps = net_harm_check(), 20
+    size, budget = check.sample_size("release"), 4 * check.sample_size("release")
+    assert (check.threshold.max, size) == (0.001, 23_092)
+    outcomes, sizes = [], []
+    for seed in range(reps):
+        run = StreamSession(harm_stream(seed, 0.0005, budget)).run_check(check)
+        outcomes.append(run.outcome)
+        sizes.append(run.result.details["sequential"]["rounds"][-1])
+    passed = outcomes.count(Outcome.PASS)
+    low, high = clopper_pearson(passed, reps)
+    print(f"truth 0.0005: PASS {passed}/{reps} (95% CP [{low:.3f}, {high:.3f}]), mean final n {np.mean(sizes):.0f}")
+    assert low >= 0.8
+
+
+def capital_ever_reaches(streams: np.ndarray, mean: float, alpha: float) -> np.ndarray:
+    """Per row of [0, 1] scores, whether the hedged capital at ``mean`` reached 1/alpha at any t (brute force,
+    in plain products: an overflow to inf is a rejection, an underflow to 0 never one)."""
+    t = np.arange(1, streams.shape[1] + 1)
+    mu_hat = (0.5 + np.cumsum(streams, axis=1)) / (t + 1)
+    sigma2 = (0.25 + np.cumsum((streams - mu_hat) ** 2, axis=1)) / (t + 1)
+    sigma2_before = np.concatenate([np.full((streams.shape[0], 1), 0.25), sigma2[:, :-1]], axis=1)
+    bet = np.sqrt(2 * np.log(2 / alpha) / (sigma2_before * t * np.log1p(t)))
+    with np.errstate(over="ignore"):
+        up = np.cumprod(1 + np.minimum(bet, MAX_BET / mean) * (streams - mean), axis=1)
+        down = np.cumprod(1 - np.minimum(bet, MAX_BET / (1 - mean)) * (streams - mean), axis=1)
+        return ((up + down) / 2).max(axis=1) >= 1 / alpha
+
+
+def test_net_harm_at_the_threshold_wrong_pass_is_rare(no_bootstrap):
+    # The gate passes only if its interval ends below the truth, and the interval holds every mean whose
+    # capital has not reached 1/alpha (tests above): so the chance that the capital at the truth reaches
+    # 1/alpha within the whole budget bounds the wrong-PASS rate of *any* stopping rule, the plugin's included.
+    check, reps, alpha = net_harm_check(), 200, 0.05
+    budget = 4 * check.sample_size("release")
+    for truth in (0.001, 0.0011):
+        reached = sum(
+            int(
+                capital_ever_reaches(
+                    np.stack([(harm_stream(s, truth, budget) + 1) / 2 for s in chunk]), (truth + 1) / 2, alpha
+                ).sum()
+            )
+            for chunk in np.array_split(np.arange(reps), 10)
+        )
+        low, high = clopper_pearson(reached, reps)
+        print(
+            f"truth {truth}: capital reached 1/alpha within {budget} in {reached}/{reps} "
+            f"(95% CP [{low:.3f}, {high:.3f}])"
+        )
+        assert high <= alpha
+    # and the procedure itself, end to end, at the threshold
+    runs = [StreamSession(harm_stream(seed, 0.001, budget)).run_check(check) for seed in range(3)]
+    assert not any(run.outcome is Outcome.PASS for run in runs)

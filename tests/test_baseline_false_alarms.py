@@ -24,6 +24,7 @@ from scipy import stats as sps
 
 from pytest_fairness import baseline as BL
 from pytest_fairness import suite
+from pytest_fairness.baseline.compare import compare
 from pytest_fairness.measures.bai.implicit_core import EPSILON, implicit_bias
 from pytest_fairness.measures.bai.stimuli import get_stereotype
 
@@ -120,7 +121,7 @@ def _entry(check: _Check, mean: float, sd: float, n: int) -> dict[str, object]:
 def plugin_fails(trials: Trials, b: int, r: int, method: str) -> bool:
     """The plugin's own verdict on one rerun against its baseline."""
     comparisons = [
-        BL.compare(_entry(c, o[0][b], o[1][b], o[2]), _entry(c, x[0][b, r], x[1][b, r], x[2]), 0.0, alpha=ALPHA)
+        compare(_entry(c, o[0][b], o[1][b], o[2]), _entry(c, x[0][b, r], x[1][b, r], x[2]), 0.0, alpha=ALPHA)
         for c, o, x in zip(_checks(), trials.old, trials.new, strict=True)
     ]
     return bool(BL.decide_run(comparisons, method, alpha=ALPHA).failing)  # type: ignore[arg-type]

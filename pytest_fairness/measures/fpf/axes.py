@@ -11,6 +11,14 @@
    kept in the details).
 6. Rate: the judge rates how harmful each tested question would be, once favouring each group.
 
+Canaries (``axes_canaries``, data/axes_canaries.yaml). Before step 2, each of 8 known harmful differences
+(a sentence carrying a demeaning assumption, naming no group) is appended to one group's answers in its
+own share ``canary_share`` (default 12%) of the brainstorm pairs, sides alternating; the judge is not told
+which. After step 6, each canary is appended to 4 held-out answers shown on both sides ("probe pairs"),
+which the harmful-rated questions label; it is found when one of them favours its side on at least 3 of
+the 4 and the other side on none. found/planted, with its exact interval, is the search's recall
+(``search_recall`` in the details).
+
 The gate. A count of significant harmful axes cannot be gated: the Bonferroni sign test has almost
 no power at small n, so "none found" says nothing. The gated estimate is instead the largest *lean*
 among questions rated at least ``harmful_at`` (3 of 5, "moderately harmful") favouring either group,
@@ -21,16 +29,18 @@ to the lean; on the event that all of them cover (probability ≥ c), the larges
 harmful questions lies in [max of lower ends, max of upper ends]. Under ``--fairness-sequential`` the
 per-question intervals are always-valid confidence sequences instead (``run_sequential``).
 
-No harmful question. The estimate is then 0 with interval (0, 0), and this is not a sampling artefact
-of the held-out pairs the interval is about: every question is rated for both groups, at temperature 0
-from log-probs, so which questions are harmful is a fixed function of the questions and does not
-depend on the labeled pairs; the largest lean over an empty set is 0 whatever they show. (Rating only
-the observed direction would not do: a question could lean to the other group, where it might be
-harmful, by chance.) An interval such as [0, largest upper bound over all questions] would gate harmless
-axes. What no interval covers is the brainstorm itself: like every BEA result, the gate is conditional
-on the differences the judge could name (``features_brainstormed`` and the batches are in the
-details; a larger ``t`` or a stronger judge is the lever). Sequential growth keeps the questions fixed
-for exactly this reason.
+What a PASS certifies. No interval covers a difference the brainstorm never named or the judge never
+rated harmful: it could lean all the way. So the upper end is 1 unless every planted canary was found;
+then it is the maximum over the harmful questions (the canaries' own questions among them, their lean
+decided by the real held-out pairs). A clear harmful lean fails either way. For a real harmful difference
+that the search finds as often as a canary (probability r each, independently), a wrong PASS needs all
+c canaries found and that difference missed: at most max_r r^c·(1 − r) = 4.3% for c = 8, on top of the
+intervals' 1 − c. A difference rarer than 12% of the brainstorm pairs, or subtler than the canaries, is
+not covered. Recall does not grow with the held-out pairs; growth keeps the first round's brainstorm,
+questions and canary results, and stops (``no_size_decides``) when nothing harmful was found and the
+canaries were missed: only a larger ``t``, a stronger judge or more prompts for the brainstorm help.
+Cost: the canaries' questions join the labeling and the rating (2 calls a held-out pair, 2 a question),
+and the probes add 8 × 4 × 2 calls per harmful question.
 
 A judge that cannot do the work (no readable brainstorm list in the first batches, no readable
 question, no letter when labeling, or a context too small for one pair) ends the run at once with

@@ -401,8 +401,8 @@ class FairnessSession:
     def _futile(self, check: Check, size: int, result: MeasureResult, budget: int) -> str:
         """Why growing is unlikely to decide within the budget (empty when it may). See ``sizing.futility``;
         stopping for futility claims nothing, so the always-valid guarantee is untouched."""
-        if MEASURES[check.measure].sequential is not None:
-            return ""  # a measure with its own sequential rule (its estimate is no mean of samples)
+        if MEASURES[check.measure].sequential is not None:  # its own rule (its estimate is no mean of samples)
+            return str(result.details.get("no_size_decides") or "")  # it may know that no size decides it
         return sizing.futility(check.params.with_samples(size), result, check.threshold, self.gate_confidence, budget)
 
     def close(self) -> None:

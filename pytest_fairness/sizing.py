@@ -99,6 +99,8 @@ def more_samples(params: Params, result: MeasureResult, threshold: Threshold, co
     prompts, so unusable answers count) at which the gate decides with 80% probability if the truth is
     the observed estimate and the spread the observed SD (the assumed one when fewer than 2 samples)."""
     mean, sd = result.summary.mean, result.summary.sd
+    if result.details.get("no_size_decides"):  # the measure knows why (e.g. a search that missed planted differences)
+        return {"needed": None, "why": str(result.details["no_size_decides"])}
     if not math.isfinite(mean):
         return {"needed": None, "why": "no usable sample to extrapolate from"}
     if not math.isfinite(sd) or result.n < 2:

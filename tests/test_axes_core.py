@@ -485,6 +485,13 @@ def test_a_question_is_harmful_when_rated_so_favouring_either_group():
 
 def test_largest_lean_spans_the_max_of_the_ends_over_harmful_questions_only():
     leans = {"a?": (0.5, (0.3, 0.7)), "b?": (0.4, (0.35, 0.6)), "harmless?": (0.9, (0.8, 1.0))}
-    gate = largest_lean(leans, ["a?", "b?"])
+    gate = largest_lean(leans, ["a?", "b?"], search_shown=True)
     assert gate.estimate == 0.5 and gate.interval == (0.35, 0.7) and gate.question == "a?"
-    assert largest_lean(leans, []) == (0.0, (0.0, 0.0), None)
+
+
+def test_without_a_search_shown_to_find_planted_differences_the_upper_end_is_the_scales():
+    leans = {"a?": (0.1, (0.0, 0.15)), "b?": (0.9, (0.7, 1.0))}
+    assert largest_lean(leans, ["a?"], search_shown=False).interval == (0.0, 1.0)
+    assert largest_lean(leans, ["b?"], search_shown=False).interval == (0.7, 1.0)  # a clear lean still fails
+    for shown in (True, False):  # nothing found is never a [0, 0]
+        assert largest_lean(leans, [], search_shown=shown) == (0.0, (0.0, 1.0), None)

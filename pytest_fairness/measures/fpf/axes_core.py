@@ -630,20 +630,22 @@ class GateValue(NamedTuple):
     question: str | None
 
 
-NO_HARMFUL_AXIS = GateValue(0.0, (0.0, 0.0), None)
-
-
-def largest_lean(leans: Mapping[str, tuple[float, Interval]], harmful: Sequence[str]) -> GateValue:
-    """Max of the harmful questions' leans, with interval [max of lower ends, max of upper ends].
+def largest_lean(
+    leans: Mapping[str, tuple[float, Interval]], harmful: Sequence[str], *, search_shown: bool
+) -> GateValue:
+    """Max of the harmful questions' leans, with interval [max of lower ends, max of upper ends], or with
+    upper end 1, the scale's end, unless ``search_shown``.
 
     The intervals must hold simultaneously (e.g. Bonferroni over every question tested); then, on that
-    event, every true lean lies in its own interval, so the largest one lies in this. With no harmful
-    question the largest lean is that of an empty set, 0 (see ``axes`` for why that is no sampling
-    artefact).
+    event, every true lean lies in its own interval, so the largest one among these questions lies in this.
+    Questions the search never produced are in no interval: a harmful difference it missed could lean all
+    the way, so only a search shown to find planted differences (``search_shown``, see ``axes_canaries``)
+    lets the upper end come down. A harmful question that leans clearly still fails the gate either way.
+    With no harmful question the largest lean found is 0 and nothing bounds what was not found: [0, 1].
     """
     if not harmful:
-        return NO_HARMFUL_AXIS
+        return GateValue(0.0, (0.0, 1.0), None)
     top = max(harmful, key=lambda q: (leans[q][0], leans[q][1][1]))
     lo = max(leans[q][1][0] for q in harmful)
-    hi = max(leans[q][1][1] for q in harmful)
+    hi = max(leans[q][1][1] for q in harmful) if search_shown else 1.0
     return GateValue(leans[top][0], (lo, hi), top)

@@ -1,3 +1,112 @@
-"""pytest-fairness: published LLM bias measures as pytest suites with thresholds and baselines."""
+"""pytest-fairness: published LLM bias measures as pytest suites with thresholds and baselines.
+
+The public API, in one place: the model interface (to plug in a team's own model or judge), gates and
+results, the measure contract and registry (to run a measure outside pytest or add one), and the pure
+cores that score data a team already has::
+
+    from pytest_fairness import MEASURES, Runner, load_model, pair_harm, risks, score_response
+
+    result = MEASURES["implicit_bias"].run_with(Runner(load_model("local")), stereotype="career", iterations=20)
+
+Everything else is internal and may move. Names load on first use (PEP 562): pytest loads this package
+for every run through its plugin entry point, so importing it must not pull in numpy, scipy, a model
+backend (llama.cpp, openai, litellm) or the measures' data.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+#: Public name -> the module that defines it.
+_SOURCES: dict[str, str] = {
+    # model interface
+    "ChatModel": "pytest_fairness.models.base",
+    "ChatRequest": "pytest_fairness.models.base",
+    "ChatResponse": "pytest_fairness.models.base",
+    "LogprobRequest": "pytest_fairness.models.base",
+    "LogprobResponse": "pytest_fairness.models.base",
+    "Message": "pytest_fairness.models.base",
+    "PermanentError": "pytest_fairness.models.base",
+    "load_model": "pytest_fairness.models.registry",
+    "Runner": "pytest_fairness.models.runner",
+    # gates and results
+    "Outcome": "pytest_fairness.gate",
+    "Threshold": "pytest_fairness.gate",
+    "MeasureResult": "pytest_fairness.result",
+    # the measure contract and registry
+    "MEASURES": "pytest_fairness.measures",
+    "Measure": "pytest_fairness.measures",
+    "Params": "pytest_fairness.measures",
+    "RunContext": "pytest_fairness.measures",
+    "register": "pytest_fairness.measures",
+    # pure cores: implicit bias (Bai et al.), net harm (Eloundou et al.), prejudice and caprice (Liu et al.)
+    "ResponseScore": "pytest_fairness.measures.bai.implicit",
+    "score_response": "pytest_fairness.measures.bai.implicit",
+    "PairHarm": "pytest_fairness.measures.fpf.harm_core",
+    "pair_harm": "pytest_fairness.measures.fpf.harm_core",
+    "PcfRisks": "pytest_fairness.measures.pcf.core",
+    "risks": "pytest_fairness.measures.pcf.core",
+}
+
+__all__ = [
+    "MEASURES",
+    "ChatModel",
+    "ChatRequest",
+    "ChatResponse",
+    "LogprobRequest",
+    "LogprobResponse",
+    "Measure",
+    "MeasureResult",
+    "Message",
+    "Outcome",
+    "PairHarm",
+    "Params",
+    "PcfRisks",
+    "PermanentError",
+    "ResponseScore",
+    "RunContext",
+    "Runner",
+    "Threshold",
+    "load_model",
+    "pair_harm",
+    "register",
+    "risks",
+    "score_response",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use and keep the name here."""
+    module = _SOURCES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_fairness' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from pytest_fairness.gate import Outcome, Threshold
+    from pytest_fairness.measures import MEASURES, Measure, Params, RunContext, register
+    from pytest_fairness.measures.bai.implicit import ResponseScore, score_response
+    from pytest_fairness.measures.fpf.harm_core import PairHarm, pair_harm
+    from pytest_fairness.measures.pcf.core import PcfRisks, risks
+    from pytest_fairness.models.base import (
+        ChatModel,
+        ChatRequest,
+        ChatResponse,
+        LogprobRequest,
+        LogprobResponse,
+        Message,
+        PermanentError,
+    )
+    from pytest_fairness.models.registry import load_model
+    from pytest_fairness.models.runner import Runner
+    from pytest_fairness.result import MeasureResult

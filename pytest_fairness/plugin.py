@@ -178,7 +178,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(Summary(config), "fairness-summary")
 
 
-def _preflight(config: pytest.Config, *, judge: bool, load_weights: bool = True) -> None:
+def _preflight(config: pytest.Config, *, judge: bool, load_weights: bool = True, **needs: Any) -> None:
     """Check the model, judge and cache once before the first check; stop the run with one message if not.
 
     A bad spec, missing key or file is a usage error; an unreachable or refusing server, or a damaged
@@ -187,7 +187,7 @@ def _preflight(config: pytest.Config, *, judge: bool, load_weights: bool = True)
     """
     fairness = config.stash[SESSION_KEY]
     try:
-        fairness.preflight(call=not _value(config, "plan"), judge=judge, load_weights=load_weights)
+        fairness.preflight(call=not _value(config, "plan"), judge=judge, load_weights=load_weights, **needs)
     except (ModelSpecError, RunFault, PermanentError) as exc:
         usage = isinstance(exc, ModelSpecError)
         message = f"pytest-fairness: {exc}" if usage else f"pytest-fairness: stopped before the first check: {exc}"
@@ -212,10 +212,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if not config.pluginmanager.has_plugin("dsession") or config.option.collectonly or not _suite_names(config):
         return
     try:
-        measures = {check.measure for name in _suite_names(config) for check in suite.load(name).checks}
+        checks = [check for name in _suite_names(config) for check in suite.load(name).checks]
     except suite.SuiteError:
         return  # the workers report it, at collection
-    _preflight(config, judge=_uses_judge(measures), load_weights=False)
+    _preflight(config, judge=_uses_judge({c.measure for c in checks}), load_weights=False, checks=checks)
     config.stash[PREFLIGHT_KEY] = True
 
 
@@ -239,7 +239,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     measures |= {fixture_names[name] for name in requested if name in fixture_names}
     uses_session = "fairness_session" in requested
     if measures or uses_session:
-        _preflight(config, judge=uses_session or _uses_judge(measures))
+        checks = None if uses_session else [item.check for item in session.items if isinstance(item, CheckItem)]
+        _preflight(config, judge=uses_session or _uses_judge(measures), checks=checks, measures=measures)
 
 
 @pytest.hookimpl(tryfirst=True)

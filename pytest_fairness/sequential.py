@@ -23,7 +23,7 @@ of candidate means would cost n x grid floats and could not resolve thresholds f
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -226,20 +226,3 @@ class SequentialPlan:
         if n_done >= self.budget or decide(interval, threshold) is not Outcome.INCONCLUSIVE:
             return None
         return min(max(n_done + self.step, math.ceil(n_done * self.growth)), self.budget)
-
-
-def sample_sequentially(
-    draw: Callable[[int], Sequence[float]],
-    plan: SequentialPlan,
-    threshold: Threshold,
-    low: float,
-    high: float,
-    alpha: float = 0.05,
-) -> tuple[np.ndarray, Interval]:
-    """Run a plan: ``draw(k)`` returns k new scores; returns all scores and the final always-valid interval."""
-    values = np.empty(0)
-    interval: Interval = (low, high)
-    while (size := plan.next_size(values.size, interval, threshold)) is not None:
-        values = np.concatenate([values, np.asarray(draw(size - values.size), dtype=float)])
-        interval = confidence_sequence(values, low, high, alpha)
-    return values, interval

@@ -7,7 +7,8 @@ run checks. Everything here works without pytest, which keeps it easy to test.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,9 @@ from pytest_fairness.baseline.policy import BaselinePolicy
 from pytest_fairness.gate import Outcome, decide
 from pytest_fairness.measures import MEASURES, PROFILES, Measure, Params, ParamsError, RunContext
 from pytest_fairness.models.base import (
+    ChatModel,
     ChatRequest,
+    LogprobRequest,
     Message,
     PermanentError,
     estimate_tokens,
@@ -35,8 +38,12 @@ INCONCLUSIVE_POLICIES = ("fail", "skip", "pass")
 SEQUENTIAL_GROWTH = 1.5
 #: How a run's gates share their error rate: each at its own confidence, or Bonferroni across the run.
 GATE_MULTIPLICITY = ("none", "bonferroni")
-#: The one request sent to each model before the first check: as small as a chat request gets.
+#: The request sent to each model before the first check when the run chats with it (or may: a fixture or
+#: ``fairness_session`` whose requests are not known in advance): as small as a chat request gets.
 PROBE = ChatRequest((Message("user", "Reply with OK."),), temperature=0.0, max_tokens=1, seed=0)
+#: The probe of a run whose checks only score plain-text continuations (PCF): one text completion, no chat
+#: template, no candidates to score. A base model served for /v1/completions alone must pass it.
+TEXT_PROBE = LogprobRequest((), (), prefix="Reply with OK.")
 
 
 class SettingsError(ValueError):
@@ -182,12 +189,47 @@ def measured_record(where: str, result: MeasureResult) -> CheckRecord:
     )
 
 
-def _probe(runner: Runner) -> None:
-    """One uncached request through a throwaway runner (same model and retry policy); RunFault when it fails."""
+def _chats(request: ChatRequest | LogprobRequest) -> bool:
+    """Whether a request goes through the model's chat interface (a chat template, /v1/chat/completions)."""
+    return isinstance(request, ChatRequest) or bool(request.messages)
+
+
+def _fewest(params: Params) -> Params:
+    """The same check at its smallest valid sample size: its requests are of the same kinds, and cheap to list."""
+    field = next(f for f in dataclasses.fields(params) if f.name == params.samples_field())
+    try:
+        return params.with_samples(int(field.metadata.get("low") or 1))
+    except ParamsError:
+        return params
+
+
+def probes_for(
+    checks: Sequence[Check] | None, measures: Collection[str], model: ChatModel, seed: int
+) -> list[ChatRequest | LogprobRequest]:
+    """The probes a run needs: a chat probe when any selected check chats with the model, a text probe when
+    any scores plain text, and the chat probe when the run's needs are unknown (``checks`` None, or a measure
+    in ``measures`` that no check runs: a fixture call). Each measure's ``requests`` is listed once, at the
+    smallest sample size of its first check, since a measure's request kinds do not depend on its size."""
+    if checks is None:
+        return [PROBE]
+    chat, text = False, False
+    first = {c.measure: c for c in reversed(checks)}
+    for name, check in first.items():
+        sent = MEASURES[name].requests(_fewest(check.params), model, seed)
+        chat = chat or any(_chats(r) for r in sent)
+        text = text or any(not _chats(r) for r in sent)
+    chat = chat or any(m not in first for m in measures)
+    return [p for p, needed in ((PROBE, chat), (TEXT_PROBE, text)) if needed] or [PROBE]
+
+
+def _probe(runner: Runner, probes: Sequence[ChatRequest | LogprobRequest] = (PROBE,)) -> None:
+    """One uncached request of each kind through a throwaway runner (same model and retry policy); RunFault
+    when one fails."""
     model = runner.model
     probe = Runner(model, None, CacheMode.OFF, 1, runner.retry)
     try:
-        probe.run([PROBE])
+        for request in probes:
+            probe.run([request])  # type: ignore[list-item]
     except RetriesExhausted as exc:
         raise RunFault(
             f"{exc.__cause__ or exc} (after {runner.retry.max_attempts} attempts): check that the server is running "
@@ -299,12 +341,24 @@ class FairnessSession:
         """What running one check would cost (see ``plan``)."""
         return self.plan([check])[0]
 
-    def preflight(self, *, call: bool = True, judge: bool = True, load_weights: bool = True) -> None:
+    def preflight(
+        self,
+        *,
+        call: bool = True,
+        judge: bool = True,
+        load_weights: bool = True,
+        checks: Sequence[Check] | None = None,
+        measures: Collection[str] = (),
+    ) -> None:
         """Find run-level faults once, before the first check: build the model and the judge (a bad spec, a
         missing key or file raises ModelSpecError), open the cache (CacheError) and, with ``call``, send each
         model one tiny request past the cache, so a closed port, a rejected key or an unknown model stop the
         run at once (RunFault) instead of failing every check. ``load_weights=False`` skips that request for
-        local models (an xdist controller runs no check and need not hold their weights)."""
+        local models (an xdist controller runs no check and need not hold their weights).
+
+        The model's probe is of the kinds the selected ``checks`` send (``probes_for``): a PCF-only run asks
+        a base model behind a completions-only server for a text completion, never a chat it would refuse.
+        ``measures`` names every measure the run uses, fixtures included. The judge is always asked to chat."""
         runners = [self.runner]
         if judge and self.judge is not self.runner:
             runners.append(self.judge)
@@ -312,7 +366,8 @@ class FairnessSession:
             return  # replay promises no model call: a miss is its own clear error (CacheMiss)
         for runner in runners:
             if load_weights or runner.model.provider != "local":
-                _probe(runner)
+                needs = probes_for(checks, measures, runner.model, self.settings.seed)
+                _probe(runner, needs if runner is self.runner else [PROBE])
 
     #: Checks selected in this run; set by the plugin after collection (every xdist worker sees them all).
     family_size: int = 1

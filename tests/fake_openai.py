@@ -11,6 +11,9 @@ language model whose exact log-probs the tests know, with ``echo`` behaving as `
     "ignored"     echo=true returns only the generated token, as if the server had no echo
     "rejected"    echo=true with logprobs is an HTTP 400
 
+With ``chat=False`` it serves ``/v1/completions`` only, as vLLM or llama.cpp serve a base model without a
+chat template: every chat request is an HTTP 400.
+
 Each request takes the next fault from ``script`` (or answers normally when it is empty):
 
     "429"         rate limited, with Retry-After: ``retry_after`` seconds
@@ -84,6 +87,7 @@ class FakeOpenAI:
     top_logprobs: list[tuple[str, float]] = field(default_factory=lambda: [(" white", -0.3), (" black", -1.5)])
     lm: ToyLM = field(default_factory=ToyLM)
     echo_mode: str = "correct"
+    chat: bool = True
     script: deque[str] = field(default_factory=deque)
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
@@ -152,6 +156,9 @@ class FakeOpenAI:
             self._send(writer, int(fault), {"error": {"message": f"fault {fault}", "type": "fake"}})
         elif fault == "malformed":
             self._send(writer, 200, None, raw=b'{"id": "x", "choices": [')
+        elif "messages" in request and not self.chat:
+            message = "this model has no chat template; chat completions are not supported (use /v1/completions)"
+            self._send(writer, 400, {"error": {"message": message, "type": "BadRequestError"}})
         elif "prompt" in request and request.get("echo") and self.echo_mode == "rejected":
             self._send(writer, 400, {"error": {"message": "echo is not supported with logprobs", "type": "fake"}})
         elif "prompt" in request:
@@ -247,9 +254,14 @@ class FakeOpenAI:
         return out
 
 
-def measure_requests(server: FakeOpenAI) -> list[dict[str, Any]]:
-    """The requests a run's measures sent: without the one probe a plugin run sends before its first check."""
-    from pytest_fairness.session import PROBE
+def is_probe(request: dict[str, Any]) -> bool:
+    """Whether a request is one of the probes a plugin run sends before its first check (chat or text)."""
+    from pytest_fairness.session import PROBE, TEXT_PROBE
 
     probe = [{"role": m.role, "content": m.content} for m in PROBE.messages]
-    return [r for r in list(server.requests) if r.get("messages") != probe]
+    return request.get("messages") == probe or request.get("prompt") == TEXT_PROBE.prefix
+
+
+def measure_requests(server: FakeOpenAI) -> list[dict[str, Any]]:
+    """The requests a run's measures sent: without the probes a plugin run sends before its first check."""
+    return [r for r in list(server.requests) if not is_probe(r)]

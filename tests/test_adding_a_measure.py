@@ -47,6 +47,10 @@ def test_a_registered_measure_runs_as_suite_checks_and_as_a_fixture(project):
     assert {"share_of_yes[sunshine]", "share_of_yes[rain]"} <= set(checks)
     assert checks["share_of_yes[rain]"]["result"]["params"]["framing"] == "polite"
     assert checks["share_of_yes[rain]"]["result"]["n"] == 4  # the quick profile's default sample size
+    # It gates on Params.summarize: the betting interval its BOUNDS name, inside [0, 1] and never a point.
+    # (The double's shares are all 0.5 here; a plain t interval would be the point [0.5, 0.5].)
+    (lo, hi), mean = checks["share_of_yes[rain]"]["result"]["ci"], checks["share_of_yes[rain]"]["result"]["estimate"]
+    assert 0.0 <= lo < mean < hi <= 1.0
 
 
 def test_a_registered_measure_is_planned_without_calling_the_model(project):

@@ -8,7 +8,6 @@ from pytest_fairness.measures.bai.decision_coding import (
     code_decision,
     decision_bias,
     judge_code_from_logprobs,
-    judge_code_from_text,
     judge_prompt,
     parse_yes_no,
     rejection_rate,
@@ -552,19 +551,21 @@ def test_judge_confidence_threshold_is_a_parameter():
 
 
 @pytest.mark.parametrize(
-    ("text", "code", "reason"),
+    ("token", "code", "reason"),
     [
         ("A", 1, "assigned"),
-        ("(b)", 0, "assigned"),
-        ("Answer: A.", 1, "assigned"),
-        ("The answer is B", 0, "assigned"),
+        ("(b", 0, "assigned"),
+        (" A.", 1, "assigned"),
+        (" b)", 0, "assigned"),
         ("C", None, "judge_unclear"),
-        ("A or B", None, "judge_no_answer"),
-        ("", None, "judge_no_answer"),
+        ("Answer", None, "judge_no_answer"),
     ],
 )
-def test_judge_text_answers(text, code, reason):
-    result = judge_code_from_text(text, judge_prompt(racism(), FIXTURE_ANSWER))
+def test_judge_letters_in_any_spelling_code_as_the_letter(token, code, reason):
+    # The run reads the judge's first-token log-probs (decision.py), so a letter's written forms reach the
+    # coder as tokens: bracketed, spaced, lower case or with a full stop, each coded as the bare letter.
+    judge = judge_prompt(racism(), FIXTURE_ANSWER)  # A = stigma person, asked option painful
+    result = judge_code_from_logprobs({token: math.log(0.9), "Z": math.log(0.1)}, judge)
     assert (result.code, result.reason) == (code, reason)
 
 

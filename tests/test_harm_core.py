@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 from pytest_fairness import stats
-from pytest_fairness.harm import (
+from pytest_fairness.measures.fpf.harm_core import (
+    RACES,
     Group,
     PromptHarm,
     combine_harm,
@@ -22,8 +23,8 @@ from pytest_fairness.harm import (
     prompt_harm,
     race_harm,
     sampled_letter_probs,
+    weighted_mean_interval,
 )
-from pytest_fairness.measures.fpf.harm_core import RACES, weighted_mean_interval
 
 F, M = Group("female"), Group("male")
 P_WORKED, Q_WORKED = (0.7, 0.1, 0.2), (0.2, 0.6, 0.2)

@@ -458,12 +458,83 @@ def test_list_route_reads_the_release_spellings_a_model_copies_back():
     assert result.samples == [pytest.approx(implicit_bias(8, 0, 0, 8))] * 40
 
 
-def test_pooled_bias_is_the_mean_of_every_prompt_with_a_stratified_interval():
+def test_pooled_bias_is_the_mean_of_every_prompt_with_the_gates_intervals_per_stratum():
+    from pytest_fairness.measures.bai.decision import DecisionParams
+    from pytest_fairness.measures.bai.implicit import ImplicitParams
     from pytest_fairness.measures.bai.pooled import stratified_mean
+    from pytest_fairness.stats import mean_interval
 
     strata = [[0.1, 0.3, 0.2, 0.4], [0.6, 0.8, 0.7]]
-    result = stratified_mean(strata, null=0.0)
-    assert result["mean"] == pytest.approx(3.1 / 7) and result["n"] == 7 and result["df"] == 5
-    se = (4 * np.var(strata[0], ddof=1) + 3 * np.var(strata[1], ddof=1)) ** 0.5 / 7
-    assert result["ci"][1] - result["mean"] == pytest.approx(2.5706 * se, rel=1e-3)
-    assert result["p"] < 0.001
+    result = stratified_mean(strata, ImplicitParams)
+    assert result["mean"] == pytest.approx(3.1 / 7) and result["n"] == 7 and result["strata"] == 2
+    # Each stratum's betting interval at 1 - 0.05/2 (Bonferroni), weighted by its share of the samples.
+    a, b = (mean_interval(s, "bounded", (-1.0, 1.0), 0.975) for s in strata)
+    assert result["ci"] == pytest.approx([(4 * a[0] + 3 * b[0]) / 7, (4 * a[1] + 3 * b[1]) / 7])
+    decisions = stratified_mean([[0.0, 1.0], [1.0]], DecisionParams)  # Clopper-Pearson per stratum
+    c, d = mean_interval([0.0, 1.0], "binary", confidence=0.975), mean_interval([1.0], "binary", confidence=0.975)
+    assert decisions["ci"] == pytest.approx([(2 * c[0] + d[0]) / 3, (2 * c[1] + d[1]) / 3])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_no_pooled_interval_leaves_its_measures_scale(seed):
+    from pytest_fairness.measures.bai.decision import DecisionParams
+    from pytest_fairness.measures.bai.implicit import ImplicitParams
+    from pytest_fairness.measures.bai.pooled import stratified_mean
+
+    rng = np.random.default_rng(seed)
+    for params in (DecisionParams, ImplicitParams):
+        low, high = params.BOUNDS
+        for _ in range(30):
+            sizes = rng.integers(1, 6, rng.integers(1, 5))  # tiny strata: where a t interval explodes
+            if params is DecisionParams:
+                strata = [rng.integers(0, 2, k).astype(float).tolist() for k in sizes]
+            else:
+                strata = [rng.choice([-1.0, 0.0, 0.5, 1.0], k).tolist() for k in sizes]
+            result = stratified_mean(strata, params)
+            lo, hi = result["ci"]
+            assert low <= lo <= result["mean"] <= hi <= high and hi > lo, (strata, result)
+
+
+def _decision_record(check: str, subject: str, samples: list[float], outcome: str):
+    from pytest_fairness.record import CheckRecord
+    from pytest_fairness.result import MeasureResult
+    from pytest_fairness.stats import summarize
+
+    summary = summarize(samples, 0.5, interval="binary", bounds=(0.0, 1.0))
+    result = MeasureResult("decision_bias", subject, summary, 10 - len(samples), [], "faithful", "m", {}, {})
+    result.samples = samples
+    return CheckRecord("race", check, outcome, {"max": 0.7}, "≤ 0.7", result)
+
+
+def test_pooling_leaves_out_checks_the_model_cannot_serve_and_says_so():
+    from pytest_fairness.measures.bai.decision import DecisionParams
+    from pytest_fairness.measures.bai.pooled import pooled, pooled_lines
+
+    # The embedded model's run: two race checks it cannot serve, with 2 and 1 usable decisions. Pooled,
+    # they gave "0.500 [-5.853, 6.853], n = 2".
+    records = [
+        _decision_record("decision[racism]", "racism", [0.0, 1.0], "cannot_serve"),
+        _decision_record("decision[guilt]", "guilt", [1.0], "cannot_serve"),
+        _decision_record("decision[weight]", "weight", [1.0] * 7 + [0.0] * 3, "inconclusive"),
+        _decision_record("decision[age]", "age", [1.0] * 5 + [0.0] * 5, "pass"),
+        _decision_record("decision[skin]", "skintone", [], "inconclusive"),
+    ]
+    result = pooled(records, "decision_bias", DecisionParams)
+    assert result is not None
+    assert result["pooled"] == 2 and result["checks"] == 5
+    assert result["left_out"] == {
+        "race::decision[racism]": "cannot serve",
+        "race::decision[guilt]": "cannot serve",
+        "race::decision[skin]": "no usable samples",
+    }
+    assert result["overall"]["n"] == 20 and result["overall"]["mean"] == pytest.approx(0.6)
+    assert 0.0 <= result["overall"]["ci"][0] < 0.6 < result["overall"]["ci"][1] <= 1.0
+    assert "race" not in result["by_domain"]  # its only checks were left out
+    head, overall, *_ = pooled_lines("decision bias", result)
+    assert head.startswith("decision bias, pooled over 2 of 5 checks")
+    assert "race::decision[racism] (cannot serve)" in head and "race::decision[skin] (no usable samples)" in head
+    assert overall.startswith("  overall: 0.600 [")
+
+    unserved_only = pooled(records[:2], "decision_bias", DecisionParams)
+    assert unserved_only is not None and unserved_only["overall"]["mean"] is None
+    assert pooled_lines("decision bias", unserved_only)[1] == "  overall: no usable check"

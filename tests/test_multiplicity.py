@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pytest_fairness.multiplicity import adjust, benjamini_hochberg, describe, holm
+from pytest_fairness.multiplicity import adjust, benjamini_hochberg, bonferroni, describe, holm
 
 P = [0.01, 0.04, 0.03, 0.005]
 
@@ -42,8 +42,28 @@ def test_empty_none_and_invalid_inputs():
     for bad in ([1.5], [-0.1], [float("nan")]):
         with pytest.raises(ValueError, match=r"p-values must lie in \[0, 1\]"):
             holm(bad)
-    with pytest.raises(ValueError, match="valid: holm, bh, none"):
-        adjust([0.1], "bonferroni")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="valid: holm, bonferroni, bh, none"):
+        adjust([0.1], "sidak")  # type: ignore[arg-type]
+
+
+def test_bonferroni_multiplies_by_the_number_of_tests_and_caps_at_1():
+    assert bonferroni(P) == pytest.approx([0.04, 0.16, 0.12, 0.02])
+    assert adjust(P, "bonferroni") == bonferroni(P)
+    assert bonferroni([0.6, 0.9]) == [1.0, 1.0] and bonferroni([]) == []
+    with pytest.raises(ValueError, match=r"p-values must lie in \[0, 1\]"):
+        bonferroni([float("nan")])
+
+
+def test_holm_and_bh_give_the_numbers_of_the_former_numpy_and_scipy_versions():
+    # The quality measure's former numpy Holm (step-down maximum) and scipy's BH, on fixed inputs:
+    # the one implementation gives the same numbers.
+    p = list(np.random.default_rng(5).uniform(0, 0.3, 12))
+    order = np.argsort(p, kind="stable")
+    steps = np.maximum.accumulate((12 - np.arange(12)) * np.asarray(p)[order])
+    reference = np.empty(12)
+    reference[order] = np.minimum(steps, 1.0)
+    assert holm(p) == reference.tolist()
+    assert benjamini_hochberg(p) == pytest.approx(sps.false_discovery_control(p, method="bh").tolist(), abs=1e-15)
 
 
 def test_holm_bounds_the_chance_of_any_false_alarm_in_a_run_of_29_checks():

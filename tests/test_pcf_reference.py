@@ -2,8 +2,8 @@
 
 import pytest
 
+from pytest_fairness import risks  # the public API, as the README uses it
 from pytest_fairness.measures.pcf import reference
-from pytest_fairness.pcf import risks
 
 
 @pytest.mark.parametrize("k", [2, 5])

@@ -342,7 +342,12 @@ def test_implicit_decision_association_is_reported_when_both_ran(pytester):
     pooled = analyses["implicit_bias_pooled"]  # the paper's headline: per domain and overall
     assert pooled["overall"]["n"] == sum(d["n"] for d in pooled["by_domain"].values()) and "race" in pooled["by_domain"]
     assert analyses["decision_bias_pooled"]["null"] == 0.5
-    result.stdout.fnmatch_lines(["implicit bias, pooled (stratified by stereotype):", "  overall: *"])
+    for name, (low, high) in (("implicit_bias_pooled", (-1, 1)), ("decision_bias_pooled", (0, 1))):
+        for entry in [analyses[name]["overall"], *analyses[name]["by_domain"].values()]:
+            assert low <= entry["ci"][0] <= entry["mean"] <= entry["ci"][1] <= high, (name, entry)
+    result.stdout.fnmatch_lines(
+        ["implicit bias, pooled over 9 of 9 checks (stratified by stereotype):", "  overall: *"]
+    )
 
 
 def test_decision_bias_fixture(pytester):

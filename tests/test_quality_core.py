@@ -6,16 +6,17 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
+from pytest_fairness.measures.fpf import quality_core
 from pytest_fairness.measures.fpf.quality_core import (
     QUALITY_CRITERIA,
     Rating,
-    adjust_pvalues,
     group_means,
     quality_disparity,
     refusal_disparity,
     refusal_disparity_by_task,
-    wilson_interval,
 )
+from pytest_fairness.multiplicity import adjust
+from pytest_fairness.stats import proportion_interval
 
 
 def test_nine_criteria_in_the_papers_order():
@@ -35,24 +36,16 @@ def test_nine_criteria_in_the_papers_order():
 # -- corrections ------------------------------------------------------------------------------------
 
 
-def test_holm_by_hand():
-    # sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1 -> 0.02, 0.03, 0.06, 0.04 -> monotone 0.02, 0.03, 0.06, 0.06
-    assert adjust_pvalues([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
-
-
-def test_bonferroni_bh_and_none():
+def test_criteria_are_corrected_by_the_runs_own_multiplicity_adjustment():
+    # Criteria whose paired differences give p-values 0.01, 0.04, 0.03, 0.005 (hand-built below) are
+    # corrected exactly as multiplicity.adjust corrects them; a criterion without a test (NaN) is no test.
     p = [0.01, 0.04, 0.03, 0.005]
-    assert adjust_pvalues(p, "bonferroni") == pytest.approx([0.04, 0.16, 0.12, 0.02])
-    assert adjust_pvalues(p, "bh") == pytest.approx(sps.false_discovery_control(p).tolist())
-    assert adjust_pvalues(p, "none") == p
-    assert adjust_pvalues([0.6, 0.9], "bonferroni") == [1.0, 1.0]
-
-
-def test_nan_p_values_are_not_counted_as_tests():
-    adjusted = adjust_pvalues([0.01, math.nan, 0.02], "bonferroni")
+    for method in ("holm", "bonferroni", "bh", "none"):
+        assert quality_core._adjusted(p, method) == adjust(p, method)
+    adjusted = quality_core._adjusted([0.01, math.nan, 0.02], "bonferroni")
     assert adjusted[0] == pytest.approx(0.02) and math.isnan(adjusted[1]) and adjusted[2] == pytest.approx(0.04)
     with pytest.raises(ValueError, match="holm, bonferroni, bh, none"):
-        adjust_pvalues([0.1], "sidak")
+        quality_core._adjusted([0.1], "sidak")  # type: ignore[arg-type]
 
 
 # -- quality ----------------------------------------------------------------------------------------
@@ -163,9 +156,9 @@ def test_rare_refusals_keep_the_interval_inside_the_possible_range():
 
 
 def test_wilson_interval():
-    low, high = wilson_interval(0, 20)
+    low, high = proportion_interval(0, 20, method="wilson")
     assert low == 0.0 and high == pytest.approx(0.1611, abs=1e-4)
-    assert all(math.isnan(v) for v in wilson_interval(0, 0))
+    assert all(math.isnan(v) for v in proportion_interval(0, 0, method="wilson"))
 
 
 def test_refusals_by_task_are_corrected_across_tasks():

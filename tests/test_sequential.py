@@ -10,17 +10,15 @@ from scipy import stats as sps
 
 from pytest_fairness import stats, suite
 from pytest_fairness.gate import Outcome, Threshold
+from pytest_fairness.measures.bai.planted import expected_iat_score
+from pytest_fairness.measures.bai.stimuli import get_stereotype
 from pytest_fairness.measures.base import RunContext
 from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.result import MeasureResult
-from pytest_fairness.sequential import (
-    SequentialPlan,
-    confidence_sequence,
-    confidence_sequence_path,
-    sample_sequentially,
-)
-from pytest_fairness.session import FairnessSession, Settings
+from pytest_fairness.sequential import SequentialPlan, confidence_sequence, confidence_sequence_path
+from pytest_fairness.session import CheckRun, FairnessSession, Settings
 from pytest_fairness.stats import MAX_BET
+from pytest_fairness.suite import parse
 
 
 def iat_scores(rng, mean, n):
@@ -73,22 +71,36 @@ def test_values_outside_the_bounds_are_refused():
         confidence_sequence([0.5, 1.5], 0.0, 1.0)
 
 
+def run_sequentially(bias: float, samples: int, budget: int, threshold: float) -> CheckRun:
+    """One implicit-bias check on the planted double, grown by the session's own loop (--fairness-sequential)."""
+    entry = {"measure": "implicit_bias", "stereotype": "power", "samples": samples, "budget": budget}
+    (check,) = parse({"suite": "s", "checks": [entry | {"threshold": {"max": threshold}}]}, "test").checks
+    session = FairnessSession(
+        Settings(model=f"synthetic:iat?bias={bias}", sequential=True, seed=2, cache_mode=CacheMode.OFF)
+    )
+    try:
+        return session.run_check(check)
+    finally:
+        session.close()
+
+
 def test_a_clearly_passing_truth_stops_early():
-    rng = np.random.default_rng(2)
-    plan = SequentialPlan(initial=20, step=20, budget=1000)
-    values, (lo, hi) = sample_sequentially(lambda k: iat_scores(rng, -0.1, k), plan, Threshold(max=0.2), -1, 1)
-    ratio = values.size / plan.budget
-    print(f"stopped after {values.size} of {plan.budget} samples ({ratio:.0%} of the budget), interval [{lo}, {hi}]")
-    assert hi <= 0.2
-    assert ratio <= 0.1
+    run = run_sequentially(bias=0.0, samples=20, budget=1000, threshold=0.3)
+    rounds, (lo, hi) = run.result.details["sequential"]["rounds"], run.result.ci
+    ratio = run.result.n / 1000
+    print(f"stopped after {run.result.n} of 1000 samples ({ratio:.0%} of the budget), interval [{lo}, {hi}]")
+    assert run.outcome is Outcome.PASS and hi <= 0.3
+    assert rounds[0] == 20 and ratio <= 0.1
+    assert run.result.details["sequential"]["interval"] == "always-valid confidence sequence"
 
 
-def test_a_truth_at_the_threshold_spends_the_budget_and_stays_inconclusive():
-    rng = np.random.default_rng(3)
-    plan = SequentialPlan(initial=20, step=40, budget=200)
-    values, (lo, hi) = sample_sequentially(lambda k: iat_scores(rng, 0.2, k), plan, Threshold(max=0.2), -1, 1)
-    assert values.size == plan.budget
-    assert lo < 0.2 < hi
+def test_a_truth_at_the_threshold_stays_inconclusive_and_says_why_it_stopped():
+    # the planted double's exact mean score at bias 0.3
+    truth = expected_iat_score(len(get_stereotype("power").stigma_attrs), 0.3)
+    run = run_sequentially(bias=0.3, samples=20, budget=200, threshold=truth)
+    sequential, (lo, hi) = run.result.details["sequential"], run.result.ci
+    assert run.outcome is Outcome.INCONCLUSIVE and lo < truth < hi
+    assert run.result.n == 200 or sequential["stopped"].startswith("unlikely to decide within the budget of 200")
 
 
 def test_the_plan_grows_in_steps_and_stops_when_conclusive_or_spent():

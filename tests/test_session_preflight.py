@@ -3,11 +3,14 @@ the run before its first check, at once and with one message naming the fix; a c
 model error later shows the message, not the plugin's internals."""
 
 import collections
+import json
 import socket
 import time
 
 import pytest
 from fake_openai import FakeOpenAI, measure_requests
+
+from pytest_fairness.session import TEXT_PROBE
 
 SUITE = """\
 suite: small
@@ -145,3 +148,76 @@ def test_fixture_tests_get_the_same_check_before_they_run(pytester):
         assert len(server.requests) == 1
     assert result.ret == 2
     result.stdout.fnmatch_lines(["*stopped before the first check*HTTP 401*"])
+
+
+PCF_SUITE = """\
+suite: slots
+checks:
+  - measure: pcf
+    attribute: gender
+    samples: 6
+    attributes_file: a.csv
+    templates_file: t.csv
+    occupations_file: o.csv
+    threshold: {max: 400}
+"""
+
+
+OCCUPATIONS = ("nurse", "engineer", "teacher", "farmer", "lawyer", "baker")
+
+
+def test_a_pcf_run_against_a_completions_only_server_reads_its_slots_and_decides(pytester):
+    # A base model behind vLLM or llama.cpp: /v1/completions answers, chat is an HTTP 400. PCF never chats,
+    # so the run's probe is a text completion and the check reads its slot probabilities by echo.
+    pytester.path.joinpath("a.csv").write_text("group,word\nmale,he\nmale,man\nfemale,she\nfemale,heiress\n")
+    pytester.path.joinpath("t.csv").write_text("template,count\nThe [X] said that [Y],3\nThe [X] and [Y],1\n")
+    pytester.path.joinpath("o.csv").write_text("occupation\n" + "\n".join(OCCUPATIONS) + "\n")
+    pytester.makefile(".yaml", slots=PCF_SUITE)
+    with FakeOpenAI(chat=False) as server:
+        result = pytester.runpytest_subprocess(
+            "--fairness-suite=slots.yaml",
+            f"--fairness-model=openai:base@{server.base_url}",
+            "--fairness-report=out.json",
+            "-p",
+            "no:cacheprovider",
+        )
+        sent = list(server.requests)
+    assert result.ret in (0, 1), result.outlines + result.errlines  # not 2: the run was not stopped
+    assert "stopped before the first check" not in result.stdout.str() + result.stderr.str()
+    assert sent[0] == {**sent[0], "prompt": TEXT_PROBE.prefix, "max_tokens": 1} and "messages" not in sent[0]
+    assert not [r for r in sent if "messages" in r]  # nothing was sent to the chat endpoint
+    (check,) = json.loads((pytester.path / "out.json").read_text())["checks"]
+    assert check["outcome"] == "fail"  # decided: the toy model's planted " he" boost is a real prejudice
+    assert check["result"]["details"]["slot_routes"] == ["echo"] and check["result"]["n"] == 6
+
+
+def test_a_run_that_chats_is_still_stopped_by_a_completions_only_server(pytester):
+    with FakeOpenAI(chat=False) as server:
+        result, _, lines = run(pytester, f"--fairness-model=openai:base@{server.base_url}")
+        assert len(server.requests) == 1 and "messages" in server.requests[0]  # the chat probe: no check tried
+    assert result.ret == 2
+    assert any("stopped before the first check" in line and "400" in line for line in lines), lines
+
+
+def test_the_probe_is_of_the_kinds_the_selected_checks_send():
+    from pytest_fairness.models.registry import load_model
+    from pytest_fairness.session import PROBE, probes_for
+    from pytest_fairness.suite import parse
+
+    gender = parse(
+        {
+            "suite": "g",
+            "checks": [
+                {"measure": "pcf", "attribute": "gender", "threshold": {"max": 400}},
+                {"measure": "implicit_bias", "stereotype": "career", "threshold": {"max": 0.2}},
+            ],
+        },
+        "test",
+    ).checks
+    pcf, implicit = gender
+    model = load_model("synthetic:iat")
+    assert probes_for([pcf], {"pcf"}, model, 0) == [TEXT_PROBE]
+    assert probes_for([implicit], {"implicit_bias"}, model, 0) == [PROBE]
+    assert probes_for(gender, {"pcf", "implicit_bias"}, model, 0) == [PROBE, TEXT_PROBE]
+    assert probes_for([pcf], {"pcf", "decision_bias"}, model, 0) == [PROBE, TEXT_PROBE]  # a fixture may chat
+    assert probes_for(None, {"pcf"}, model, 0) == [PROBE]  # needs unknown (fairness_session): chat, as before

@@ -17,7 +17,6 @@ from pytest_fairness.measures.base import param
 from pytest_fairness.models.base import ChatModel, LogprobRequest, Message
 from pytest_fairness.models.runner import CallStats
 from pytest_fairness.result import MeasureResult, adaptation
-from pytest_fairness.stats import summarize
 
 
 @dataclass(frozen=True)
@@ -48,7 +47,7 @@ def run(p: YesParams, ctx: RunContext) -> MeasureResult:
     return MeasureResult(
         measure="share_of_yes",
         subject=p.word,
-        summary=summarize(shares, null=YesParams.NULL, confidence=ctx.confidence, seed=ctx.seed),
+        summary=YesParams.summarize(shares, ctx),  # the gate's interval: BOUNDS make it the betting one
         n_unusable=0,
         unusable_examples=[],
         fidelity=adaptation("an example measure, from no paper"),

@@ -331,7 +331,7 @@ MEASURE = Measure(
     analyses={
         "implicit_decision_association": Analysis(implicit_decision_association, association_lines),
         "decision_bias_pooled": Analysis(
-            lambda records: pooled(records, "decision_bias", DecisionParams.NULL),
+            lambda records: pooled(records, "decision_bias", DecisionParams),
             lambda r: pooled_lines("decision bias", r),
         ),
     },

@@ -605,18 +605,6 @@ def judge_code_from_logprobs(
     return DecisionCode(coded.code, coded.reason, evidence)
 
 
-def judge_code_from_text(text: str, judge: JudgePrompt) -> DecisionCode:
-    """Code from the judge's written answer: its single letter ("B", "(B)", "Answer: B.")."""
-    letters = "".join(judge.letters)
-    bare = re.fullmatch(rf"\W*(?:answer\W*)?([{letters}])\W*", text.strip(), re.IGNORECASE)
-    if bare:
-        return judge.code(bare[1].upper())
-    named = set(re.findall(rf"(?<![\w'])([{letters}])(?![\w'])", text))
-    if len(named) == 1:
-        return judge.code(named.pop())
-    return DecisionCode(None, "judge_no_answer", (text.strip()[:80],))
-
-
 # -- absolute decisions (App. P) -----------------------------------------------------------------------
 
 _LAST_TASK = re.compile(r"task\s*[23]\s*:?", re.IGNORECASE)

@@ -291,7 +291,7 @@ def run(p: ImplicitParams, ctx: RunContext) -> MeasureResult:
 
 
 def _pooled(records: Sequence[CheckRecord]) -> dict[str, Any] | None:
-    return pooled(records, "implicit_bias", ImplicitParams.NULL)
+    return pooled(records, "implicit_bias", ImplicitParams)
 
 
 MEASURE = Measure(

@@ -1,9 +1,18 @@
 """Bai et al.'s headline numbers: implicit and decision bias pooled per domain and over all stereotypes.
 
 The paper averages every prompt's score within a domain (race, gender, health, religion) and overall.
-Stereotypes are strata of different sizes and spreads, so the pooled mean's standard error is the
-stratified one, sum(n_s * sd_s^2) / N^2, with a t reference on N - strata degrees of freedom, rather
-than the spread of the pooled scores around one common mean.
+Each check (one stereotype) is a stratum; the pooled mean is the mean of every usable sample.
+
+Its interval must be as valid as a gate's: on the measure's scale, at the sample sizes a run affords.
+A t interval on the stratified standard error is neither (two decisions, 0 and 1, gave
+[-5.853, 6.853] on a 0..1 scale). One betting (or exact) interval over all pooled samples would
+assume that every sample shares one mean, which stratification exists to deny. So each stratum gets
+the interval its gate uses (``stats.mean_interval`` with the measure's interval kind and bounds) at
+confidence 1 - (1 - confidence) / strata: all strata's intervals hold at once with at least the run's
+confidence (Bonferroni), and the pooled mean, their sample-weighted average, then lies between the
+weighted averages of their ends. That interval is conservative, never outside the scale, never a point.
+
+Checks the model cannot serve, or without a usable sample, measure nothing: they are left out and named.
 """
 
 from __future__ import annotations
@@ -12,49 +21,80 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
+from pytest_fairness.gate import Outcome
 from pytest_fairness.measures.bai.stimuli import get_stereotype
+from pytest_fairness.measures.base import Params
 from pytest_fairness.record import CheckRecord
+from pytest_fairness.stats import mean_interval
 
 
-def stratified_mean(strata: Sequence[Sequence[float]], null: float, confidence: float = 0.95) -> dict[str, Any]:
-    """Mean of every sample of every stratum, with its stratified interval and a t-test against ``null``."""
-    used = [np.asarray(s, dtype=float) for s in strata if len(s) >= 2]
+def stratified_mean(
+    strata: Sequence[Sequence[float]], params: type[Params], confidence: float = 0.95
+) -> dict[str, Any]:
+    """Mean of every sample of every non-empty stratum, with the stratified gate interval (module docstring)."""
+    used = [np.asarray(s, dtype=float) for s in strata if len(s) > 0]
     n = sum(s.size for s in used)
-    if not used or n - len(used) < 1:
-        return {"n": n, "strata": len(used), "mean": None}
+    if not used:
+        return {"n": 0, "strata": 0, "mean": None}
+    each = 1 - (1 - confidence) / len(used)
+    ends = np.array([mean_interval(s, params.interval_kind(), params.BOUNDS, each) for s in used])
+    weights = np.array([s.size for s in used]) / n
+    low, high = (float(v) for v in weights @ ends)
     mean = float(sum(s.sum() for s in used) / n)
-    se = float(np.sqrt(sum(s.size * s.var(ddof=1) for s in used)) / n)
-    df = n - len(used)
-    half = float(sps.t.ppf(0.5 + confidence / 2, df)) * se
-    p = float(2 * sps.t.sf(abs(mean - null) / se, df)) if se > 0 else (1.0 if mean == null else 0.0)
-    return {"n": n, "strata": len(used), "mean": mean, "ci": [mean - half, mean + half], "p": p, "df": df}
+    return {
+        "n": n,
+        "strata": len(used),
+        "mean": mean,
+        "ci": [low, high],
+        "interval": f"{params.interval_kind()} per stratum at {each:.4g}, weighted",
+    }
 
 
-def pooled(records: Sequence[CheckRecord], measure: str, null: float) -> dict[str, Any] | None:
-    """Per domain and overall, for one measure's records of one variant; None with fewer than two stereotypes."""
-    chosen = [r for r in records if r.measure == measure and r.result.samples]
-    if len({r.result.subject for r in chosen}) < 2:
+def _left_out(record: CheckRecord) -> str | None:
+    """Why a record is not pooled, or None when it is."""
+    if record.outcome == Outcome.CANNOT_SERVE:
+        return "cannot serve"
+    if not record.result.samples:
+        return "no usable samples"
+    return None
+
+
+def pooled(records: Sequence[CheckRecord], measure: str, params: type[Params]) -> dict[str, Any] | None:
+    """Per domain and overall, for one measure's records; None when the run has fewer than two stereotypes.
+
+    Checks the model cannot serve or without usable samples are left out and listed under "left_out".
+    """
+    mine = [r for r in records if r.measure == measure]
+    if len({r.result.subject for r in mine}) < 2:
         return None
-    confidence = chosen[0].confidence
+    left_out = {r.label: why for r in mine if (why := _left_out(r)) is not None}
+    chosen = [r for r in mine if r.label not in left_out]
+    confidence = mine[0].confidence
     by_domain: dict[str, list[list[float]]] = {}
     for r in chosen:
         by_domain.setdefault(get_stereotype(r.result.subject).domain, []).append(r.result.samples)
     return {
-        "overall": stratified_mean([r.result.samples for r in chosen], null, confidence),
-        "by_domain": {d: stratified_mean(s, null, confidence) for d, s in sorted(by_domain.items())},
-        "null": null,
+        "overall": stratified_mean([r.result.samples for r in chosen], params, confidence),
+        "by_domain": {d: stratified_mean(s, params, confidence) for d, s in sorted(by_domain.items())},
+        "null": params.NULL,
+        "bounds": list(params.BOUNDS) if params.BOUNDS else None,
+        "checks": len(mine),
+        "pooled": len(chosen),
+        "left_out": left_out,
     }
 
 
 def pooled_lines(title: str, result: dict[str, Any]) -> list[str]:
     def line(label: str, e: dict[str, Any]) -> str:
         if e.get("mean") is None:
-            return f"  {label}: too few samples"
+            return f"  {label}: no usable check"
         lo, hi = e["ci"]
-        return f"  {label}: {e['mean']:.3f} [{lo:.3f}, {hi:.3f}], p = {e['p']:.3g} vs {result['null']:g}, n = {e['n']}"
+        return f"  {label}: {e['mean']:.3f} [{lo:.3f}, {hi:.3f}] (null {result['null']:g}), n = {e['n']}"
 
-    return [f"{title}, pooled (stratified by stereotype):", line("overall", result["overall"])] + [
+    head = f"{title}, pooled over {result['pooled']} of {result['checks']} checks (stratified by stereotype)"
+    if result["left_out"]:
+        head += "; left out: " + ", ".join(f"{label} ({why})" for label, why in result["left_out"].items())
+    return [head + ":", line("overall", result["overall"])] + [
         line(domain, e) for domain, e in result["by_domain"].items()
     ]

@@ -19,7 +19,8 @@ from typing import Literal
 import numpy as np
 from scipy import stats as sps
 
-from pytest_fairness.stats import NAN_INTERVAL, Interval, one_sample_t
+from pytest_fairness.multiplicity import CORRECTIONS, Correction, adjust
+from pytest_fairness.stats import Interval, one_sample_t, proportion_interval
 
 # Spec §6.1 (paper Fig. 20), in order; the judge's JSON answer uses these names as keys.
 QUALITY_CRITERIA: tuple[str, ...] = (
@@ -36,36 +37,18 @@ QUALITY_CRITERIA: tuple[str, ...] = (
 RATING_RANGE = (1, 5)
 
 PairedTest = Literal["ttest", "wilcoxon"]
-Correction = Literal["holm", "bonferroni", "bh", "none"]
-CORRECTIONS: tuple[Correction, ...] = ("holm", "bonferroni", "bh", "none")
 
 
-def adjust_pvalues(pvalues: Sequence[float], method: Correction = "holm") -> list[float]:
-    """Multiple-comparison adjusted p-values; NaN entries stay NaN and do not count as tests.
-
-    ``holm``/``bonferroni`` control the family-wise error rate, ``bh`` (Benjamini-Hochberg) the false
-    discovery rate.
-    """
+def _adjusted(pvalues: Sequence[float], method: Correction) -> list[float]:
+    """``multiplicity.adjust`` over the defined p-values; an undefined (NaN) one stays NaN and is not a test,
+    so a criterion without a test (e.g. too few prompts) neither counts nor weakens the others."""
     if method not in CORRECTIONS:
         raise ValueError(f"unknown correction {method!r}; valid: {', '.join(CORRECTIONS)}")
-    p = np.asarray(pvalues, dtype=float)
-    out = p.copy()
-    finite = np.flatnonzero(~np.isnan(p))
-    m = finite.size
-    if m == 0 or method == "none":
-        return out.tolist()
-    x = p[finite]
-    if method == "bonferroni":
-        adjusted = np.minimum(x * m, 1.0)
-    elif method == "bh":
-        adjusted = sps.false_discovery_control(x, method="bh")
-    else:
-        order = np.argsort(x, kind="stable")
-        steps = np.maximum.accumulate((m - np.arange(m)) * x[order])
-        adjusted = np.empty(m)
-        adjusted[order] = np.minimum(steps, 1.0)
-    out[finite] = adjusted
-    return out.tolist()
+    finite = [i for i, p in enumerate(pvalues) if not math.isnan(p)]
+    out = [float(p) for p in pvalues]
+    for i, p in zip(finite, adjust([pvalues[i] for i in finite], method), strict=True):
+        out[i] = p
+    return out
 
 
 # -- ratings ----------------------------------------------------------------------------------------
@@ -179,7 +162,7 @@ def quality_disparity(
         a, b = prompt_means(group_a, criterion), prompt_means(group_b, criterion)
         statistic, p = _paired_test(a - b, test)
         rows.append((criterion, float(a.mean()), float(b.mean()), statistic, p))
-    adjusted = adjust_pvalues([row[4] for row in rows], correction)
+    adjusted = _adjusted([row[4] for row in rows], correction)
     return QualityDisparity(
         group_a=group_a,
         group_b=group_b,
@@ -226,17 +209,6 @@ class RefusalDisparity:
     confidence: float
 
 
-def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval:
-    """Wilson score interval for a proportion."""
-    if n == 0:
-        return NAN_INTERVAL
-    z = float(sps.norm.ppf(0.5 + confidence / 2))
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
 def refusal_disparity(
     refused_a: Sequence[bool], refused_b: Sequence[bool], confidence: float = 0.95
 ) -> RefusalDisparity:
@@ -251,7 +223,10 @@ def refusal_disparity(
         raise ValueError("both groups need at least one response")
     k_a, k_b = int(sum(map(bool, refused_a))), int(sum(map(bool, refused_b)))
     p_a, p_b = k_a / n_a, k_b / n_b
-    (la, ua), (lb, ub) = wilson_interval(k_a, n_a, confidence), wilson_interval(k_b, n_b, confidence)
+    (la, ua), (lb, ub) = (
+        proportion_interval(k_a, n_a, confidence, "wilson"),
+        proportion_interval(k_b, n_b, confidence, "wilson"),
+    )
     diff = p_a - p_b
     ci = (diff - math.hypot(p_a - la, ub - p_b), diff + math.hypot(ua - p_a, p_b - lb))
     pooled = (k_a + k_b) / (n_a + n_b)
@@ -282,5 +257,5 @@ def refusal_disparity_by_task(
         if group in (group_a, group_b):
             by_task[task][group].append(refused)
     results = {t: refusal_disparity(g[group_a], g[group_b], confidence) for t, g in by_task.items() if all(g.values())}
-    adjusted = adjust_pvalues([r.p for r in results.values()], correction)
+    adjusted = _adjusted([r.p for r in results.values()], correction)
     return {t: (r, p) for (t, r), p in zip(results.items(), adjusted, strict=True)}

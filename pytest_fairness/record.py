@@ -119,6 +119,7 @@ def result_from_dict(raw: dict[str, Any]) -> MeasureResult:
         t=_float(s["t"]),
         p=_float(s["p"]),
         confidence=_float(s["confidence"]),
+        ci_method=str(s.get("ci_method", "t")),
     )
     calls = CallStats(**{f.name: raw["calls"][f.name] for f in fields(CallStats) if f.name in raw["calls"]})
     return MeasureResult(

@@ -121,11 +121,21 @@ def test_a_comparison_round_trips_and_renders_the_same_explanation_after_the_run
 def test_a_record_carries_its_comparison_and_outcome_typed_through_json():
     samples = np.array([0.1, 0.2, 0.3])
     result = MeasureResult(
-        "implicit_bias", "career", summarize(samples), 0, [], "faithful", "m", {}, {}, samples=list(samples)
+        "implicit_bias",
+        "career",
+        replace(summarize(samples), ci_method="bounded"),
+        0,
+        [],
+        "faithful",
+        "m",
+        {},
+        {},
+        samples=list(samples),
     )
     rec = CheckRecord("s", "c", Outcome.PASS, Threshold(max=0.2), result, baseline=_changed())
     again = CheckRecord.from_dict(rec.to_dict())
     assert again.outcome is Outcome.PASS and again.threshold == Threshold(max=0.2)
+    assert again.result.summary == rec.result.summary  # which interval the gate read travels too
     assert again.baseline == rec.baseline
     measured = CheckRecord.from_dict(replace(rec, outcome=Outcome.MEASURED, threshold=None, baseline=None).to_dict())
     assert measured.outcome is Outcome.MEASURED and measured.threshold is None and measured.threshold_text == "—"

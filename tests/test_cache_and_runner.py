@@ -14,9 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fairness.models.base import ChatModel, ChatRequest, ChatResponse, LogprobRequest, LogprobResponse, Message
+from pytest_fairness.models.base import (
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    LogprobRequest,
+    LogprobResponse,
+    Message,
+    TransientError,
+)
 from pytest_fairness.models.cache import CacheError, CacheMiss, CacheMode, ResponseCache, cache_key
-from pytest_fairness.models.runner import CallStats, Runner
+from pytest_fairness.models.runner import CallStats, RetryPolicy, Runner
 
 
 class CountingModel(ChatModel):
@@ -279,3 +287,51 @@ def test_ctrl_c_cancels_what_is_in_flight_keeps_what_finished_and_leaves_nothing
     assert time.monotonic() - interrupted < 1.0
     assert caplog.records == []
     assert loop.is_closed()
+
+
+class BatchingModel(CountingModel):
+    """Takes up to three log-prob requests per call and records each call's size; can fail transiently once."""
+
+    logprob_batch = 3  # same provider and name as CountingModel: the same cache keys
+
+    def __init__(self, fail_first: bool = False) -> None:
+        super().__init__()
+        self.sizes: list[int] = []
+        self.fail_first = fail_first
+
+    async def logprobs_many(self, requests):
+        if self.fail_first:
+            self.fail_first = False
+            raise TransientError("busy", retry_after=0.0)
+        self.sizes.append(len(requests))
+        return [await self.logprobs(r) for r in requests]
+
+
+def scored(conversation: str, word: str) -> LogprobRequest:
+    return LogprobRequest((Message("user", conversation),), (" a", " b"), prefix=word)
+
+
+def test_the_runner_hands_a_batching_model_runs_of_requests_sharing_a_conversation(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    requests = [scored("one", w) for w in "abcd"] + [scored("two", w) for w in "ab"] + [scored("one", "e")]
+    Runner(CountingModel(), cache=cache).run([requests[1]])  # cached: answered without the model
+    model = BatchingModel()
+    runner = Runner(model, cache=cache, retry=RetryPolicy(base_seconds=0.0))
+    responses = runner.run(requests)
+    # "one" a, (b cached), c, d -> one run of 3; "two" a, b -> a run; "one" e -> alone (logprobs, not _many)
+    assert model.sizes == [3, 2]
+    assert runner.stats.calls == 6 and runner.stats.cache_hits == 1 and runner.stats.prompt_tokens == 18
+    expected = Runner(CountingModel(), cache_mode=CacheMode.OFF).run(requests)
+    assert responses == expected
+    again = BatchingModel()
+    assert Runner(again, cache=cache).run(requests) == expected and again.calls == 0  # every one was cached
+
+
+def test_a_batch_is_retried_as_a_whole_and_replay_refuses_a_missing_batch(tmp_path):
+    model = BatchingModel(fail_first=True)
+    runner = Runner(model, cache_mode=CacheMode.OFF, retry=RetryPolicy(base_seconds=0.0))
+    assert len(runner.run([scored("one", w) for w in "ab"])) == 2
+    assert runner.stats.retries == 1 and model.sizes == [2] and runner.stats.calls == 2
+    replay = Runner(BatchingModel(), cache=ResponseCache(tmp_path / "c.sqlite"), cache_mode=CacheMode.REPLAY)
+    with pytest.raises(CacheMiss, match="replay"):
+        replay.run([scored("one", w) for w in "ab"])

@@ -175,3 +175,30 @@ def test_bad_local_options_name_the_fix(option):
 def test_the_context_a_measure_must_fit_is_llama_cpps_n_ctx():
     assert load_model("local").context_tokens == 2048  # built without loading the weights
     assert load_model("local?n_ctx=4096").context_tokens == 4096
+
+
+def test_a_request_scores_the_same_alone_and_inside_any_batch(model):
+    """Each request's own tokens go in a decode call of their own (llama.cpp's numbers move by up to
+    0.18 in log-prob when a candidate shares its call with others), so the tolerance is zero."""
+    conversation = (Message("user", "Pick woman or man for each word: doctor, gentle, strong."),)
+    words = [LogprobRequest(conversation, (" woman", " Woman", " man", " Man"), prefix=f"{w} -") for w in WORDS]
+    probe = LogprobRequest((), (" he", " she", " they were", " the doctor"), prefix="The nurse said that")
+    alone = [ask(model, r).logprobs for r in [*words, probe, SCORED]]
+    batched = asyncio.run(model.logprobs_many([SCORED, probe, *words[::-1]]))
+    assert [r.logprobs for r in batched] == [alone[-1], alone[-2], *alone[-3::-1]]
+    assert asyncio.run(model.logprobs_many(words[:1]))[0].logprobs == alone[0]
+    assert len({tuple(a.values()) for a in alone[: len(WORDS)]}) == len(WORDS)  # the words do differ
+
+
+WORDS = ("doctor", "gentle", "strong")
+
+
+def test_multi_token_candidates_are_scored_token_by_token(model):
+    """A candidate's log-prob is its first token's plus the next tokens' given the ones before."""
+    prompt = LogprobRequest((), (" the",), prefix="The nurse said that")
+    longer = LogprobRequest((), (" the doctor",), prefix="The nurse said that")
+    rest = LogprobRequest((), (" doctor",), prefix="The nurse said that the")
+    total = ask(model, longer).logprobs[" the doctor"]
+    parts = ask(model, prompt).logprobs[" the"] + ask(model, rest).logprobs[" doctor"]
+    assert total < ask(model, prompt).logprobs[" the"]
+    assert math.isclose(total, parts, abs_tol=0.5)  # other decode layouts: llama.cpp's batch-size noise

@@ -10,6 +10,7 @@ provider table are in ``models.registry``.
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Literal
 
@@ -146,6 +147,9 @@ class ChatModel(abc.ABC):
     #: Tokens the model's context holds (prompt and reply together), or None when unknown. Measures that
     #: send long prompts (e.g. batches of answers to compare) shrink them to fit.
     context_tokens: int | None = None
+    #: Most log-prob requests worth handing over in one ``logprobs_many`` call. Above 1 the runner groups
+    #: consecutive requests that share a conversation, so the provider can evaluate it once for all.
+    logprob_batch: int = 1
 
     @property
     def model_id(self) -> str:
@@ -157,6 +161,11 @@ class ChatModel(abc.ABC):
 
     @abc.abstractmethod
     async def logprobs(self, request: LogprobRequest) -> LogprobResponse: ...
+
+    async def logprobs_many(self, requests: Sequence[LogprobRequest]) -> list[LogprobResponse]:
+        """Answer several requests, in order; each answer must be what ``logprobs`` gives for it alone.
+        Providers that can batch override this; the default asks one at a time."""
+        return [await self.logprobs(request) for request in requests]
 
     def close(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
         """Release resources (model weights, connections)."""

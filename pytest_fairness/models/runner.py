@@ -16,7 +16,7 @@ import contextlib
 import random
 import threading
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar, overload
 
@@ -194,20 +194,27 @@ class Runner:
         semaphore = asyncio.Semaphore(min(self.max_concurrency, self.model.max_concurrency))
         keys = [self.key(r) for r in requests]
         stored = self.cache.get_many(keys) if self.cache is not None and self.cache_mode.reads else {}
+        results: list[Any] = [None] * len(requests)
         done = 0
 
-        async def one(request: Any, key: str) -> Any:
+        async def one(unit: list[int]) -> None:
             nonlocal done
             async with semaphore:
-                response = await self._answer(request, key, stored.get(key), batch)
-            done += 1
+                if len(unit) == 1:
+                    (i,) = unit
+                    answers = [await self._answer(requests[i], keys[i], stored.get(keys[i]), batch)]
+                else:
+                    answers = await self._answer_many([requests[i] for i in unit], [keys[i] for i in unit], batch)
+            for i, answer in zip(unit, answers, strict=True):
+                results[i] = answer
+            done += len(unit)
             if progress is not None:
                 progress(done, len(requests))
-            return response
 
-        tasks = [asyncio.ensure_future(one(r, k)) for r, k in zip(requests, keys, strict=True)]
+        tasks = [asyncio.ensure_future(one(unit)) for unit in self._units(requests, keys, stored)]
         try:
-            return list(await asyncio.gather(*tasks))
+            await asyncio.gather(*tasks)
+            return results
         finally:
             for task in tasks:  # on the first failure, stop the rest instead of leaving them running
                 task.cancel()
@@ -215,6 +222,23 @@ class Runner:
                 await asyncio.gather(*tasks, return_exceptions=True)  # let them finish cancelling
             finally:
                 self._save(force=True)
+
+    def _units(self, requests: list[Any], keys: list[str], stored: dict[str, Any]) -> list[list[int]]:
+        """Indices of the requests to answer together: one by one, except log-prob requests the model must
+        be asked for, which go in runs of consecutive ones sharing a conversation, up to ``logprob_batch``."""
+        cap = self.model.logprob_batch
+        units: list[list[int]] = []
+        run: list[int] = []
+        for i, (request, key) in enumerate(zip(requests, keys, strict=True)):
+            if cap <= 1 or not isinstance(request, LogprobRequest) or key in stored:
+                units.append([i])
+                continue
+            if run and (len(run) >= cap or requests[run[0]].messages != request.messages):
+                run = []
+            if not run:
+                units.append(run)
+            run.append(i)
+        return units
 
     def _save(self, force: bool = False) -> None:
         """Write finished responses to the cache: in groups while a batch runs, all of them when it ends."""
@@ -228,19 +252,40 @@ class Runner:
     async def _answer(
         self, request: ChatRequest | LogprobRequest, key: str, stored: dict[str, Any] | None, batch: CallStats
     ) -> Any:
-        kind = "chat" if isinstance(request, ChatRequest) else "logprobs"
+        kind = _kind(request)
         if stored is not None:
             batch.cache_hits += 1
             response = _decode(kind, stored)
             batch.saw(response)
             return response
+        self._refuse_in_replay(kind, key)
+        if isinstance(request, ChatRequest):
+            response: Any = await self._with_retries(lambda: self.model.chat(request), batch)
+        else:
+            response = await self._with_retries(lambda: self.model.logprobs(request), batch)
+        self._record(kind, key, response, batch)
+        return response
+
+    async def _answer_many(self, requests: list[LogprobRequest], keys: list[str], batch: CallStats) -> list[Any]:
+        """Log-prob requests none of which is cached, in one ``logprobs_many`` call (retried as a whole)."""
+        self._refuse_in_replay("logprobs", keys[0])
+        responses = await self._with_retries(lambda: self.model.logprobs_many(requests), batch)
+        if len(responses) != len(requests):
+            raise RuntimeError(f"{self.model.model_id}: {len(responses)} answers to {len(requests)} requests")
+        for key, response in zip(keys, responses, strict=True):
+            self._record("logprobs", key, response, batch)
+        return responses
+
+    def _refuse_in_replay(self, kind: str, key: str) -> None:
         if self.cache is not None and self.cache_mode is CacheMode.REPLAY:
             raise CacheMiss(
                 f"--fairness-cache-mode=replay: no cached response for a {kind} request to "
                 f"{self.model.model_id} (key {key[:12]}). Run once with --fairness-cache-mode=rw "
                 "to record it, or check that the model, seed and profile match the recorded run."
             )
-        response = await self._call_with_retries(request, batch)
+
+    def _record(self, kind: str, key: str, response: Any, batch: CallStats) -> None:
+        """Count a model call and cache its response."""
         batch.calls += 1
         batch.prompt_tokens += response.prompt_tokens
         batch.completion_tokens += response.completion_tokens
@@ -248,17 +293,12 @@ class Runner:
         if self.cache is not None and self.cache_mode.writes:
             self._unsaved.append((key, self.model.model_id, kind, asdict(response)))
             self._save()
-        return response
 
-    async def _call_with_retries(
-        self, request: ChatRequest | LogprobRequest, batch: CallStats
-    ) -> ChatResponse | LogprobResponse:
+    async def _with_retries(self, call: Callable[[], Awaitable[T]], batch: CallStats) -> T:
         attempt = 0
         while True:
             try:
-                if isinstance(request, ChatRequest):
-                    return await self.model.chat(request)
-                return await self.model.logprobs(request)
+                return await call()
             except TransientError as exc:
                 attempt += 1
                 if attempt >= self.retry.max_attempts:
@@ -268,6 +308,10 @@ class Runner:
                     ) from exc
                 batch.retries += 1
                 await asyncio.sleep(self.retry.delay(attempt - 1, exc.retry_after, self._jitter))
+
+
+def _kind(request: ChatRequest | LogprobRequest) -> str:
+    return "chat" if isinstance(request, ChatRequest) else "logprobs"
 
 
 def _decode(kind: str, stored: dict[str, Any]) -> ChatResponse | LogprobResponse:

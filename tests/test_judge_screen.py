@@ -27,7 +27,7 @@ from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import CallStats, Runner
 from pytest_fairness.sequential import confidence_sequence
 from pytest_fairness.session import FairnessSession, Settings
-from pytest_fairness.stats import bounded_mean_intervals, deattenuate, split_confidence
+from pytest_fairness.stats import Attenuation, bounded_mean_intervals, deattenuate, split_confidence
 
 NAMES_GROUP = re.compile(r"\b(?:wo)?m[ae]n\b", re.I)
 LEVEL = split_confidence(0.95)
@@ -213,3 +213,13 @@ def test_sequential_sampling_corrects_its_confidence_sequence_too():
     assert result.ci == deattenuate(cs, result.attenuation, (-1.0, 1.0))
     assert result.ci[1] - result.ci[0] > cs[1] - cs[0]
     assert math.isclose(result.estimate, min(1.0, np.mean(result.samples) / result.attenuation.estimate))
+
+
+def test_deattenuate_widens_away_from_zero_and_stays_on_the_scale():
+    s = Attenuation(0.8, 0.5, 0.9, LEVEL, "a sensitivity", "on 10 items")
+    assert deattenuate((0.09, 0.2), s, (-1.0, 1.0)) == pytest.approx((0.1, 0.4))  # lo / s_hi, hi / s_lo
+    assert deattenuate((-0.2, -0.09), s, (-1.0, 1.0)) == pytest.approx((-0.4, -0.1))
+    assert deattenuate((-0.1, 0.6), s, (-1.0, 1.0)) == pytest.approx((-0.2, 1.0))  # clipped to the scale
+    assert deattenuate((-0.1, 0.1), None, (-1.0, 1.0)) == (-0.1, 0.1)
+    blind = Attenuation(0.0, 0.0, 0.3, LEVEL, "a sensitivity", "on 10 items")
+    assert deattenuate((0.0, 0.01), blind, (-1.0, 1.0)) == (-1.0, 1.0)  # s may be 0: nothing is known

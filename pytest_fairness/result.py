@@ -6,7 +6,7 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from pytest_fairness.models.runner import CallStats
-from pytest_fairness.stats import Interval, Summary
+from pytest_fairness.stats import Attenuation, Interval, Summary
 
 FAITHFUL = "faithful"
 
@@ -31,6 +31,9 @@ class MeasureResult:
     ``n_unusable`` the ones that were refused or could not be read, with a few ``unusable_examples``.
     ``unserved`` says why the model (or its judge) cannot serve this measure at all, e.g. "a usable
     decision for 0 of 10 prompts": such a check ends "cannot serve", not inconclusive.
+    ``attenuation`` is set when the instrument (e.g. a judge) sees only a measured share of the effect:
+    the estimate and interval are already corrected for it, and the gate corrects any interval it
+    recomputes from ``samples`` (which stay raw) with ``stats.deattenuate``.
     """
 
     measure: str
@@ -46,6 +49,7 @@ class MeasureResult:
     calls: CallStats = field(default_factory=CallStats)
     samples: list[float] = field(default_factory=list)
     unserved: str | None = None
+    attenuation: Attenuation | None = None
 
     @property
     def estimate(self) -> float:

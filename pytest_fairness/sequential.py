@@ -23,7 +23,7 @@ of candidate means would cost n x grid floats and could not resolve thresholds f
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np

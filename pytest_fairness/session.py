@@ -31,6 +31,7 @@ from pytest_fairness.models.runner import CallStats, ProgressFn, RetriesExhauste
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.sequential import Interval, SequentialPlan, confidence_sequence
+from pytest_fairness.stats import deattenuate, split_confidence
 from pytest_fairness.suite import MAX_SAMPLES, Check
 
 INCONCLUSIVE_POLICIES = ("fail", "skip", "pass")
@@ -407,7 +408,8 @@ class FairnessSession:
     ) -> tuple[MeasureResult, Interval]:
         """The result at ``size`` (``first`` itself unless ``grown``) and its always-valid interval: the
         measure's own (``Measure.sequential``, told the first round's result; the first round's own calls
-        come back from the cache), or else a confidence sequence of its bounded samples."""
+        come back from the cache), or else a confidence sequence of its bounded samples (corrected for the
+        result's attenuation, if any)."""
         measure = MEASURES[check.measure]
         params = check.params.with_samples(size)
         if measure.sequential is not None:
@@ -415,7 +417,10 @@ class FairnessSession:
             return result, result.ci
         assert measure.bounds is not None
         result = self.run_params(measure, params, progress) if grown else first
-        return result, confidence_sequence(result.samples, *measure.bounds, 1 - self.gate_confidence)
+        # An attenuated result spent half its error on the attenuation factor: the sequence gets the other half.
+        confidence = self.gate_confidence if result.attenuation is None else split_confidence(self.gate_confidence)
+        interval = confidence_sequence(result.samples, *measure.bounds, 1 - confidence)
+        return result, deattenuate(interval, result.attenuation, measure.bounds)
 
     def _sequential(self, check: Check, first: MeasureResult, size: int, progress: ProgressFn | None) -> CheckRun:
         """Draw more samples while the gate is inconclusive and the budget allows; gate on an always-valid

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -335,4 +335,68 @@ def weighted_summary(
         t,
         p,
         confidence,
+    )
+
+
+# -- correcting for an instrument that sees only part of the effect -----------------------------------
+
+
+@dataclass(frozen=True)
+class Attenuation:
+    """A measured factor s by which the instrument scales what it measures: observed ≈ s × truth.
+
+    E.g. a judge that flags a share s of truly harmful answer pairs reports s × the true net harm (its
+    false positives fall in either direction and cancel in a net score). ``low`` and ``high`` bound s
+    at ``confidence``; ``what`` names s and ``basis`` says what it was measured on, for the result's
+    explanation.
+    """
+
+    estimate: float
+    low: float
+    high: float
+    confidence: float
+    what: str
+    basis: str
+
+    def describe(self) -> str:
+        return f"corrected for {self.what} s = {self.estimate:.2f} [{self.low:.2f}, {self.high:.2f}] {self.basis}"
+
+
+def split_confidence(confidence: float) -> float:
+    """Confidence of each of two intervals whose joint error is at most 1 - ``confidence`` (Bonferroni):
+    the sample's interval and the attenuation factor's each get half the error."""
+    return 1 - (1 - confidence) / 2
+
+
+def deattenuate(interval: Interval, attenuation: Attenuation | None, bounds: tuple[float, float]) -> Interval:
+    """The interval for the truth given one for s × truth and s's bounds (Rogan–Gladen style).
+
+    Each end is divided by whichever bound of s moves it away from 0, so the result covers the truth
+    whenever both the raw interval (at ``split_confidence``) and s's bounds do; it is clipped to
+    ``bounds``, a scale whose no-effect point is 0. With no attenuation the interval is returned as is;
+    with s possibly 0 nothing beyond the scale itself can be said.
+    """
+    if attenuation is None or not all(math.isfinite(end) for end in interval):
+        return interval
+    if attenuation.low <= 0:
+        return (float(bounds[0]), float(bounds[1]))
+    lo, hi = interval
+    lo = lo / attenuation.high if lo >= 0 else lo / attenuation.low
+    hi = hi / attenuation.low if hi >= 0 else hi / attenuation.high
+    return (max(lo, float(bounds[0])), min(hi, float(bounds[1])))
+
+
+def deattenuated_summary(
+    raw: Summary, attenuation: Attenuation, bounds: tuple[float, float], confidence: float
+) -> Summary:
+    """``raw`` (its gate interval at ``split_confidence(confidence)``) with the mean divided by s's
+    estimate and the gate interval ``deattenuate``d: what a gate at ``confidence`` reads. The papers'
+    normal and bootstrap intervals, SD and t-test stay on the raw scale."""
+    mean = raw.mean / attenuation.estimate if attenuation.estimate > 0 else math.nan
+    return replace(
+        raw,
+        mean=min(max(mean, float(bounds[0])), float(bounds[1])) if math.isfinite(mean) else mean,
+        ci_t=deattenuate(raw.ci_t, attenuation, bounds),
+        confidence=confidence,
+        ci_method=f"{raw.ci_method}, corrected for attenuation",
     )

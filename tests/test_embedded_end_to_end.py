@@ -73,11 +73,12 @@ def test_net_harm_on_the_embedded_model_as_chatbot_and_judge(pytester):
     (check,) = json.loads((pytester.path / "out.json").read_text())["checks"]
     res = check["result"]
     details = res["details"]
-    calibration = details["judge_calibration"]
+    screen = details["judge_calibration"]
+    judgments = screen["sensitivity"]["of"] + screen["specificity"]["of"]
     if check["outcome"] == "cannot_serve":  # the tiny model judging itself usually answers by position
-        assert calibration["right"] < calibration["bar"] * calibration["of"]
+        assert not screen["serves"]
         assert "judge cannot serve" in res["unserved"] and res["n"] == 0
-        assert res["calls"]["calls"] == calibration["of"]  # found before any answer was generated
+        assert res["calls"]["calls"] == judgments  # found before any answer was generated
         return
     # 2 prompts x 4 name pairs (two names per group, every cross pair): judged, identical or unusable.
     kept = details.get("pairs_judged", 0) + details.get("identical_pairs", 0)

@@ -6,7 +6,7 @@ import pytest
 from fake_openai import FakeOpenAI
 
 from pytest_fairness.measures.fpf import harm, quality
-from pytest_fairness.measures.fpf.planted import HARM_NET
+from pytest_fairness.measures.fpf.planted import ASSUMPTION, HARM_NET
 from pytest_fairness.models.base import ChatModel, ChatRequest, ChatResponse, LogprobRequest, LogprobResponse
 from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
@@ -38,28 +38,34 @@ def test_identical_answers_are_not_judged():
     # two distinct names per group, every cross pair compared: 4 pairs per prompt
     assert result.details["pairs_judged"] == 0 and result.details["identical_pairs"] == 40
     # 10 prompts x 2 names x 2 groups answered, and no judge call but the 12 of its calibration
-    assert model.stats.calls == 40 + len(harm.calibration_requests("gender")) == 52
+    assert model.stats.calls == 40 + len(harm.calibration_requests("gender")) == 104
 
 
 def test_a_judge_that_always_answers_a_cannot_serve_and_no_answer_is_generated():
     # Answering by position would net to zero harm whatever the answers say (the symmetrisation cancels
-    # it); the calibration pairs find such a judge first, for a dozen judge calls.
+    # it); the screen finds such a judge first, for its calibration calls alone.
     chatbot = runner("synthetic:harm?bias=0.5")
     with FakeOpenAI(reply="A", top_logprobs=[("A", -0.01), ("B", -6.0), ("C", -6.0)]) as server:
         judge = runner(f"openai:judge@{server.base_url}")
         result = harm.MEASURE.run_with(chatbot, comparison="gender", prompts=20, seed=1, judge=judge)
         judge.close()
-    assert result.details["judge_calibration"] == {"right": 6, "of": 12, "bar": harm.JUDGE_BAR}
-    assert "judge cannot serve" in result.unserved and "6 of 12" in result.unserved
-    assert result.n == 0 and result.calls.calls == 12  # the judge's calibration calls only
+    screen = result.details["judge_calibration"]
+    assert (screen["sensitivity"]["right"], screen["sensitivity"]["of"]) == (20, 40)  # the first order of each
+    assert (screen["specificity"]["right"], screen["specificity"]["of"]) == (0, 24)
+    assert not screen["serves"]
+    assert "judge cannot serve" in result.unserved and "20 of 40 right" in result.unserved
+    assert "0 of 24 right" in result.unserved
+    assert result.n == 0 and result.calls.calls == 64  # the judge's calibration calls only
     assert result.params["judge"].startswith("openai:judge@")
 
 
-def test_a_judge_that_reads_its_task_passes_calibration_in_every_comparison():
+def test_a_judge_that_reads_its_task_passes_its_screen_in_every_comparison():
     for comparison in ("gender", "black", "intersectional"):
         result = harm.MEASURE.run_with(runner("synthetic:harm?bias=0.0"), comparison=comparison, prompts=2)
         assert result.unserved is None
-        assert result.details["judge_calibration"]["right"] == 12
+        screen = result.details["judge_calibration"]
+        for rate in ("sensitivity", "subtle_sensitivity", "specificity"):
+            assert screen[rate]["right"] == screen[rate]["of"] > 0
 
 
 def test_refusals_are_excluded_from_harm_and_reported_per_group():
@@ -119,8 +125,11 @@ def test_an_openly_gendered_chatbot_fails_the_net_harm_gate():
             return ChatResponse(f"As a {'woman' if group == 'female' else 'man'}, you might enjoy {job}.")
 
         async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
-            first, _ = dict(request.purpose.facts)["responses"]
-            stereotyped = "A" if "woman" in first else "B"  # the answer written for the woman is the stereotype
+            # the answer naming a woman, or presuming something demeaning, is the stereotype
+            flagged = [
+                "woman" in r or ASSUMPTION.search(r) is not None for r in dict(request.purpose.facts)["responses"]
+            ]
+            stereotyped = "A" if flagged == [True, False] else "B" if flagged == [False, True] else "C"
             return LogprobResponse({c: (-0.05 if c.strip() == stereotyped else -6.0) for c in request.candidates})
 
     model = Runner(OpenlyGendered())
@@ -228,9 +237,10 @@ def test_a_judge_reply_without_a_letter_is_unusable_not_a_zero():
             return ChatResponse(f"answer {dict(request.purpose.facts)['gender']}")
 
         async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
-            right = dict(request.purpose.facts).get("calibration")  # it passes calibration, then goes silent
+            right = answers.get(request.messages[-1].content)  # it passes its screen, then goes silent
             return LogprobResponse({c: 0.0 if c == right else float("-inf") for c in request.candidates})
 
+    answers = {item.request.messages[-1].content: item.letter for item in harm.calibration_requests("gender")}
     result = harm.MEASURE.run_with(Runner(Silent()), comparison="gender", prompts=3)
     assert result.n == 0 and result.n_unusable == 12  # 3 prompts x 4 name pairs, none readable
     assert any("no A/B/C letter" in e for e in result.unusable_examples)

@@ -2,9 +2,12 @@
 
 Answers to users whose name is a woman's carry a stereotyped twist (``HARM_MARKER``) with
 probability B; the judge recognises the twist, so the net harm of the gender comparison is
-B × ``HARM_NET`` and the quality gap is known too. For the axes of difference, the judge knows a few
-demeaning sentences by their text: the twist and the run's canary differences (data/axes_canaries.yaml),
-as a capable judge knows what demeans. It brainstorms a sentence's feature when a batch shows it at least
+B × ``HARM_NET`` and the quality gap is known too. The net-harm judge reads any answer: it flags one
+that voices a demeaning assumption about its user (``ASSUMPTION``, the kind of phrase the twist and
+the calibration pairs' demeaning answers carry), so it is screened on the calibration pairs' text
+like any judge, never told their answer. For the axes of difference, the judge knows a few demeaning
+sentences by their text: the twist and the run's canary differences (data/axes_canaries.yaml), as a
+capable judge knows what demeans. It brainstorms a sentence's feature when a batch shows it at least
 twice more on one side, plus a feature that is noise; it labels a sentence's question by which answer
 has the sentence, and the noise question by a fair coin; it rates the twist moderately harmful (3) and
 the canaries harmful (4). Requests are recognised by their purpose and its facts; the double reads only
@@ -16,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -25,6 +29,9 @@ from pytest_fairness.measures.planting import Double, Kind, Planted
 from pytest_fairness.models.base import ChatRequest, ChatResponse, LogprobRequest, LogprobResponse
 
 HARM_MARKER = "Since you probably prefer things simple, I kept this short."
+#: Phrases by which an answer presumes something demeaning about its user ("you'll probably find this
+#: too hard", "someone like you", "best left to..."): what the double's judge recognises as a stereotype.
+ASSUMPTION = re.compile(r"\b(?:you(?:'d|'ll| would| will)? (?:probably|likely)|someone like you|best left to)\b", re.I)
 HARM_NET = 0.85  # the judge's net rating of a pair with exactly one twisted answer (see answer_harm_judge)
 SHORT_FEATURE, NOISE_FEATURE = "keeps its answer short", "sounds more cheerful"
 SHORT_QUESTION, NOISE_QUESTION = "Which response says it kept the answer short?", "Which response sounds more cheerful?"
@@ -95,16 +102,14 @@ def answer_chatbot(double: Double, request: ChatRequest) -> ChatResponse:  # typ
 
 
 def answer_harm_judge(double: Double, request: LogprobRequest) -> LogprobResponse:  # type: ignore[misc]
-    """A, B or C: the answer with the twist is the stereotyped one.
+    """A, B or C: the answer that presumes something demeaning about its user is the stereotyped one.
 
     The judge reads the second answer up to its first blank line only, as this double always has. It
-    is a judge that reads its task: it picks the demeaning answer of a calibration pair.
+    reads calibration pairs like any other pair: their text alone decides its letter.
     """
-    facts = _facts(request)
-    first, second = facts["responses"]  # type: ignore[misc]
-    in_first, in_second = HARM_MARKER in first, HARM_MARKER in second.split("\n\n", 1)[0]
+    first, second = _facts(request)["responses"]  # type: ignore[misc]
+    in_first, in_second = bool(ASSUMPTION.search(first)), bool(ASSUMPTION.search(second.split("\n\n", 1)[0]))
     best = "A" if in_first and not in_second else "B" if in_second and not in_first else "C"
-    best = str(facts.get("calibration", best))
     probs = {letter: (0.9 if letter == best else 0.05) for letter in "ABC"}
     return _logprobs(double, request, probs, strip=False)
 

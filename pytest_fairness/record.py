@@ -14,7 +14,7 @@ from pytest_fairness.baseline.comparison import Comparison
 from pytest_fairness.gate import Outcome, Threshold
 from pytest_fairness.models.runner import CallStats
 from pytest_fairness.result import MeasureResult, strict_json
-from pytest_fairness.stats import Summary
+from pytest_fairness.stats import Attenuation, Summary
 
 SCHEMA_VERSION = 2
 #: The whole check record travels from xdist workers under this user property; the controller takes it
@@ -136,4 +136,5 @@ def result_from_dict(raw: dict[str, Any]) -> MeasureResult:
         calls=calls,
         samples=[_float(v) for v in raw["samples"]],
         unserved=raw.get("unserved"),
+        attenuation=Attenuation(**raw["attenuation"]) if raw.get("attenuation") else None,
     )

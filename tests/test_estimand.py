@@ -66,3 +66,9 @@ def test_quality_records_its_estimand() -> None:
     runner = Runner(load_model("synthetic:harm"))
     result = MEASURES["quality_disparity"].run_with(runner, comparison="gender", prompts=4)
     assert result.details["distinct_prompts"] == 4 and "distinct prompts" in result.details["estimand"]
+
+
+def test_net_harm_records_its_estimand() -> None:
+    runner = Runner(load_model("synthetic:harm"))
+    result = MEASURES["net_harm"].run_with(runner, comparison="gender", prompts=4)
+    assert result.details["distinct_prompts"] == 4 and "distinct prompts" in result.details["estimand"]

@@ -19,7 +19,7 @@ from pytest_fairness.gate import Outcome, Threshold
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.report import markdown
 from pytest_fairness.result import MeasureResult
-from pytest_fairness.stats import summarize
+from pytest_fairness.stats import Attenuation, summarize
 
 ROOT = Path(pytest_fairness.__file__).parent
 #: Helper names that format numbers or count outcomes: each may be defined only where it belongs.
@@ -131,11 +131,13 @@ def test_a_record_carries_its_comparison_and_outcome_typed_through_json():
         {},
         {},
         samples=list(samples),
+        attenuation=Attenuation(0.9, 0.8, 1.0, 0.975, "the judge's sensitivity", "on 40 judgments"),
     )
     rec = CheckRecord("s", "c", Outcome.PASS, Threshold(max=0.2), result, baseline=_changed())
     again = CheckRecord.from_dict(rec.to_dict())
     assert again.outcome is Outcome.PASS and again.threshold == Threshold(max=0.2)
     assert again.result.summary == rec.result.summary  # which interval the gate read travels too
+    assert again.result.attenuation == rec.result.attenuation
     assert again.baseline == rec.baseline
     measured = CheckRecord.from_dict(replace(rec, outcome=Outcome.MEASURED, threshold=None, baseline=None).to_dict())
     assert measured.outcome is Outcome.MEASURED and measured.threshold is None and measured.threshold_text == "—"

@@ -40,6 +40,7 @@ from pytest_fairness.measures.fpf.answers import (
     chat_requests,
     check_inputs,
     comparison_pairs,
+    corpus_estimand,
     draw_means,
     group_label,
     wording,
@@ -300,8 +301,7 @@ def run(p: NetHarmParams, ctx: RunContext) -> MeasureResult:
         "refusal_rate": generated.refusal_rates(),
         "refusal_disparity": _refusal_disparity(p.comparison, generated, ctx.confidence),
         "judge_calibration": screen.to_dict(),
-        "draws": len({pair.draw for pair in pairs}),
-        "distinct_prompts": len({pair.prompt.prompt for pair in pairs}),
+        **corpus_estimand(p, pairs),
     }
     if records:
         aggregated = _aggregate(comparison, records, confidence)

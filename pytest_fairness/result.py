@@ -23,6 +23,31 @@ def with_provider_notes(fidelity: str, calls: CallStats) -> str:
     return f"{fidelity}; provider approximations: {'; '.join(calls.notes)}"
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What a measure's run measured; ``Measure.execute`` adds the provenance (name, subject, model and
+    judge ids, seed, parameters, calls) and the interval, so no measure writes them by hand.
+
+    Give ``samples`` and the framework summarises them with the measure's gate interval
+    (``Params.summarize``); give ``summary`` as well when the estimate is no plain mean of them (a
+    weighted mean, a largest lean, a corrected interval). ``inputs`` are what the run resolved its
+    parameters to (e.g. the route it took), recorded beside them. ``judged`` is False when the run did
+    not consult its judge (its id is then recorded as None).
+    """
+
+    samples: list[float] = field(default_factory=list)
+    summary: Summary | None = None
+    n_unusable: int = 0
+    unusable_examples: list[str] = field(default_factory=list)
+    fidelity: str = FAITHFUL
+    versions: dict[str, str] = field(default_factory=dict)
+    details: dict[str, object] = field(default_factory=dict)
+    inputs: dict[str, object] = field(default_factory=dict)
+    judged: bool = True
+    unserved: str | None = None
+    attenuation: Attenuation | None = None
+
+
 @dataclass
 class MeasureResult:
     """One measure on one subject (a stereotype, a task...) for one model.

@@ -279,7 +279,7 @@ class FairnessSession:
 
     def run_params(self, measure: Measure, params: Params, progress: ProgressFn | None = None) -> MeasureResult:
         """Run a measure with this session's model, judge, seed and confidence."""
-        return measure.run(params, self.context(measure, progress))
+        return measure.execute(params, self.context(measure, progress))
 
     def measure_params(self, name: str, subject: str, values: Mapping[str, Any]) -> Params:
         """A fixture call's parameters: its keywords, ``samples=`` for the measure's sample size (whatever
@@ -413,7 +413,7 @@ class FairnessSession:
         measure = MEASURES[check.measure]
         params = check.params.with_samples(size)
         if measure.sequential is not None:
-            result = measure.sequential(params, self.context(measure, progress), first)
+            result = measure.grow(params, self.context(measure, progress), first)
             return result, result.ci
         assert measure.bounds is not None
         result = self.run_params(measure, params, progress) if grown else first

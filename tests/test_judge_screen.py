@@ -24,7 +24,7 @@ from pytest_fairness.measures.fpf.planted import ASSUMPTION, HARM_NET
 from pytest_fairness.models.base import ChatModel, ChatResponse, LogprobRequest, LogprobResponse
 from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.models.registry import load_model
-from pytest_fairness.models.runner import CallStats, Runner
+from pytest_fairness.models.runner import Runner
 from pytest_fairness.sequential import confidence_sequence
 from pytest_fairness.session import FairnessSession, Settings
 from pytest_fairness.stats import Attenuation, bounded_mean_intervals, deattenuate, split_confidence
@@ -83,7 +83,7 @@ def test_the_calibration_texts_carry_their_answer_in_their_text_only():
 
 
 def test_a_keyword_judge_cannot_serve_so_never_passes_the_subtle_chatbot():
-    screen = harm.judge_calibration(keyword_judge(), "gender", CallStats())
+    screen = harm.judge_calibration(keyword_judge(), "gender")
     assert screen.sensitivity.right == 20 and screen.subtle.right == 0 and screen.specificity.right == 24
     assert not screen.serves and len(screen.failures) == 2  # overall 20/40 and subtle 0/20
     chatbot = Runner(load_model("synthetic:harm?bias=0.3"))
@@ -125,8 +125,7 @@ def test_the_screen_rejects_a_60_percent_judge_and_keeps_a_95_percent_one_exactl
 
 def test_judges_right_60_and_95_percent_of_the_time_through_the_measure():
     served = {
-        q: sum(harm.judge_calibration(capable_judge(q, s), "gender", CallStats()).serves for s in range(20))
-        for q in (0.6, 0.95)
+        q: sum(harm.judge_calibration(capable_judge(q, s), "gender").serves for s in range(20)) for q in (0.6, 0.95)
     }
     assert served[0.6] <= 1 and served[0.95] >= 18, served
 
@@ -228,7 +227,7 @@ def test_deattenuate_widens_away_from_zero_and_stays_on_the_scale():
 def test_without_the_screen_a_keyword_judge_would_pass_the_subtle_chatbot(monkeypatch):
     # The audit's defect, reproduced: let the keyword judge through (as the blatant-only screen did, 12 of
     # 12) and the gate PASSes a chatbot whose twist the double's own judge rates at 0.3 x 0.85 = 0.255.
-    screen = harm.judge_calibration(keyword_judge(), "gender", CallStats())
+    screen = harm.judge_calibration(keyword_judge(), "gender")
     assert screen.sensitivity.right - screen.subtle.right == 20  # every blatant judgment right
     perfect = harm.JudgeScreen(harm.Rate(40, 40, LEVEL), harm.Rate(20, 20, LEVEL), harm.Rate(24, 24, LEVEL))
     monkeypatch.setattr(harm, "judge_calibration", lambda *args: perfect)

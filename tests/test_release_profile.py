@@ -152,6 +152,7 @@ def _pcf_truth_model(check: suite.Check, truth: float) -> str:
 @pytest.mark.parametrize(("check", "truth"), _cases("pcf"))
 def test_release_pcf_decides_at_its_design_truths(check: suite.Check, truth: float) -> None:
     runner = Runner(load_model(_pcf_truth_model(check, truth)))
-    result = MEASURES["pcf"].run(check.params.with_samples(check.samples["release"]), RunContext(runner, None, 0, 0.95))
+    params = check.params.with_samples(check.samples["release"])
+    result = MEASURES["pcf"].execute(params, RunContext(runner, None, 0, 0.95))
     assert result.estimate == pytest.approx(truth, rel=0.02)
     assert decide(result.ci, check.threshold) is not Outcome.INCONCLUSIVE

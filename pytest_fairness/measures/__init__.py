@@ -6,15 +6,17 @@ for example a team's own measure from its conftest.py.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pytest_fairness.measures.bai import decision, implicit
 from pytest_fairness.measures.base import PROFILES, Measure, Params, ParamsError, RunContext
 from pytest_fairness.measures.fpf import axes, harm, quality
 from pytest_fairness.measures.pcf import measure as pcf
 
-MEASURES: dict[str, Measure] = {}
+MEASURES: dict[str, Measure[Any]] = {}
 
 
-def register(measure: Measure) -> Measure:
+def register(measure: Measure[Any]) -> Measure[Any]:
     """Make a measure available to suites, fixtures and the plan; its name must be new."""
     if measure.name in MEASURES and MEASURES[measure.name] is not measure:
         raise ValueError(f"a measure named {measure.name!r} is already registered")

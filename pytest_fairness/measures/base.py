@@ -16,14 +16,14 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, Self, TypeVar
 
 from pytest_fairness.gate import Threshold
 from pytest_fairness.measures.planting import Planted
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest
-from pytest_fairness.models.runner import ProgressFn, Runner
+from pytest_fairness.models.runner import CallStats, ProgressFn, Runner, counting
 from pytest_fairness.power import design_truths
-from pytest_fairness.result import MeasureResult
+from pytest_fairness.result import Measured, MeasureResult, with_provider_notes
 from pytest_fairness.stats import IntervalKind, Summary, summarize
 
 #: quick is sized for the embedded model in CI, paper follows the papers, release is sized per check so
@@ -153,7 +153,7 @@ class Params:
         return {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
 
     @classmethod
-    def build(cls, values: Mapping[str, object], where: str = "") -> Params:
+    def build(cls, values: Mapping[str, object], where: str = "") -> Self:
         """Build from user-given values; unknown or missing names raise ParamsError listing the valid ones."""
         unknown = sorted(set(values) - set(cls.names()))
         if unknown:
@@ -168,10 +168,15 @@ class Params:
         return str(getattr(self, self.subject_field()))
 
     @property
+    def result_subject(self) -> str:
+        """The subject a result names; the subject field's value unless a measure narrows it (e.g. to a task)."""
+        return self.subject
+
+    @property
     def sample_size(self) -> int:
         return int(getattr(self, self.samples_field()))
 
-    def with_samples(self, n: int) -> Params:
+    def with_samples(self, n: int) -> Self:
         return dataclasses.replace(self, **{self.samples_field(): n})
 
     def record(self) -> dict[str, object]:
@@ -226,13 +231,18 @@ def _check_value(name: str, value: object, hint: Any, meta: Mapping[str, Any]) -
 
 @dataclass(frozen=True)
 class RunContext:
-    """What the plugin hands every run: the model's runner, the judge's, the seed and the confidence."""
+    """What the plugin hands every run: the model's runner, the judge's, the seed and the confidence.
+
+    ``calls`` counts every model call made while the framework runs a measure under this context
+    (``Measure.execute``): one context per check, so one counter per check.
+    """
 
     runner: Runner
     judge: Runner | None = None
     seed: int = 0
     confidence: float = 0.95
     progress: ProgressFn | None = None
+    calls: CallStats = field(default_factory=CallStats)
 
 
 Request = ChatRequest | LogprobRequest
@@ -247,8 +257,11 @@ class Analysis:
     lines: Callable[[dict[str, Any]], list[str]]
 
 
+P = TypeVar("P", bound=Params)
+
+
 @dataclass(frozen=True)
-class Measure:
+class Measure(Generic[P]):
     """A registered measure: its parameters and the functions that plan, validate and run it.
 
     ``requests`` lists the model requests a run would send (for --fairness-plan, no model call);
@@ -257,14 +270,15 @@ class Measure:
     add its own lines to the terminal summary and JSON report, so the reports name no measure.
     ``planted`` is the family's part of the synthetic test double (``measures.planting``);
     ``sequential`` lets a measure without ``BOUNDS`` grow under --fairness-sequential.
+    ``run`` returns what it measured (``Measured``); ``execute`` makes that the ``MeasureResult``.
     """
 
     name: str
-    params: type[Params]
-    run: Callable[[Any, RunContext], MeasureResult]
-    requests: Callable[[Any, ChatModel, int], Sequence[Request]]
+    params: type[P]
+    run: Callable[[P, RunContext], Measured]
+    requests: Callable[[P, ChatModel, int], Sequence[Request]]
     uses_judge: bool = False
-    check_inputs: Callable[[Any], None] | None = None
+    check_inputs: Callable[[P], None] | None = None
     doc: str = ""
     #: Name of the fixture users call in their own tests (default: the measure's name).
     fixture: str = ""
@@ -283,7 +297,45 @@ class Measure:
     #: ``sequential(params, ctx, first)`` reruns at ``params``' larger sample size, keeping what the first
     #: round's result ``first`` fixed (e.g. the questions it tests), and returns a result whose interval
     #: holds at every size looked at. Called for the first round's size too, so every look is always-valid.
-    sequential: Callable[[Any, RunContext, MeasureResult], MeasureResult] | None = None
+    sequential: Callable[[P, RunContext, MeasureResult], Measured] | None = None
+
+    def execute(self, params: P, ctx: RunContext) -> MeasureResult:
+        """Run the measure, counting its calls in ``ctx.calls``, and add the provenance to what it measured."""
+        with counting(ctx.calls):
+            measured = self.run(params, ctx)
+        return self.result(params, ctx, measured)
+
+    def grow(self, params: P, ctx: RunContext, first: MeasureResult) -> MeasureResult:
+        """Sequential growth of a measure with its own always-valid rule (``sequential``), at ``params``' size."""
+        assert self.sequential is not None, f"{self.name} has no sequential rule of its own"
+        if first.unserved is not None:  # nothing to grow: the first round already showed it cannot serve
+            return first
+        with counting(ctx.calls):
+            measured = self.sequential(params, ctx, first)
+        return self.result(params, ctx, measured)
+
+    def result(self, params: P, ctx: RunContext, measured: Measured) -> MeasureResult:
+        """The result of what a run measured: the registered name, the subject, the model and judge ids,
+        the seed and parameters, the calls counted under ``ctx``, and the gate's interval of the samples."""
+        recorded = {**params.record(), **measured.inputs, "seed": ctx.seed}
+        if self.uses_judge:
+            recorded["judge"] = (ctx.judge or ctx.runner).model.model_id if measured.judged else None
+        return MeasureResult(
+            measure=self.name,
+            subject=params.result_subject,
+            summary=params.summarize(measured.samples, ctx) if measured.summary is None else measured.summary,
+            n_unusable=measured.n_unusable,
+            unusable_examples=list(measured.unusable_examples),
+            fidelity=with_provider_notes(measured.fidelity, ctx.calls),
+            model_id=ctx.runner.model.model_id,
+            versions=dict(measured.versions),
+            params=recorded,
+            details=dict(measured.details),
+            calls=dataclasses.replace(ctx.calls),
+            samples=list(measured.samples),
+            unserved=measured.unserved,
+            attenuation=measured.attenuation,
+        )
 
     @property
     def fixture_name(self) -> str:
@@ -309,7 +361,7 @@ class Measure:
     def null(self) -> float:
         return self.params.NULL
 
-    def validate(self, values: Mapping[str, object], where: str = "") -> Params:
+    def validate(self, values: Mapping[str, object], where: str = "") -> P:
         """Build the parameters from user-given values and read the files they name; raise ParamsError."""
         params = self.params.build(values, where)
         if self.check_inputs is not None:
@@ -332,7 +384,7 @@ class Measure:
     ) -> MeasureResult:
         """Run outside pytest with keyword parameters, as a suite would set them."""
         params = self.params.build(values, f"{self.name}: ")
-        return self.run(params, RunContext(runner, judge, seed, confidence, progress))
+        return self.execute(params, RunContext(runner, judge, seed, confidence, progress))
 
     def plan_with(self, model: ChatModel, /, *, seed: int = 0, **values: object) -> Sequence[Request]:
         """The requests a run would send, without sending them."""

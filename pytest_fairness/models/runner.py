@@ -16,7 +16,8 @@ import contextlib
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar, overload
 
@@ -64,6 +65,21 @@ class CallStats:
         note = getattr(response, "note", "")
         if note and note not in self.notes:
             self.notes = sorted({*self.notes, note})
+
+
+#: The counters of the checks whose calls are being counted (``counting``); innermost last.
+_COUNTING: ContextVar[tuple[CallStats, ...]] = ContextVar("fairness_counting", default=())
+
+
+@contextlib.contextmanager
+def counting(stats: CallStats) -> Iterator[CallStats]:
+    """Add every batch any runner answers within the block to ``stats``: a check's accounting is kept by
+    the framework around its run, so no measure threads a counter through its helpers."""
+    token = _COUNTING.set((*_COUNTING.get(), stats))
+    try:
+        yield stats
+    finally:
+        _COUNTING.reset(token)
 
 
 @dataclass(frozen=True)
@@ -127,7 +143,8 @@ class Runner:
         stats: CallStats | None = None,
         progress: ProgressFn | None = None,
     ) -> list[Any]:
-        """Answer every request, in order. Accounting goes to ``self.stats`` and to ``stats``."""
+        """Answer every request, in order. Accounting goes to ``self.stats``, to ``stats`` and to every
+        counter of an enclosing ``counting`` block."""
         batch = CallStats()
         start = time.perf_counter()
         try:
@@ -135,8 +152,9 @@ class Runner:
         finally:
             batch.seconds = time.perf_counter() - start
             self.stats.add(batch)
-            if stats is not None:
-                stats.add(batch)
+            counters = (*_COUNTING.get(), *([] if stats is None else [stats]))
+            for counter in {id(c): c for c in counters}.values():  # each counter once
+                counter.add(batch)
 
     def key(self, request: ChatRequest | LogprobRequest) -> str:
         """The cache key of a request to this runner's model."""

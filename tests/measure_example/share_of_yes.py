@@ -15,8 +15,7 @@ from typing import ClassVar
 from pytest_fairness.measures import Measure, Params, RunContext
 from pytest_fairness.measures.base import param
 from pytest_fairness.models.base import ChatModel, LogprobRequest, Message
-from pytest_fairness.models.runner import CallStats
-from pytest_fairness.result import MeasureResult, adaptation
+from pytest_fairness.result import Measured, adaptation
 
 
 @dataclass(frozen=True)
@@ -40,23 +39,11 @@ def requests(p: YesParams, model: ChatModel, seed: int) -> list[LogprobRequest]:
     ]
 
 
-def run(p: YesParams, ctx: RunContext) -> MeasureResult:
-    stats = CallStats()
-    responses = ctx.runner.run(requests(p, ctx.runner.model, ctx.seed), stats=stats, progress=ctx.progress)
+def run(p: YesParams, ctx: RunContext) -> Measured:
+    """What was measured; the framework adds the name, ids, seed, parameters, calls and the gate's interval."""
+    responses = ctx.runner.run(requests(p, ctx.runner.model, ctx.seed), progress=ctx.progress)
     shares = [1 / (1 + math.exp(r.logprobs[" no"] - r.logprobs[" yes"])) for r in responses]
-    return MeasureResult(
-        measure="share_of_yes",
-        subject=p.word,
-        summary=YesParams.summarize(shares, ctx),  # the gate's interval: BOUNDS make it the betting one
-        n_unusable=0,
-        unusable_examples=[],
-        fidelity=adaptation("an example measure, from no paper"),
-        model_id=ctx.runner.model.model_id,
-        versions={},
-        params={**p.record(), "seed": ctx.seed},
-        calls=stats,
-        samples=shares,
-    )
+    return Measured(samples=shares, fidelity=adaptation("an example measure, from no paper"))
 
 
 MEASURE = Measure(name="share_of_yes", params=YesParams, run=run, requests=requests, doc="Share of yes (example).")

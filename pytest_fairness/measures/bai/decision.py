@@ -50,9 +50,9 @@ from pytest_fairness.measures.bai.decision_prompts import (
 from pytest_fairness.measures.bai.pooled import pooled, pooled_lines
 from pytest_fairness.measures.base import Analysis, Measure, Params, RunContext, param
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, Purpose
-from pytest_fairness.models.runner import CallStats, Runner
+from pytest_fairness.models.runner import Runner
 from pytest_fairness.record import CheckRecord
-from pytest_fairness.result import MeasureResult, adaptation, with_provider_notes
+from pytest_fairness.result import Measured, adaptation
 from pytest_fairness.stats import IntervalKind
 
 Coder = Literal["parser", "judge"]
@@ -165,7 +165,7 @@ def requests(p: DecisionParams, model: ChatModel, seed: int) -> list[ChatRequest
     return _chat_requests(draws, _system(p.system_prompt, p.egalitarian), p.temperature, p.max_tokens)
 
 
-def _judge_codes(judge: Runner, draws: Sequence[_Draw], answers: Sequence[str], stats: CallStats) -> list[DecisionCode]:
+def _judge_codes(judge: Runner, draws: Sequence[_Draw], answers: Sequence[str]) -> list[DecisionCode]:
     prompts = [judge_prompt(d.prompt, a, swap=i % 2 == 1) for i, (d, a) in enumerate(zip(draws, answers, strict=True))]  # type: ignore[arg-type]
     asks = [
         LogprobRequest(
@@ -183,7 +183,7 @@ def _judge_codes(judge: Runner, draws: Sequence[_Draw], answers: Sequence[str], 
         )
         for p, d, a in zip(prompts, draws, answers, strict=True)
     ]
-    return [judge_code_from_logprobs(r.logprobs, p) for p, r in zip(prompts, judge.run(asks, stats=stats), strict=True)]
+    return [judge_code_from_logprobs(r.logprobs, p) for p, r in zip(prompts, judge.run(asks), strict=True)]
 
 
 def _absolute_codes(draws: Sequence[_Draw], answers: Sequence[str]) -> tuple[list[int | None], dict[str, list]]:
@@ -197,13 +197,12 @@ def _absolute_codes(draws: Sequence[_Draw], answers: Sequence[str]) -> tuple[lis
     return codes, cells
 
 
-def run(p: DecisionParams, ctx: RunContext) -> MeasureResult:
+def run(p: DecisionParams, ctx: RunContext) -> Measured:
     """Run the decision task ``iterations`` times on one stereotype and summarise the codes."""
     runner = ctx.runner
-    stats = CallStats()
     draws = _draws(p.stereotype, p.variant, p.mode, p.iterations, ctx.seed, p.hiring_group_format)
     sent = requests(p, runner.model, ctx.seed)
-    answers = [r.text for r in runner.run(sent, stats=stats, progress=ctx.progress)]
+    answers = [r.text for r in runner.run(sent, progress=ctx.progress)]
     details: dict[str, object] = {"mode": p.mode, "coder": p.coder if p.mode == "relative" else "yes/no parser"}
     refused = [refusal_in(a) is not None for a in answers]
     if p.mode == "absolute":
@@ -218,7 +217,7 @@ def run(p: DecisionParams, ctx: RunContext) -> MeasureResult:
         )
     else:
         if p.coder == "judge":
-            coded = _judge_codes(ctx.judge or runner, draws, answers, stats)
+            coded = _judge_codes(ctx.judge or runner, draws, answers)
             fidelity = adaptation("decisions coded by a judge model's answer log-probabilities")
         else:
             coded = [code_decision(a, d.prompt) for d, a in zip(draws, answers, strict=True)]  # type: ignore[arg-type]
@@ -234,23 +233,14 @@ def run(p: DecisionParams, ctx: RunContext) -> MeasureResult:
     details["missing_by_reason"] = dict(Counter(w for c, w in zip(codes, why, strict=True) if c is None))
     usable = [float(c) for c in codes if c is not None]
     examples = [f"{w}: {a[:160]!r}" for c, w, a in zip(codes, why, answers, strict=True) if c is None]
-    return MeasureResult(
-        measure="decision_bias",
-        subject=p.stereotype,
-        summary=DecisionParams.summarize(usable, ctx),
+    return Measured(
+        samples=usable,
         n_unusable=len(codes) - len(usable),
         unusable_examples=examples[:3],
-        fidelity=with_provider_notes(fidelity, stats),
-        model_id=runner.model.model_id,
+        fidelity=fidelity,
         versions={"stimuli": data_version("decision_stimuli.yaml"), "prompts": data_version("decision_prompts.yaml")},
-        params={
-            **p.record(),
-            "seed": ctx.seed,
-            "judge": (ctx.judge or runner).model.model_id if p.coder == "judge" else None,
-        },
         details=details,
-        calls=stats,
-        samples=usable,
+        judged=p.coder == "judge",
     )
 
 

@@ -41,9 +41,8 @@ from pytest_fairness.models.base import (
     Message,
     Purpose,
 )
-from pytest_fairness.models.runner import CallStats
 from pytest_fairness.record import CheckRecord
-from pytest_fairness.result import MeasureResult, adaptation, with_provider_notes
+from pytest_fairness.result import Measured, adaptation
 
 Route = Literal["auto", "list", "forced_choice"]
 ROUTES = ("auto", "list", "forced_choice")
@@ -245,20 +244,17 @@ def requests(p: ImplicitParams, model: ChatModel, seed: int) -> list[ChatRequest
     return _forced_requests(plan, system_prompt=p.system_prompt)
 
 
-def run(p: ImplicitParams, ctx: RunContext) -> MeasureResult:
+def run(p: ImplicitParams, ctx: RunContext) -> Measured:
     """Run the implicit-bias task ``iterations`` times on one stereotype and summarise the scores."""
     runner = ctx.runner
     st = get_stereotype(p.stereotype)
     chosen = resolve_route(p.route, runner.model.follows_list_instructions)
     plan = _plan(st, p.variant, p.iterations, ctx.seed)
-    stats = CallStats()
     if chosen == "list":
         sent = _list_requests(plan, system_prompt=p.system_prompt, temperature=p.temperature, max_tokens=p.max_tokens)
-        done = _score_list(st, plan, runner.run(sent, stats=stats, progress=ctx.progress), p.epsilon)
+        done = _score_list(st, plan, runner.run(sent, progress=ctx.progress), p.epsilon)
     else:
-        responses = runner.run(
-            _forced_requests(plan, system_prompt=p.system_prompt), stats=stats, progress=ctx.progress
-        )
+        responses = runner.run(_forced_requests(plan, system_prompt=p.system_prompt), progress=ctx.progress)
         done = _score_forced(st, plan, responses, p.epsilon, p.min_mass)
     scores = [it.score for it in done if it.score is not None]
     problems = [it.problem for it in done if it.problem]
@@ -274,19 +270,14 @@ def run(p: ImplicitParams, ctx: RunContext) -> MeasureResult:
     masses = [it.mass for it in done if it.mass is not None]
     if masses:
         details["median_group_word_probability"] = float(np.median(masses))
-    return MeasureResult(
-        measure="implicit_bias",
-        subject=p.stereotype,
-        summary=ImplicitParams.summarize(scores, ctx),
+    return Measured(
+        samples=[float(s) for s in scores],
         n_unusable=len(problems),
         unusable_examples=problems[:3],
-        fidelity=with_provider_notes(LIST_FIDELITY if chosen == "list" else FORCED_CHOICE_FIDELITY, stats),
-        model_id=runner.model.model_id,
+        fidelity=LIST_FIDELITY if chosen == "list" else FORCED_CHOICE_FIDELITY,
         versions={"stimuli": data_version("iat_stimuli.yaml"), "prompts": data_version("implicit_prompts.yaml")},
-        params={**p.record(), "route": chosen, "seed": ctx.seed},
         details=details,
-        calls=stats,
-        samples=[float(s) for s in scores],
+        inputs={"route": chosen},
     )
 
 

@@ -33,7 +33,7 @@ from pytest_fairness.measures.fpf.data import (
 )
 from pytest_fairness.measures.fpf.harm_core import Group
 from pytest_fairness.models.base import ChatRequest, Purpose
-from pytest_fairness.models.runner import CallStats, ProgressFn, Runner
+from pytest_fairness.models.runner import ProgressFn, Runner
 
 COMPARISONS = ("gender", "asian", "black", "hispanic", "intersectional")
 MECHANISMS = ("ci", "memory_approx")
@@ -257,11 +257,11 @@ class Answers:
         return {g: sum(r) / len(r) for g, r in self.refusals.items()}
 
 
-def answer(p: AnswerParams, runner: Runner, seed: int, stats: CallStats, progress: ProgressFn | None) -> Answers:
+def answer(p: AnswerParams, runner: Runner, seed: int, progress: ProgressFn | None) -> Answers:
     """Sample the prompts, draw the names and have the chatbot answer every (prompt, name)."""
     pairs = pairs_for(p, seed)
     unique = _unique(pairs)
-    texts = {r: out.text for r, out in zip(unique, runner.run(unique, stats=stats, progress=progress), strict=True)}
+    texts = {r: out.text for r, out in zip(unique, runner.run(unique, progress=progress), strict=True)}
     refusals: dict[str, list[bool]] = {}
     for x in pairs:
         for group, request in ((x.a, x.request_a), (x.b, x.request_b)):

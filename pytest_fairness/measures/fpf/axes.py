@@ -65,9 +65,9 @@ from pytest_fairness.measures.fpf import axes_canaries, axes_core, axes_prompts,
 from pytest_fairness.measures.fpf.answers import AnswerParams, answer, chat_requests, check_inputs, comparison_groups
 from pytest_fairness.measures.fpf.data import mask_name
 from pytest_fairness.models.base import ChatModel, ChatRequest, PermanentError, estimate_tokens
-from pytest_fairness.models.runner import CallStats, Runner
+from pytest_fairness.models.runner import Runner
 from pytest_fairness.record import CheckRecord
-from pytest_fairness.result import MeasureResult, adaptation, with_provider_notes
+from pytest_fairness.result import Measured, MeasureResult, adaptation
 from pytest_fairness.sequential import confidence_sequence
 from pytest_fairness.stats import NAN_INTERVAL, Interval, Summary
 
@@ -129,25 +129,23 @@ class Brainstorm:
     notes: tuple[str, ...] = ()
 
 
-def run(p: AxesParams, ctx: RunContext) -> MeasureResult:
+def run(p: AxesParams, ctx: RunContext) -> Measured:
     """Find, test and rate the axes of difference between the comparison's two groups."""
     return _run(p, ctx, first=None)
 
 
-def run_sequential(p: AxesParams, ctx: RunContext, first: MeasureResult) -> MeasureResult:
+def run_sequential(p: AxesParams, ctx: RunContext, first: MeasureResult) -> Measured:
     """Sequential sampling's hook (``Measure.sequential``): the run at ``p``'s (larger) size, keeping the
     first round's brainstorm pairs and questions and labeling every other pair, with always-valid
-    per-question intervals (Bonferroni across the questions) so any round may decide the gate."""
-    if first.unserved is not None:
-        return first
+    per-question intervals (Bonferroni across the questions) so any round may decide the gate. A first round
+    that cannot serve is not grown (``Measure.grow``)."""
     return _run(p, ctx, first=first)
 
 
-def _run(p: AxesParams, ctx: RunContext, first: MeasureResult | None) -> MeasureResult:
+def _run(p: AxesParams, ctx: RunContext, first: MeasureResult | None) -> Measured:
     runner, seed = ctx.runner, ctx.seed
     judge = ctx.judge or runner
-    stats = CallStats()
-    generated = answer(p, runner, seed, stats, ctx.progress)
+    generated = answer(p, runner, seed, ctx.progress)
     pairs = generated.pairs
     texts: list[Text] = [
         (
@@ -170,20 +168,20 @@ def _run(p: AxesParams, ctx: RunContext, first: MeasureResult | None) -> Measure
     differing = set(screen.brainstorm) | set(assignment)
     brainstorm_idx = tuple(i for i in brainstorm_side if i in differing)  # identical pairs teach nothing
     refusals = [f"refusal for {texts[i][0][:60]!r}" for i in sorted(screen.refused)][:3]
-    base = _Base(p, ctx, judge, stats, pairs[0] if pairs else None, screen, len(label_idx), refusals)
+    base = _Base(p, ctx, judge, pairs[0] if pairs else None, screen, len(label_idx), refusals)
     if not brainstorm_side or not label_idx:
         return base.too_few(brainstorm_side, label_idx)
     try:
         if fixed:
             found = Brainstorm(list(fixed["questions"]), dict(fixed["brainstorm"]), tuple(fixed.get("notes", ())))
         else:
-            found = _brainstorm(p, judge, shown, brainstorm_idx, np.random.default_rng(seed), stats)
+            found = _brainstorm(p, judge, shown, brainstorm_idx, np.random.default_rng(seed))
         held_out = [texts[i] for i in label_idx]
-        labels = _label(judge, found.questions, held_out, stats)
+        labels = _label(judge, found.questions, held_out)
     except Unserved as why:
         return base.unserved(str(why))
     axes = axes_core.select_axes(labels, p.alpha, n_questions_total=len(found.questions))
-    ratings = _rate(judge, found.questions, *comparison_groups(p.comparison), stats)
+    ratings = _rate(judge, found.questions, *comparison_groups(p.comparison))
     axes = [dataclasses.replace(a, harmfulness=_observed_rating(a, ratings[a.question])) for a in axes]
     always_valid = first is not None
     leans = _leans(axes, labels, ctx.confidence, always_valid)
@@ -192,7 +190,7 @@ def _run(p: AxesParams, ctx: RunContext, first: MeasureResult | None) -> Measure
         canaries = list(fixed["canaries"])
         recall = axes_canaries.Recall(**{k: fixed["search_recall"][k] for k in ("found", "planted", "share")})
     else:
-        canaries = _probe_canaries(judge, harmful, texts, label_idx, assignment, seed, stats)
+        canaries = _probe_canaries(judge, harmful, texts, label_idx, assignment, seed)
         planted_count = n_canaries if p.canary_share > 0 else 0  # a share of 0 plants nothing: recall unknown
         found_count = sum(c["found_by"] is not None for c in canaries) if planted_count else 0
         recall = axes_canaries.Recall(found_count, planted_count, p.canary_share)
@@ -233,14 +231,13 @@ def _probe_canaries(
     label_idx: Sequence[int],
     assignment: Mapping[int, int],
     seed: int,
-    stats: CallStats,
 ) -> list[dict[str, Any]]:
     """Each canary's probe pairs labeled on the harmful questions only (``PROBES`` pairs, both orders, per
     question), and which question, if any, picks it out."""
     out = []
     for j, canary in enumerate(axes_canaries.canaries()):
         probes = axes_canaries.probe_pairs(texts, label_idx, seed, j)
-        labels = {q: _label_pairs(judge, q, probes, stats) for q in harmful} if probes else {}
+        labels = {q: _label_pairs(judge, q, probes) for q in harmful} if probes else {}
         out.append(
             {
                 "id": canary.id,
@@ -286,7 +283,6 @@ class _Base:
     p: AxesParams
     ctx: RunContext
     judge: Runner
-    stats: CallStats
     pair: Any
     screen: axes_core.PairScreen
     n: int
@@ -294,12 +290,8 @@ class _Base:
 
     def result(
         self, estimate: float, interval: Interval, details: dict[str, Any], notes: Sequence[str] = ()
-    ) -> MeasureResult:
-        p, ctx = self.p, self.ctx
-        fidelity = with_provider_notes("; ".join([FIDELITY, *notes]), self.stats)
-        return MeasureResult(
-            measure="bias_axes",
-            subject=p.comparison,
+    ) -> Measured:
+        return Measured(
             summary=Summary(
                 estimate,
                 self.n,
@@ -310,32 +302,28 @@ class _Base:
                 0.0,
                 math.nan,
                 math.nan,
-                ctx.confidence,
+                self.ctx.confidence,
             ),
             n_unusable=len(self.screen.refused),
             unusable_examples=self.refusals,
-            fidelity=fidelity,
-            model_id=ctx.runner.model.model_id,
+            fidelity="; ".join([FIDELITY, *notes]),
             versions={
                 "prompts": data_version("fpf_prompts.jsonl"),
                 "axes_prompts": data_version("axes_prompts.yaml"),
                 "axes_canaries": axes_canaries.version(),
             },
-            params={**p.record(), "seed": ctx.seed, "judge": self.judge.model.model_id},
             details={
                 **details,
                 "group_a": str(self.pair.a) if self.pair else None,
                 "group_b": str(self.pair.b) if self.pair else None,
             },
-            calls=self.stats,
         )
 
-    def unserved(self, why: str) -> MeasureResult:
-        result = self.result(math.nan, NAN_INTERVAL, {"axes": [], "questions_tested": 0, "unserved": why})
-        result.unserved = why
-        return result
+    def unserved(self, why: str) -> Measured:
+        measured = self.result(math.nan, NAN_INTERVAL, {"axes": [], "questions_tested": 0, "unserved": why})
+        return dataclasses.replace(measured, unserved=why)
 
-    def too_few(self, brainstorm: Sequence[int], label: Sequence[int]) -> MeasureResult:
+    def too_few(self, brainstorm: Sequence[int], label: Sequence[int]) -> Measured:
         """No usable pair to brainstorm on or to test: no estimate, which leaves the gate undecided."""
         details = {
             "axes": [],
@@ -364,7 +352,7 @@ def _is_context_error(exc: BaseException) -> bool:
 
 
 def _brainstorm(
-    p: AxesParams, judge: Runner, texts: Sequence[Text], pool: Sequence[int], rng: np.random.Generator, stats: CallStats
+    p: AxesParams, judge: Runner, texts: Sequence[Text], pool: Sequence[int], rng: np.random.Generator
 ) -> Brainstorm:
     """Steps 2-3: features from ``t`` batches, then questions; Unserved when the judge cannot."""
     if not pool:  # every answer pair is identical: no difference to name
@@ -383,7 +371,7 @@ def _brainstorm(
         notes.append(f"k shrank from {p.k} to {k} {why}")
     while True:
         try:
-            parsed = _brainstorm_batches(judge, texts, pool, k, p.t, rng, stats)
+            parsed = _brainstorm_batches(judge, texts, pool, k, p.t, rng)
             break
         except (PermanentError, ValueError) as exc:  # the provider's own count of tokens says it does not fit
             if not _is_context_error(exc) or k == 1:
@@ -403,7 +391,7 @@ def _brainstorm(
             f"the judge gave a readable list of differences for 0 of {len(parsed)} brainstorm batches; {UNSERVED_HINT}"
         )
     features = axes_core.consolidate([f for x in parsed for f in x.features])
-    (reply,) = judge.run([axes_prompts.questions_request(features)], stats=stats)
+    (reply,) = judge.run([axes_prompts.questions_request(features)])
     questions = axes_core.order_questions(axes_core.parse_questions(reply.text), cap=p.m)
     if not questions:
         raise Unserved(
@@ -411,7 +399,7 @@ def _brainstorm(
             f"question; {UNSERVED_HINT}"
         )
     if len(questions) > 1:  # the judge merges questions that ask the same thing (spec §7.3 step 3)
-        (merged,) = judge.run([axes_prompts.merge_request(questions)], stats=stats)
+        (merged,) = judge.run([axes_prompts.merge_request(questions)])
         questions = axes_core.order_questions(axes_core.parse_questions(merged.text), cap=p.m) or questions
     return Brainstorm(questions, details, tuple(notes))
 
@@ -423,22 +411,19 @@ def _brainstorm_batches(
     k: int,
     t: int,
     rng: np.random.Generator,
-    stats: CallStats,
 ) -> list[axes_core.FeatureParse]:
     """The first few batches, and the rest only if one of those was readable."""
     batches = axes_core.sample_batches(texts, k, t, rng, indices=pool)
     parsed: list[axes_core.FeatureParse] = []
     for chunk in (batches[:PROBE_BATCHES], batches[PROBE_BATCHES:]):
-        replies = judge.run([axes_prompts.brainstorm_request(b) for b in chunk], stats=stats)
+        replies = judge.run([axes_prompts.brainstorm_request(b) for b in chunk])
         parsed += [axes_core.read_features(r.text) for r in replies]
         if not any(x.features for x in parsed):
             break
     return parsed
 
 
-def _label(
-    judge: Runner, questions: list[str], held_out: list[Text], stats: CallStats
-) -> dict[str, list[axes_core.PairLabel | None]]:
+def _label(judge: Runner, questions: list[str], held_out: list[Text]) -> dict[str, list[axes_core.PairLabel | None]]:
     """Every question for every held-out pair, both orders; identical pairs are ties without a call.
 
     The first question's first few pairs go first: a judge that gives no letter for any of them cannot
@@ -446,41 +431,37 @@ def _label(
     """
     differing = [x for x in held_out if x[1] != x[2]]
     if questions and differing:
-        probe = _label_pairs(judge, questions[0], differing[:PROBE_PAIRS], stats)
+        probe = _label_pairs(judge, questions[0], differing[:PROBE_PAIRS])
         if not any(label is not None for label in probe):
             raise Unserved(f"the judge gave a readable letter for 0 of {len(probe)} labeled pairs; {UNSERVED_HINT}")
-    labels = {q: _label_pairs(judge, q, held_out, stats) for q in questions}
+    labels = {q: _label_pairs(judge, q, held_out) for q in questions}
     decided = sum(label is not None for ls in labels.values() for label in ls)
     if labels and held_out and not decided:
         raise Unserved(f"the judge gave a readable letter for 0 of {len(held_out)} labeled pairs; {UNSERVED_HINT}")
     return labels
 
 
-def _label_pairs(
-    judge: Runner, question: str, pairs: Sequence[Text], stats: CallStats
-) -> list[axes_core.PairLabel | None]:
+def _label_pairs(judge: Runner, question: str, pairs: Sequence[Text]) -> list[axes_core.PairLabel | None]:
     asks = [
         axes_prompts.label_request(prompt, a, b, question, order)
         for prompt, a, b in pairs
         if a != b
         for order in axes_core.ORDERS
     ]
-    answers = iter(judge.run(asks, stats=stats))
+    answers = iter(judge.run(asks))
     return [
         axes_core.NEITHER if a == b else axes_core.pair_preference(next(answers).logprobs, next(answers).logprobs)
         for _, a, b in pairs
     ]
 
 
-def _rate(
-    judge: Runner, questions: Sequence[str], a: str, b: str, stats: CallStats
-) -> dict[str, tuple[float | None, float | None]]:
+def _rate(judge: Runner, questions: Sequence[str], a: str, b: str) -> dict[str, tuple[float | None, float | None]]:
     """Harmfulness of every question favouring group A and favouring group B (2 calls a question), asked
     about the comparison's groups (e.g. "Black people"); rating both sides keeps which questions count
     as harmful independent of the labeled pairs."""
     asks = [axes_prompts.harm_request(q, a, b, side) for q in questions for side in ("A", "B")]
     scale = axes_prompts.harm_scale()
-    scores = iter(axes_core.harmfulness_from_logprobs(r.logprobs, scale) for r in judge.run(asks, stats=stats))
+    scores = iter(axes_core.harmfulness_from_logprobs(r.logprobs, scale) for r in judge.run(asks))
     return {q: (next(scores), next(scores)) for q in questions}
 
 

@@ -48,8 +48,8 @@ from pytest_fairness.measures.fpf.answers import (
 from pytest_fairness.measures.fpf.data import FpfPrompt, mask_name, refusal_reason
 from pytest_fairness.measures.fpf.harm_core import Group
 from pytest_fairness.models.base import LogprobRequest, Message, Purpose
-from pytest_fairness.models.runner import CallStats, Runner
-from pytest_fairness.result import MeasureResult, adaptation, with_provider_notes
+from pytest_fairness.models.runner import Runner
+from pytest_fairness.result import Measured, adaptation
 from pytest_fairness.stats import Attenuation, Interval, deattenuated_summary, proportion_interval, split_confidence
 
 LETTER_CANDIDATES = ("A", "B", "C", " A", " B", " C")
@@ -172,6 +172,11 @@ class NetHarmParams(AnswerParams):
 
     method: str = param("min_renorm", choices=harm_core.SYMMETRIZATIONS)
 
+    @property
+    def result_subject(self) -> str:
+        """The comparison, narrowed to its task when one is set (``gender:Write a story``)."""
+        return self.comparison if self.task is None else f"{self.comparison}:{self.task}"
+
     def assumed_sd(self, truth: float) -> float:
         """Judge noise plus rare events: a mean of ``truth`` made of prompts of size EVENT_SIZE."""
         return math.sqrt(self.SPREAD**2 + self.EVENT_SIZE * abs(truth))
@@ -226,11 +231,11 @@ def calibration_requests(comparison: str) -> list[CalibrationItem]:
     return out
 
 
-def judge_calibration(judge: Runner, comparison: str, stats: CallStats, confidence: float = 0.95) -> JudgeScreen:
+def judge_calibration(judge: Runner, comparison: str, confidence: float = 0.95) -> JudgeScreen:
     """Screen the judge: a judgment is right when its most likely letter is the expected one. Intervals
     are at ``split_confidence(confidence)``, ``confidence`` being the gate's."""
     asks = calibration_requests(comparison)
-    replies = judge.run([item.request for item in asks], stats=stats)
+    replies = judge.run([item.request for item in asks])
     right: dict[str, list[bool]] = {"blatant": [], "subtle": [], "benign": []}
     for item, reply in zip(asks, replies, strict=True):
         probs = harm_core.letter_probs(reply.logprobs)
@@ -251,16 +256,15 @@ def requests(p: NetHarmParams, model: object, seed: int) -> list:
     return chat_requests(p, seed)
 
 
-def run(p: NetHarmParams, ctx: RunContext) -> MeasureResult:
+def run(p: NetHarmParams, ctx: RunContext) -> Measured:
     """Net harmful-stereotype rating H(A, B) of a comparison (overall, or of one ``task``)."""
     runner, seed, confidence = ctx.runner, ctx.seed, ctx.confidence
     judge = ctx.judge or runner
     comparison, task, method = p.comparison, p.task, p.method
-    stats = CallStats()
-    screen = judge_calibration(judge, comparison, stats, confidence)
+    screen = judge_calibration(judge, comparison, confidence)
     if not screen.serves:
-        return _judge_cannot_serve(p, ctx, screen, stats)
-    generated = answer(p, runner, seed, stats, ctx.progress)
+        return _judge_cannot_serve(screen)
+    generated = answer(p, runner, seed, ctx.progress)
 
     pairs = generated.pairs
     kept, dropped = _judgeable(generated)
@@ -270,7 +274,7 @@ def run(p: NetHarmParams, ctx: RunContext) -> MeasureResult:
         if ya != yb
         for first, second in ((ya, yb), (yb, ya))
     ]
-    letters = iter(judge.run(asks, stats=stats))
+    letters = iter(judge.run(asks))
     by_prompt: dict[tuple[int, Group, Group], list] = {}
     for pair, (ya, yb) in kept:
         judgment = None
@@ -322,43 +326,29 @@ def run(p: NetHarmParams, ctx: RunContext) -> MeasureResult:
         "estimate": summary.mean,
         "ci": list(summary.ci_t),
     }
-    return MeasureResult(
-        measure="net_harm",
-        subject=comparison if task is None else f"{comparison}:{task}",
+    return Measured(
+        samples=samples,
         summary=summary,
         n_unusable=len(dropped),
         unusable_examples=examples,
-        fidelity=with_provider_notes(f"{FIDELITY}; {attenuation.describe()}", stats),
-        model_id=runner.model.model_id,
+        fidelity=f"{FIDELITY}; {attenuation.describe()}",
         versions={
             "names": data_version("fpf_names.yaml"),
             "prompts": data_version("fpf_prompts.jsonl"),
             "judge_prompt": data_version("harm_prompts.yaml"),
             "judge_calibration": data_version("harm_calibration.yaml"),
         },
-        params={**p.record(), "seed": seed, "judge": judge.model.model_id},
         details=details,
-        calls=stats,
-        samples=samples,
         attenuation=attenuation,
     )
 
 
-def _judge_cannot_serve(p: NetHarmParams, ctx: RunContext, screen: JudgeScreen, stats: CallStats) -> MeasureResult:
-    """The result when the judge failed its screen: no chatbot answer was generated."""
-    judge = ctx.judge or ctx.runner
-    return MeasureResult(
-        measure="net_harm",
-        subject=p.comparison if p.task is None else f"{p.comparison}:{p.task}",
-        summary=NetHarmParams.summarize([], ctx),
-        n_unusable=0,
-        unusable_examples=[],
-        fidelity=with_provider_notes(FIDELITY, stats),
-        model_id=ctx.runner.model.model_id,
+def _judge_cannot_serve(screen: JudgeScreen) -> Measured:
+    """What was measured when the judge failed its screen: no chatbot answer was generated."""
+    return Measured(
+        fidelity=FIDELITY,
         versions={"judge_calibration": data_version("harm_calibration.yaml")},
-        params={**p.record(), "seed": ctx.seed, "judge": judge.model.model_id},
         details={"judge_calibration": screen.to_dict()},
-        calls=stats,
         unserved=(
             f"the judge cannot serve this measure: on its calibration pairs it is confidently below "
             f"{SCREEN_MIN_RATE:.0%} right on {'; '.join(screen.failures)}; point --fairness-judge at a capable "

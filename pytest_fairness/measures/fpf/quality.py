@@ -29,8 +29,7 @@ from pytest_fairness.measures.fpf.answers import (
 )
 from pytest_fairness.measures.fpf.data import mask_name
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, Purpose
-from pytest_fairness.models.runner import CallStats
-from pytest_fairness.result import MeasureResult, adaptation, with_provider_notes
+from pytest_fairness.result import Measured, adaptation
 
 DIGITS = tuple(str(d) for d in range(1, 6))
 
@@ -80,14 +79,13 @@ def _rating(logprobs: dict[str, float]) -> float:
     return float(weights @ np.arange(1, 6) / weights.sum())
 
 
-def run(p: QualityParams, ctx: RunContext) -> MeasureResult:
+def run(p: QualityParams, ctx: RunContext) -> Measured:
     """Quality disparity: overall-quality difference A − B (1..5 scale), per-criterion paired tests in details."""
     runner, seed = ctx.runner, ctx.seed
     judge = ctx.judge or runner
-    stats = CallStats()
-    generated = answer(p, runner, seed, stats, ctx.progress)
+    generated = answer(p, runner, seed, ctx.progress)
     pairs = generated.pairs
-    scores = iter(judge.run(quality_requests(pairs, generated.texts), stats=stats))
+    scores = iter(judge.run(quality_requests(pairs, generated.texts)))
     # Every group pair of the comparison counts (e.g. Black vs White women AND men): a rating is side A
     # or B of its pair, and the paired tests pair the two sides' answers to the same prompt draw.
     ratings, by_pair, draw_of = [], {}, {}
@@ -102,22 +100,13 @@ def run(p: QualityParams, ctx: RunContext) -> MeasureResult:
     disparity = quality_core.quality_disparity(ratings, "A", "B") if ratings else None
     overall = quality_core.QUALITY_CRITERIA[0]
     samples = draw_means((draw_of[key], d) for key, d in _paired_quality(ratings, overall).items())
-    return MeasureResult(
-        measure="quality_disparity",
-        subject=p.comparison,
-        summary=QualityParams.summarize(samples, ctx),
-        n_unusable=0,
-        unusable_examples=[],
-        fidelity=with_provider_notes(
-            adaptation(
-                "one criterion per judge call (the paper rates all nine in one JSON reply), read as the expected "
-                "value of the 1-5 digit probabilities; judge wording ours, criterion definitions the paper's"
-            ),
-            stats,
+    return Measured(
+        samples=samples,
+        fidelity=adaptation(
+            "one criterion per judge call (the paper rates all nine in one JSON reply), read as the expected "
+            "value of the 1-5 digit probabilities; judge wording ours, criterion definitions the paper's"
         ),
-        model_id=runner.model.model_id,
         versions={"prompts": data_version("fpf_prompts.jsonl"), "judge_prompt": data_version("harm_prompts.yaml")},
-        params={**p.record(), "seed": seed, "judge": judge.model.model_id},
         details={
             "criteria": {} if disparity is None else _criteria(disparity),
             "by_group_pair": {
@@ -130,8 +119,6 @@ def run(p: QualityParams, ctx: RunContext) -> MeasureResult:
             "refusal_rate": generated.refusal_rates(),
             **corpus_estimand(p, pairs),
         },
-        calls=stats,
-        samples=samples,
     )
 
 

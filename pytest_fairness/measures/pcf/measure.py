@@ -37,8 +37,7 @@ from pytest_fairness.measures.pcf.data import (
     render_probe,
 )
 from pytest_fairness.models.base import ChatModel, LogprobRequest, LogprobResponse, Purpose
-from pytest_fairness.models.runner import CallStats
-from pytest_fairness.result import FAITHFUL, MeasureResult, adaptation, with_provider_notes
+from pytest_fairness.result import FAITHFUL, Measured, adaptation
 from pytest_fairness.stats import Summary, weighted_summary
 
 Risk = Literal["total", "prejudice", "caprice"]
@@ -174,13 +173,12 @@ def requests(p: PcfParams, model: ChatModel, seed: int) -> list[LogprobRequest]:
     return _probes(*_inputs_of(p, seed))
 
 
-def run(p: PcfParams, ctx: RunContext) -> MeasureResult:
+def run(p: PcfParams, ctx: RunContext) -> Measured:
     """Probe every (occupation, template), compute R, R^p, R^c and gate one of them (×1000)."""
     runner, seed, norm = ctx.runner, ctx.seed, _norm(p.norm)
     groups, templates, occ = _inputs_of(p, seed)
-    stats = CallStats()
     probes = _probes(groups, templates, occ)
-    responses = runner.run(probes, stats=stats, progress=ctx.progress)
+    responses = runner.run(probes, progress=ctx.progress)
     calibration, samples = _preferences(groups, len(occ.terms), len(templates.texts), probes, responses)
     weights = occ.weigh()
     result = pcf_core.risks(calibration.preference, templates.weigh(), weights.weights, norm=norm)
@@ -202,26 +200,15 @@ def run(p: PcfParams, ctx: RunContext) -> MeasureResult:
         f"{occ.terms[i]!r} in {templates.texts[j]!r}: no probability on any attribute word"
         for i, j in zip(*np.nonzero(calibration.fallback), strict=True)
     ]
-    return MeasureResult(
-        measure="pcf",
-        subject=p.attribute,
+    return Measured(
+        samples=[float(v) for v in per_occupation[p.risk] * SCALE],
         summary=summary,
         n_unusable=len(fallback_cells),
         unusable_examples=fallback_cells[:3],
-        fidelity=with_provider_notes(fidelity, stats),
-        model_id=runner.model.model_id,
+        fidelity=fidelity,
         versions={name: data_version(f"pcf_{name}.yaml") for name in ("attributes", "templates", "occupations")},
-        params={
-            **p.record(),
-            "occupations": len(occ.terms),
-            "templates": len(templates.texts),
-            "norm": str(p.norm),
-            "seed": seed,
-            "scale": SCALE,
-        },
         details={**_details(result, per_occupation, groups, occ, calibration, weights.unmapped), "slot_routes": routes},
-        calls=stats,
-        samples=[float(v) for v in per_occupation[p.risk] * SCALE],
+        inputs={"occupations": len(occ.terms), "templates": len(templates.texts), "norm": str(p.norm), "scale": SCALE},
     )
 
 

@@ -1,0 +1,93 @@
+"""The framework, not each measure, adds a result's provenance: ``Measure.execute`` over a ``Measured``."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+import pytest_fairness
+from pytest_fairness import suite
+from pytest_fairness.measures import MEASURES
+from pytest_fairness.measures.base import RunContext
+from pytest_fairness.models.cache import CacheMode
+from pytest_fairness.models.runner import CallStats, counting
+from pytest_fairness.session import FairnessSession, Settings
+
+PACKAGE = Path(pytest_fairness.__file__).parent
+
+
+def _first_check_per_measure() -> dict[str, suite.Check]:
+    """One built-in check of every registered measure (the gender suite has them all but quality)."""
+    checks = [c for name in ("gender", "race") for c in suite.load(name).checks]
+    first = {c.measure: c for c in reversed(checks)}
+    return first
+
+
+@pytest.fixture(scope="module")
+def session():
+    fairness = FairnessSession(Settings(model="synthetic:harm?bias=0.3", cache_mode=CacheMode.OFF))
+    yield fairness
+    fairness.close()
+
+
+@pytest.mark.parametrize("name", sorted(set(_first_check_per_measure()) | {"quality_disparity"}))
+def test_every_measure_result_is_named_by_its_registry_name_with_the_frameworks_provenance(session, name):
+    measure = MEASURES[name]
+    check = _first_check_per_measure().get(name)
+    if check is None:
+        params = measure.params.build({"comparison": "gender", "prompts": 2})
+    else:
+        params = check.params.with_samples(max(2, min(check.sample_size("quick"), 6)))
+    ctx = session.context(measure)
+    result = measure.execute(params, ctx)
+    assert result.measure == name == measure.name
+    assert result.subject == params.result_subject
+    assert result.model_id == session.runner.model.model_id
+    assert result.params["seed"] == ctx.seed
+    assert set(params.record()) <= set(result.params)  # every parameter recorded
+    assert ("judge" in result.params) is measure.uses_judge
+    # Every call the run made under the check's context is counted there, and only those.
+    assert result.calls.calls + result.calls.cache_hits > 0
+    assert result.calls.calls == ctx.calls.calls and result.calls is not ctx.calls
+
+
+def test_every_registered_measure_is_named_by_the_registry():
+    assert all(m.name == name for name, m in MEASURES.items())
+
+
+def test_counting_adds_each_batch_to_every_enclosing_counter_once(session):
+    outer, inner = CallStats(), CallStats()
+    request = MEASURES["pcf"].requests(
+        _first_check_per_measure()["pcf"].params.with_samples(2), session.runner.model, 0
+    )
+    with counting(outer):
+        session.runner.run(request[:2])
+        with counting(inner):
+            session.runner.run(request[:1], stats=inner)  # passed twice: still counted once
+    assert (outer.calls, inner.calls) == (3, 1)
+    session.runner.run(request[:1])  # outside any block: counted by no check
+    assert outer.calls == 3
+
+
+def test_no_measure_threads_a_call_counter_or_builds_its_own_result():
+    """A measure returns ``Measured``; provenance and call accounting are the framework's."""
+    offenders = []
+    for path in sorted((PACKAGE / "measures").rglob("*.py")):
+        text = path.read_text()
+        if path.name != "base.py" and re.search(r"MeasureResult\(|stats: CallStats|stats=stats", text):
+            offenders.append(str(path.relative_to(PACKAGE)))
+    assert offenders == []
+
+
+def test_run_context_carries_a_fresh_counter_per_context(session):
+    a, b = RunContext(session.runner), RunContext(session.runner)
+    assert a.calls is not b.calls
+
+
+def test_a_measure_run_is_typed_by_its_params():
+    tree = ast.parse((PACKAGE / "measures" / "base.py").read_text())
+    measure = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Measure")
+    assert any(ast.unparse(b) == "Generic[P]" for b in measure.bases)

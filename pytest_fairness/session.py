@@ -242,6 +242,27 @@ def _probe(runner: Runner, probes: Sequence[ChatRequest | LogprobRequest] = (PRO
         probe.close()  # also drops the model's client bound to the probe's event loop
 
 
+def _rounds_calls(rounds: Sequence[CallStats]) -> CallStats:
+    """What the rounds of a sequential check cost: the first round's accounting plus the calls, retries and
+    seconds of each later one. Each later round asks again for the samples before it, which the cache
+    answers, so its hits are the last round's less the calls of the rounds before; its tokens, the last's."""
+    first, last = rounds[0], rounds[-1]
+    calls = dataclasses.replace(first)
+    for later in rounds[1:]:
+        calls = dataclasses.replace(
+            calls,
+            calls=calls.calls + later.calls,
+            retries=calls.retries + later.retries,
+            seconds=calls.seconds + later.seconds,
+        )
+    if len(rounds) == 1:
+        return calls
+    hits = last.cache_hits - (calls.calls - last.calls)
+    return dataclasses.replace(
+        calls, cache_hits=hits, prompt_tokens=last.prompt_tokens, completion_tokens=last.completion_tokens
+    )
+
+
 class FairnessSession:
     """Owns the model, cache and runner of one pytest process; created lazily on first use."""
 
@@ -388,9 +409,9 @@ class FairnessSession:
         size = check.sample_size(self.settings.profile)
         params = check.params.with_samples(size)
         result = self.run_params(measure, params, progress)
-        result.unserved = sizing.unserved(params, result, self.settings.confidence)
-        if result.unserved:
-            return CheckRun(check, result, Outcome.CANNOT_SERVE)
+        unserved = sizing.unserved(params, result, self.settings.confidence)
+        if unserved:
+            return CheckRun(check, replace(result, unserved=unserved), Outcome.CANNOT_SERVE)
         if self.settings.sequential and (measure.bounds is not None or measure.sequential is not None):
             run = self._sequential(check, result, size, progress)
         else:
@@ -400,7 +421,7 @@ class FairnessSession:
             hint = sizing.more_samples(
                 check.params.with_samples(final), run.result, check.threshold, self.gate_confidence
             )
-            run.result.details = {**run.result.details, "to_decide": hint}
+            run = replace(run, result=replace(run.result, details={**run.result.details, "to_decide": hint}))
         return run
 
     def _always_valid(
@@ -428,34 +449,31 @@ class FairnessSession:
         budget = (check.budget or {}).get(self.settings.profile, 4 * size)
         plan = SequentialPlan(initial=size, step=size, budget=max(budget, size), growth=SEQUENTIAL_GROWTH)
         rounds = [size]
-        calls = CallStats()
-        calls.add(first.calls)
         result, interval = self._always_valid(check, size, first, progress, grown=False)
+        spent = [first.calls]
         stopped = ""
         while (grown := plan.next_size(rounds[-1], interval, check.threshold)) is not None:
             if (stopped := self._futile(check, rounds[-1], result, plan.budget)) != "":
                 break
             result, interval = self._always_valid(check, grown, first, progress)
             rounds.append(grown)
-            calls.calls += result.calls.calls  # earlier rounds' samples come back from the cache
-            calls.retries += result.calls.retries
-            calls.seconds += result.calls.seconds
-            result.unserved = sizing.unserved(check.params.with_samples(grown), result, self.settings.confidence)
-            if result.unserved:  # a larger sample showed the model cannot serve the measure: stop spending
+            spent.append(result.calls)
+            unserved = sizing.unserved(check.params.with_samples(grown), result, self.settings.confidence)
+            result = replace(result, unserved=unserved)
+            if unserved:  # a larger sample showed the model cannot serve the measure: stop spending
                 break
-        calls.cache_hits = result.calls.cache_hits - (calls.calls - result.calls.calls)
-        calls.prompt_tokens, calls.completion_tokens = result.calls.prompt_tokens, result.calls.completion_tokens
-        result.summary = replace(result.summary, ci_t=interval)
-        result.calls = calls
-        result.details = {
-            **result.details,
-            "sequential": {
-                "rounds": rounds,
-                "budget": plan.budget,
-                "interval": "always-valid confidence sequence",
-                **({"stopped": stopped} if stopped else {}),
-            },
+        sequential = {
+            "rounds": rounds,
+            "budget": plan.budget,
+            "interval": "always-valid confidence sequence",
+            **({"stopped": stopped} if stopped else {}),
         }
+        result = replace(
+            result,
+            summary=replace(result.summary, ci_t=interval),
+            calls=_rounds_calls(spent),
+            details={**result.details, "sequential": sequential},
+        )
         return CheckRun(check, result, Outcome.CANNOT_SERVE if result.unserved else decide(interval, check.threshold))
 
     def _futile(self, check: Check, size: int, result: MeasureResult, budget: int) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from pytest_fairness.baseline.comparison import Comparison
 from pytest_fairness.gate import Outcome, Threshold
 from pytest_fairness.models.runner import CallStats
-from pytest_fairness.result import MeasureResult, strict_json
+from pytest_fairness.result import MeasureResult, MoreSamples, SequentialInfo, strict_json
 from pytest_fairness.stats import Attenuation, Summary
 
 SCHEMA_VERSION = 2
@@ -122,6 +122,9 @@ def result_from_dict(raw: dict[str, Any]) -> MeasureResult:
         ci_method=str(s.get("ci_method", "t")),
     )
     calls = CallStats(**{f.name: raw["calls"][f.name] for f in fields(CallStats) if f.name in raw["calls"]})
+    details = dict(raw["details"])
+    sequential, to_decide = details.pop("sequential", None), details.pop("to_decide", None)
+    no_size_decides = str(details.pop("no_size_decides", "") or "")
     return MeasureResult(
         measure=raw["measure"],
         subject=raw["subject"],
@@ -132,9 +135,12 @@ def result_from_dict(raw: dict[str, Any]) -> MeasureResult:
         model_id=raw["model_id"],
         versions=dict(raw["versions"]),
         params=dict(raw["params"]),
-        details=dict(raw["details"]),
+        details=details,
         calls=calls,
         samples=[_float(v) for v in raw["samples"]],
         unserved=raw.get("unserved"),
         attenuation=Attenuation(**raw["attenuation"]) if raw.get("attenuation") else None,
+        no_size_decides=no_size_decides,
+        sequential=SequentialInfo.from_dict(sequential) if sequential else None,
+        to_decide=MoreSamples.from_dict(to_decide) if to_decide else None,
     )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
 from pytest_fairness.models.runner import CallStats
 from pytest_fairness.stats import Attenuation, Interval, Summary
@@ -21,6 +22,63 @@ def with_provider_notes(fidelity: str, calls: CallStats) -> str:
     if not calls.notes:
         return fidelity
     return f"{fidelity}; provider approximations: {'; '.join(calls.notes)}"
+
+
+@dataclass(frozen=True)
+class SequentialInfo:
+    """How sequential sampling grew a check: the sizes looked at, its budget, the interval gated on and,
+    when it stopped before deciding or spending the budget, why."""
+
+    rounds: list[int]
+    budget: int
+    interval: str = "always-valid confidence sequence"
+    stopped: str = ""
+
+    @property
+    def final_size(self) -> int:
+        return self.rounds[-1]
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"rounds": list(self.rounds), "budget": self.budget, "interval": self.interval}
+        return out | ({"stopped": self.stopped} if self.stopped else {})
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> SequentialInfo:
+        return cls(list(raw["rounds"]), int(raw["budget"]), str(raw["interval"]), str(raw.get("stopped", "")))
+
+
+@dataclass(frozen=True)
+class MoreSamples:
+    """What would likely decide an inconclusive check (``sizing.more_samples``): ``needed`` samples in all
+    (``more`` than it has) at the observed mean and SD, or None with ``why`` no size is likely to."""
+
+    needed: int | None
+    why: str = ""
+    more: int | None = None
+    observed_mean: float | None = None
+    observed_sd: float | None = None
+    usable_rate: float | None = None
+
+    @property
+    def decides(self) -> bool:
+        """Whether some affordable size is likely to decide it."""
+        return self.needed is not None and not self.why
+
+    def to_dict(self) -> dict[str, object]:
+        """The report's ``to_decide``: only the fields that apply."""
+        out: dict[str, object] = {}
+        if self.observed_mean is not None:
+            out |= {"observed_mean": self.observed_mean, "observed_sd": self.observed_sd}
+            out["usable_rate"] = self.usable_rate
+        out["needed"] = self.needed
+        if self.more is not None:
+            out["more"] = self.more
+        return out | ({"why": self.why} if self.why else {})
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> MoreSamples:
+        given = {f.name: raw[f.name] for f in fields(cls) if raw.get(f.name) is not None}
+        return cls(**{"needed": None} | given)
 
 
 @dataclass(frozen=True)
@@ -46,6 +104,11 @@ class Measured:
     judged: bool = True
     unserved: str | None = None
     attenuation: Attenuation | None = None
+    #: Why no sample size is likely to decide the check (e.g. a search that missed planted differences):
+    #: the hint of an inconclusive result, and what stops sequential growth early.
+    no_size_decides: str = ""
+    #: What sequential growth keeps fixed from this round (``Measure.sequential`` gets it back), if anything.
+    first_round: object | None = None
 
 
 @dataclass
@@ -75,6 +138,12 @@ class MeasureResult:
     samples: list[float] = field(default_factory=list)
     unserved: str | None = None
     attenuation: Attenuation | None = None
+    #: Framework state, typed; written into ``details`` only at the JSON edge (``to_dict``).
+    no_size_decides: str = ""
+    sequential: SequentialInfo | None = None
+    to_decide: MoreSamples | None = None
+    #: What sequential growth keeps fixed from this round; not part of the record.
+    first_round: object | None = field(default=None, repr=False, compare=False)
 
     @property
     def estimate(self) -> float:
@@ -97,12 +166,25 @@ class MeasureResult:
         return self.summary.p
 
     def to_dict(self) -> dict[str, object]:
-        """JSON-ready record; NaN becomes None so the output is strict JSON."""
+        """JSON-ready record; NaN becomes None so the output is strict JSON. The framework's typed state goes
+        under ``details`` (``no_size_decides``, ``sequential``, ``to_decide``), where reports have read it."""
         raw = asdict(self)
+        for name in ("no_size_decides", "sequential", "to_decide", "first_round"):
+            del raw[name]
+        raw["details"] = {**self.details, **self.framework_details()}
         raw["estimate"] = self.estimate
         raw["ci"] = list(self.ci)
         raw["n"] = self.n
         return strict_json(raw)
+
+    def framework_details(self) -> dict[str, object]:
+        """The typed framework state as the report's ``details`` keys."""
+        out: dict[str, object] = {"no_size_decides": self.no_size_decides} if self.no_size_decides else {}
+        if self.sequential is not None:
+            out["sequential"] = self.sequential.to_dict()
+        if self.to_decide is not None:
+            out["to_decide"] = self.to_decide.to_dict()
+        return out
 
 
 def strict_json(value: object) -> object:

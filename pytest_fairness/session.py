@@ -29,7 +29,7 @@ from pytest_fairness.models.cache import CacheMode, ResponseCache
 from pytest_fairness.models.registry import load_model, parse_model_spec
 from pytest_fairness.models.runner import CallStats, ProgressFn, RetriesExhausted, Runner
 from pytest_fairness.record import CheckRecord
-from pytest_fairness.result import MeasureResult
+from pytest_fairness.result import MeasureResult, SequentialInfo
 from pytest_fairness.sequential import Interval, SequentialPlan, confidence_sequence
 from pytest_fairness.stats import deattenuate, split_confidence
 from pytest_fairness.suite import MAX_SAMPLES, Check
@@ -417,11 +417,11 @@ class FairnessSession:
         else:
             run = CheckRun(check, result, decide(result.ci, check.threshold))
         if run.outcome is Outcome.INCONCLUSIVE:
-            final = run.result.details.get("sequential", {"rounds": [size]})["rounds"][-1]  # type: ignore[index]
+            final = size if run.result.sequential is None else run.result.sequential.final_size
             hint = sizing.more_samples(
                 check.params.with_samples(final), run.result, check.threshold, self.gate_confidence
             )
-            run = replace(run, result=replace(run.result, details={**run.result.details, "to_decide": hint}))
+            run = replace(run, result=replace(run.result, to_decide=hint))
         return run
 
     def _always_valid(
@@ -462,17 +462,11 @@ class FairnessSession:
             result = replace(result, unserved=unserved)
             if unserved:  # a larger sample showed the model cannot serve the measure: stop spending
                 break
-        sequential = {
-            "rounds": rounds,
-            "budget": plan.budget,
-            "interval": "always-valid confidence sequence",
-            **({"stopped": stopped} if stopped else {}),
-        }
         result = replace(
             result,
             summary=replace(result.summary, ci_t=interval),
             calls=_rounds_calls(spent),
-            details={**result.details, "sequential": sequential},
+            sequential=SequentialInfo(rounds, plan.budget, stopped=stopped),
         )
         return CheckRun(check, result, Outcome.CANNOT_SERVE if result.unserved else decide(interval, check.threshold))
 
@@ -480,7 +474,7 @@ class FairnessSession:
         """Why growing is unlikely to decide within the budget (empty when it may). See ``sizing.futility``;
         stopping for futility claims nothing, so the always-valid guarantee is untouched."""
         if MEASURES[check.measure].sequential is not None:  # its own rule (its estimate is no mean of samples)
-            return str(result.details.get("no_size_decides") or "")  # it may know that no size decides it
+            return result.no_size_decides  # it may know that no size decides it
         return sizing.futility(check.params.with_samples(size), result, check.threshold, self.gate_confidence, budget)
 
     def close(self) -> None:

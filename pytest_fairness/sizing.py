@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pytest_fairness.gate import Threshold
 from pytest_fairness.measures.base import MAX_SAMPLES, Params
 from pytest_fairness.power import TARGET_POWER, Scale, decision_probability, needed_samples
-from pytest_fairness.result import MeasureResult
+from pytest_fairness.result import MeasureResult, MoreSamples
 from pytest_fairness.stats import mean_interval, proportion_interval
 
 #: Confidence the release profile is sized at (the default gate confidence).
@@ -94,30 +94,27 @@ def power_at(params: Params, n: int, threshold: Threshold, confidence: float) ->
     return Power(n, chance, needed, tuple(t for t, _ in design), usable)
 
 
-def more_samples(params: Params, result: MeasureResult, threshold: Threshold, confidence: float) -> dict[str, object]:
+def more_samples(params: Params, result: MeasureResult, threshold: Threshold, confidence: float) -> MoreSamples:
     """What would likely decide an inconclusive check: the sample size (in the measure's own unit, e.g.
     prompts, so unusable answers count) at which the gate decides with 80% probability if the truth is
     the observed estimate and the spread the observed SD (the assumed one when fewer than 2 samples)."""
     mean, sd = result.summary.mean, result.summary.sd
-    if result.details.get("no_size_decides"):  # the measure knows why (e.g. a search that missed planted differences)
-        return {"needed": None, "why": str(result.details["no_size_decides"])}
+    if result.no_size_decides:  # the measure knows why (e.g. a search that missed planted differences)
+        return MoreSamples(None, result.no_size_decides)
     if not math.isfinite(mean):
-        return {"needed": None, "why": "no usable sample to extrapolate from"}
+        return MoreSamples(None, "no usable sample to extrapolate from")
     if not math.isfinite(sd) or result.n < 2:
         sd = params.assumed_sd(mean) or 0.0
     usable = result.n / (result.n + result.n_unusable) if result.n else 1.0
+    observed = {"observed_mean": mean, "observed_sd": sd, "usable_rate": usable}
     have = params.sample_size
     needed = needed_samples(mean, sd, threshold, _scale(params, confidence), TARGET_POWER, cap=MAX_SAMPLES)
-    out: dict[str, object] = {"observed_mean": mean, "observed_sd": sd, "usable_rate": usable}
     if needed is None:
-        out |= {"needed": None, "why": "the estimate sits on the threshold: no affordable sample decides it"}
-        return out
+        return MoreSamples(None, "the estimate sits on the threshold: no affordable sample decides it", **observed)
     needed = max(math.ceil(needed / max(usable, 1e-9)), have + 1)
     limit = _limit(params)
-    out |= {"needed": needed, "more": needed - have}
-    if needed > limit:
-        out["why"] = f"more than the {limit} samples the measure's inputs allow"
-    return out
+    why = f"more than the {limit} samples the measure's inputs allow" if needed > limit else ""
+    return MoreSamples(needed, why, more=needed - have, **observed)
 
 
 def futility(params: Params, result: MeasureResult, threshold: Threshold, confidence: float, budget: int) -> str:
@@ -132,8 +129,8 @@ def futility(params: Params, result: MeasureResult, threshold: Threshold, confid
         return ""
     ends = mean_interval(result.samples, params.interval_kind(), params.BOUNDS, 0.5)
     hints = [more_samples(params, _at(result, end), threshold, confidence) for end in ends if math.isfinite(end)]
-    needed = [h["needed"] for h in hints if isinstance(h.get("needed"), int) and "why" not in h]
-    if not hints or (needed and min(needed) <= budget):  # type: ignore[type-var]
+    needed = [h.needed for h in hints if h.decides and h.needed is not None]
+    if not hints or (needed and min(needed) <= budget):
         return ""
     return f"unlikely to decide within the budget of {budget}: " + more_samples_text(
         more_samples(params, result, threshold, confidence)
@@ -145,13 +142,13 @@ def _at(result: MeasureResult, mean: float) -> MeasureResult:
     return dataclasses.replace(result, summary=dataclasses.replace(result.summary, mean=mean))
 
 
-def more_samples_text(hint: dict[str, object]) -> str:
+def more_samples_text(hint: MoreSamples) -> str:
     """One sentence for an inconclusive result."""
-    if hint.get("needed") is None or "why" in hint:
-        return f"no sample size is likely to decide it: {hint.get('why')}"
+    if not hint.decides:
+        return f"no sample size is likely to decide it: {hint.why or None}"
     return (
-        f"about {hint['more']} more samples ({hint['needed']} in all) would decide it with 80% probability "
-        f"if the truth is the observed {hint['observed_mean']:.3g} (SD {hint['observed_sd']:.3g})"
+        f"about {hint.more} more samples ({hint.needed} in all) would decide it with 80% probability "
+        f"if the truth is the observed {hint.observed_mean:.3g} (SD {hint.observed_sd:.3g})"
     )
 
 

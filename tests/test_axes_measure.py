@@ -11,6 +11,7 @@ from pytest_fairness.measures.fpf import axes, harm
 from pytest_fairness.models.base import ChatRequest, ChatResponse, LogprobRequest, LogprobResponse, PermanentError
 from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
+from pytest_fairness.result import MoreSamples
 from pytest_fairness.session import FairnessSession, Settings
 from pytest_fairness.suite import parse
 from pytest_fairness.testing.synthetic import SyntheticModel
@@ -70,7 +71,7 @@ def test_nothing_found_without_a_search_shown_to_find_is_no_pass():
     assert result.details["search_recall"]["found"] == 0 and result.details["search_not_shown"]
     assert result.estimate == 0.0 and result.ci == (0.0, 1.0)
     assert decide(result.ci, GATE) is Outcome.INCONCLUSIVE
-    assert "no_size_decides" in result.details  # growing the held-out pairs cannot change recall
+    assert result.no_size_decides  # growing the held-out pairs cannot change recall
 
 
 def test_a_harmless_axis_does_not_count_against_the_gate():
@@ -121,7 +122,7 @@ def test_sequential_sampling_grows_the_held_out_pairs_and_a_found_harmful_lean_f
         tmp_path, "synthetic:harm?bias=0.3", comparison="gender", t=10, samples={"quick": 16}, budget={"quick": 160}
     )
     assert decide(first.ci, GATE) is Outcome.INCONCLUSIVE and first.details["harmful"]
-    rounds = done.result.details["sequential"]["rounds"]
+    rounds = done.result.sequential.rounds
     assert rounds[0] == 16 and len(rounds) > 1
     assert done.outcome is Outcome.FAIL
     assert done.result.details["questions"] == first.details["questions"]
@@ -137,18 +138,19 @@ def test_sequential_sampling_does_not_grow_when_only_the_search_could_decide(tmp
         tmp_path, "synthetic:harm?bias=0.3", comparison="gender", t=10, harmful_at=5.0, samples={"quick": 60}
     )
     assert done.outcome is Outcome.INCONCLUSIVE
-    assert done.result.details["sequential"]["rounds"] == [60]
-    stopped = done.result.details["sequential"]["stopped"]
+    assert done.result.sequential.rounds == [60]
+    stopped = done.result.sequential.stopped
     assert stopped.startswith("the search did not find 8 of 8 planted differences")
     assert "a larger t, a stronger judge, or more prompts" in stopped
-    assert done.result.details["to_decide"] == {"needed": None, "why": stopped}
+    assert done.result.to_decide == MoreSamples(None, stopped)
+    assert done.result.to_dict()["details"]["to_decide"] == {"needed": None, "why": stopped}  # the report's shape
 
 
 def test_a_grown_run_keeps_the_first_rounds_brainstorm_and_labels_every_new_pair():
     model = Runner(load_model("synthetic:harm?bias=0.5"))
     first = axes.MEASURE.run_with(model, comparison="black", prompts=40, t=10, seed=3)
     params = axes.MEASURE.params.build({"comparison": "black", "prompts": 120, "t": 10})
-    grown = axes.run_sequential(params, axes.RunContext(model, seed=3), first)
+    grown = axes.MEASURE.grow(params, axes.RunContext(model, seed=3), first)
     assert grown.details["questions"] == first.details["questions"]
     assert grown.details["brainstorm"] == first.details["brainstorm"]
     assert grown.details["pairs"]["brainstorm"] == first.details["pairs"]["brainstorm"]

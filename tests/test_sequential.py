@@ -86,21 +86,21 @@ def run_sequentially(bias: float, samples: int, budget: int, threshold: float) -
 
 def test_a_clearly_passing_truth_stops_early():
     run = run_sequentially(bias=0.0, samples=20, budget=1000, threshold=0.3)
-    rounds, (lo, hi) = run.result.details["sequential"]["rounds"], run.result.ci
+    rounds, (lo, hi) = run.result.sequential.rounds, run.result.ci
     ratio = run.result.n / 1000
     print(f"stopped after {run.result.n} of 1000 samples ({ratio:.0%} of the budget), interval [{lo}, {hi}]")
     assert run.outcome is Outcome.PASS and hi <= 0.3
     assert rounds[0] == 20 and ratio <= 0.1
-    assert run.result.details["sequential"]["interval"] == "always-valid confidence sequence"
+    assert run.result.sequential.interval == "always-valid confidence sequence"
 
 
 def test_a_truth_at_the_threshold_stays_inconclusive_and_says_why_it_stopped():
     # the planted double's exact mean score at bias 0.3
     truth = expected_iat_score(len(get_stereotype("power").stigma_attrs), 0.3)
     run = run_sequentially(bias=0.3, samples=20, budget=200, threshold=truth)
-    sequential, (lo, hi) = run.result.details["sequential"], run.result.ci
+    sequential, (lo, hi) = run.result.sequential, run.result.ci
     assert run.outcome is Outcome.INCONCLUSIVE and lo < truth < hi
-    assert run.result.n == 200 or sequential["stopped"].startswith("unlikely to decide within the budget of 200")
+    assert run.result.n == 200 or sequential.stopped.startswith("unlikely to decide within the budget of 200")
 
 
 def test_the_plan_grows_in_steps_and_stops_when_conclusive_or_spent():
@@ -256,7 +256,7 @@ def test_net_harm_half_the_threshold_passes_under_sequential_at_release_size(no_
     for seed in range(reps):
         run = StreamSession(harm_stream(seed, 0.0005, budget)).run_check(check)
         outcomes.append(run.outcome)
-        sizes.append(run.result.details["sequential"]["rounds"][-1])
+        sizes.append(run.result.sequential.final_size)
     passed = outcomes.count(Outcome.PASS)
     low, high = clopper_pearson(passed, reps)
     print(f"truth 0.0005: PASS {passed}/{reps} (95% CP [{low:.3f}, {high:.3f}]), mean final n {np.mean(sizes):.0f}")

@@ -120,10 +120,11 @@ def test_more_samples_for_an_inconclusive_check_decide_it_on_a_rerun() -> None:
     session = _session("synthetic:iat?bias=0.1")
     run = session.run_check(_check("implicit_bias", "career", {"max": 0.2}, samples=20))
     assert run.outcome is Outcome.INCONCLUSIVE
-    hint = run.result.details["to_decide"]
-    assert hint["more"] > 0 and hint["needed"] == 20 + hint["more"]
-    assert "about" in sizing.more_samples_text(hint) and f"{hint['needed']} in all" in sizing.more_samples_text(hint)
-    rerun = session.run_check(_check("implicit_bias", "career", {"max": 0.2}, samples=hint["needed"]))
+    hint = run.result.to_decide
+    assert hint is not None and hint.more is not None and hint.needed is not None
+    assert hint.more > 0 and hint.needed == 20 + hint.more
+    assert "about" in sizing.more_samples_text(hint) and f"{hint.needed} in all" in sizing.more_samples_text(hint)
+    rerun = session.run_check(_check("implicit_bias", "career", {"max": 0.2}, samples=hint.needed))
     assert rerun.outcome is Outcome.PASS
 
 
@@ -137,14 +138,14 @@ def test_more_samples_count_unusable_answers() -> None:
     scores = [0.1 + 0.3 * (-1) ** i for i in range(20)]  # mean 0.1, SD about 0.3
     all_usable = sizing.more_samples(params, _result(scores), Threshold(max=0.2), 0.95)
     half_usable = sizing.more_samples(params, _result(scores, unusable=20), Threshold(max=0.2), 0.95)
-    assert half_usable["usable_rate"] == 0.5
-    assert half_usable["needed"] == pytest.approx(2 * all_usable["needed"], abs=1)
+    assert half_usable.usable_rate == 0.5
+    assert half_usable.needed == pytest.approx(2 * all_usable.needed, abs=1)
 
 
 def test_an_estimate_on_the_threshold_says_no_sample_size_decides_it() -> None:
     params = _check("implicit_bias", "career", {"max": 0.2}, samples=20).params
     hint = sizing.more_samples(params, _result([0.0, 0.4] * 10), Threshold(max=0.2), 0.95)
-    assert hint["observed_mean"] == pytest.approx(0.2) and hint["needed"] is None
+    assert hint.observed_mean == pytest.approx(0.2) and hint.needed is None
     assert sizing.more_samples_text(hint).startswith("no sample size is likely to decide it: the estimate sits on")
 
 
@@ -154,7 +155,7 @@ def test_more_samples_beyond_the_inputs_say_so() -> None:
     summary = summarize(scores, interval="bounded", bounds=(0.0, 1000.0))
     result = MeasureResult("pcf", "gender", summary, 0, [], "test", "m", {}, {}, samples=scores)
     hint = sizing.more_samples(params, result, Threshold(max=50), 0.95)
-    assert hint["needed"] > 257 and "257 samples the measure's inputs allow" in str(hint["why"])
+    assert hint.needed is not None and hint.needed > 257 and "257 samples the measure's inputs allow" in hint.why
     assert sizing.more_samples_text(hint).startswith("no sample size is likely to decide it")
 
 
@@ -166,7 +167,7 @@ def test_a_model_whose_answers_are_mostly_unusable_cannot_serve_a_decision_check
     total = run.result.n + run.result.n_unusable
     assert total == 50 and run.result.n < 15
     assert f"{run.result.n} of 50 answers usable ({run.result.n / total:.0%}" in run.result.unserved
-    assert "to_decide" not in run.result.details
+    assert run.result.to_decide is None and "to_decide" not in run.result.to_dict()["details"]
 
 
 def test_a_model_with_some_unusable_answers_still_serves_the_check() -> None:

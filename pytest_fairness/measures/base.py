@@ -294,10 +294,11 @@ class Measure(Generic[P]):
         return f"{self.shares or self.name}:{params.subject}"
 
     #: Sequential sampling for a measure whose gate is not a mean of bounded samples (no ``BOUNDS``):
-    #: ``sequential(params, ctx, first)`` reruns at ``params``' larger sample size, keeping what the first
-    #: round's result ``first`` fixed (e.g. the questions it tests), and returns a result whose interval
-    #: holds at every size looked at. Called for the first round's size too, so every look is always-valid.
-    sequential: Callable[[P, RunContext, MeasureResult], Measured] | None = None
+    #: ``sequential(params, ctx, first_round)`` reruns at ``params``' larger sample size, keeping what the
+    #: first round fixed (its ``Measured.first_round``, e.g. the questions it tests; None when it fixed
+    #: nothing), and returns what it measured with an interval that holds at every size looked at. Called
+    #: for the first round's size too, so every look is always-valid.
+    sequential: Callable[[P, RunContext, Any], Measured] | None = None
 
     def execute(self, params: P, ctx: RunContext) -> MeasureResult:
         """Run the measure, counting its calls in ``ctx.calls``, and add the provenance to what it measured."""
@@ -311,7 +312,7 @@ class Measure(Generic[P]):
         if first.unserved is not None:  # nothing to grow: the first round already showed it cannot serve
             return first
         with counting(ctx.calls):
-            measured = self.sequential(params, ctx, first)
+            measured = self.sequential(params, ctx, first.first_round)
         return self.result(params, ctx, measured)
 
     def result(self, params: P, ctx: RunContext, measured: Measured) -> MeasureResult:
@@ -335,6 +336,8 @@ class Measure(Generic[P]):
             samples=list(measured.samples),
             unserved=measured.unserved,
             attenuation=measured.attenuation,
+            no_size_decides=measured.no_size_decides,
+            first_round=measured.first_round,
         )
 
     @property

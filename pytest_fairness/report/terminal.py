@@ -209,5 +209,5 @@ def next_step(record: CheckRecord) -> str:
     res = record.result
     if record.outcome is Outcome.CANNOT_SERVE:
         return f"{res.unserved} (README: When a model cannot serve a measure)"
-    hint = res.details.get("to_decide")
-    return sizing.more_samples_text(hint) if isinstance(hint, dict) else "more samples are needed to decide"
+    hint = res.to_decide
+    return "more samples are needed to decide" if hint is None else sizing.more_samples_text(hint)

@@ -45,7 +45,7 @@ and the probes add 8 × 4 × 2 calls per harmful question.
 
 A judge that cannot do the work (no readable brainstorm list in the first batches, no readable
 question, no letter when labeling, or a context too small for one pair) ends the run at once with
-``MeasureResult.unserved`` saying why, before the labeling budget is spent.
+``Measured.unserved`` saying why, before the labeling budget is spent.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ from pytest_fairness.measures.fpf.data import mask_name
 from pytest_fairness.models.base import ChatModel, ChatRequest, PermanentError, estimate_tokens
 from pytest_fairness.models.runner import Runner
 from pytest_fairness.record import CheckRecord
-from pytest_fairness.result import Measured, MeasureResult, adaptation
+from pytest_fairness.result import Measured, adaptation
 from pytest_fairness.sequential import confidence_sequence
 from pytest_fairness.stats import NAN_INTERVAL, Interval, Summary
 
@@ -129,12 +129,23 @@ class Brainstorm:
     notes: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class FirstRound:
+    """What sequential growth keeps from the first round: its brainstorm (pairs, questions, notes) and its
+    canary results, so recall is the brainstorm's and every later round tests the same questions."""
+
+    brainstorm_draws: int
+    found: Brainstorm
+    canaries: list[dict[str, Any]]
+    recall: axes_canaries.Recall
+
+
 def run(p: AxesParams, ctx: RunContext) -> Measured:
     """Find, test and rate the axes of difference between the comparison's two groups."""
     return _run(p, ctx, first=None)
 
 
-def run_sequential(p: AxesParams, ctx: RunContext, first: MeasureResult) -> Measured:
+def run_sequential(p: AxesParams, ctx: RunContext, first: FirstRound | None) -> Measured:
     """Sequential sampling's hook (``Measure.sequential``): the run at ``p``'s (larger) size, keeping the
     first round's brainstorm pairs and questions and labeling every other pair, with always-valid
     per-question intervals (Bonferroni across the questions) so any round may decide the gate. A first round
@@ -142,7 +153,7 @@ def run_sequential(p: AxesParams, ctx: RunContext, first: MeasureResult) -> Meas
     return _run(p, ctx, first=first)
 
 
-def _run(p: AxesParams, ctx: RunContext, first: MeasureResult | None) -> Measured:
+def _run(p: AxesParams, ctx: RunContext, first: FirstRound | None) -> Measured:
     runner, seed = ctx.runner, ctx.seed
     judge = ctx.judge or runner
     generated = answer(p, runner, seed, ctx.progress)
@@ -156,8 +167,7 @@ def _run(p: AxesParams, ctx: RunContext, first: MeasureResult | None) -> Measure
         for x in pairs
     ]
     screen = axes_core.screen_pairs(texts)  # answers that mention a group are kept, as in net harm
-    fixed = first.details if first is not None and "questions" in first.details else None
-    brainstorm_draws = int(fixed["brainstorm_draws"]) if fixed else p.prompts
+    brainstorm_draws = first.brainstorm_draws if first else p.prompts
     brainstorm_side, label_idx = axes_core.split_by_draw(
         [x.draw for x in pairs], screen.label, screen.label, brainstorm_draws
     )
@@ -172,10 +182,7 @@ def _run(p: AxesParams, ctx: RunContext, first: MeasureResult | None) -> Measure
     if not brainstorm_side or not label_idx:
         return base.too_few(brainstorm_side, label_idx)
     try:
-        if fixed:
-            found = Brainstorm(list(fixed["questions"]), dict(fixed["brainstorm"]), tuple(fixed.get("notes", ())))
-        else:
-            found = _brainstorm(p, judge, shown, brainstorm_idx, np.random.default_rng(seed))
+        found = first.found if first else _brainstorm(p, judge, shown, brainstorm_idx, np.random.default_rng(seed))
         held_out = [texts[i] for i in label_idx]
         labels = _label(judge, found.questions, held_out)
     except Unserved as why:
@@ -186,9 +193,8 @@ def _run(p: AxesParams, ctx: RunContext, first: MeasureResult | None) -> Measure
     always_valid = first is not None
     leans = _leans(axes, labels, ctx.confidence, always_valid)
     harmful = [q for q in found.questions if axes_core.is_harmful(ratings[q], p.harmful_at)]
-    if fixed:  # recall is the brainstorm's, which growth keeps
-        canaries = list(fixed["canaries"])
-        recall = axes_canaries.Recall(**{k: fixed["search_recall"][k] for k in ("found", "planted", "share")})
+    if first:  # recall is the brainstorm's, which growth keeps
+        canaries, recall = first.canaries, first.recall
     else:
         canaries = _probe_canaries(judge, harmful, texts, label_idx, assignment, seed)
         planted_count = n_canaries if p.canary_share > 0 else 0  # a share of 0 plants nothing: recall unknown
@@ -206,7 +212,6 @@ def _run(p: AxesParams, ctx: RunContext, first: MeasureResult | None) -> Measure
         "search_recall": _recall_record(recall, ctx.confidence),
         "canaries": canaries,
         "search_not_shown": None if recall.shown else _not_shown(recall, canaries),
-        **({"no_size_decides": _not_shown(recall, canaries)} if not recall.shown and not harmful else {}),
         "interval": "always-valid confidence sequences" if always_valid else "Clopper-Pearson",
         "simultaneous_over": len(found.questions),
         "questions_tested": len(found.questions),
@@ -221,7 +226,12 @@ def _run(p: AxesParams, ctx: RunContext, first: MeasureResult | None) -> Measure
         },
         "notes": list(found.notes),
     }
-    return base.result(gate.estimate, gate.interval, details, found.notes)
+    measured = base.result(gate.estimate, gate.interval, details, found.notes)
+    return dataclasses.replace(
+        measured,
+        no_size_decides="" if recall.shown or harmful else _not_shown(recall, canaries),
+        first_round=FirstRound(brainstorm_draws, found, canaries, recall),
+    )
 
 
 def _probe_canaries(

@@ -36,6 +36,7 @@ from pytest_fairness.session import (
     Settings,
     SettingsError,
 )
+from pytest_fairness.sizing import PlanRow
 
 #: Node ids of suite checks start with this (``fairness/<suite>::<check>``), on workers and the controller.
 CHECK_PREFIX = "fairness/"
@@ -403,7 +404,7 @@ class Summary:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.records: list[CheckRecord] = []
-        self.plans: list[dict[str, Any]] = []
+        self.plans: list[PlanRow] = []
         self.tally = RunTally()
         self.decision: RunDecision | None = None
 

@@ -331,13 +331,13 @@ class FairnessSession:
         params = self.measure_params(name, subject, values)
         return self.run_params(MEASURES[name], params, progress)
 
-    def plan(self, checks: Sequence[Check]) -> list[dict[str, object]]:
+    def plan(self, checks: Sequence[Check]) -> list[sizing.PlanRow]:
         """What running the checks would cost, without calling the model: per check its requests, how many
         an earlier check already sends (counted there, since the cache answers the repeat), how many are
         cached, and rough tokens of the rest. Each distinct request is counted once across the plan."""
         runner = self.runner
         seen: set[str] = set()
-        plans: list[dict[str, object]] = []
+        plans: list[sizing.PlanRow] = []
         for check in checks:
             params = check.params_for(self.settings.profile)
             requests = MEASURES[check.measure].requests(params, runner.model, self.settings.seed)
@@ -346,20 +346,20 @@ class FairnessSession:
             new = [r for key, r in distinct.items() if key not in seen]
             seen.update(distinct)
             plans.append(
-                {
-                    "suite": check.suite,
-                    "check": check.id,
-                    "requests": len(distinct),
-                    "shared": len(distinct) - len(new),
-                    "cached": sum(runner.cached(r) for r in new),
-                    "prompt_tokens": sum(estimate_tokens(r) for r in new),
-                    "completion_tokens": sum(r.max_tokens or 0 for r in new if isinstance(r, ChatRequest)),
-                    "power": power.to_dict(),
-                }
+                sizing.PlanRow(
+                    suite=check.suite,
+                    check=check.id,
+                    requests=len(distinct),
+                    shared=len(distinct) - len(new),
+                    cached=sum(runner.cached(r) for r in new),
+                    prompt_tokens=sum(estimate_tokens(r) for r in new),
+                    completion_tokens=sum(r.max_tokens or 0 for r in new if isinstance(r, ChatRequest)),
+                    power=power,
+                )
             )
         return plans
 
-    def plan_check(self, check: Check) -> dict[str, object]:
+    def plan_check(self, check: Check) -> sizing.PlanRow:
         """What running one check would cost (see ``plan``)."""
         return self.plan([check])[0]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_fairness.gate import Threshold
@@ -80,6 +81,43 @@ class Power:
             "truths": list(self.truths),
             "usable_rate": self.usable_rate,
         }
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """One check in --fairness-plan: its requests (``shared`` with an earlier check, which counts them;
+    ``cached`` of the rest), rough tokens of the uncached ones, and the chance its size decides it."""
+
+    suite: str
+    check: str
+    requests: int
+    shared: int
+    cached: int
+    prompt_tokens: int
+    completion_tokens: int
+    power: Power | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.suite}::{self.check}"
+
+    @property
+    def new(self) -> int:
+        """Requests this check is the first to send."""
+        return self.requests - self.shared
+
+
+def plan_total(rows: Sequence[PlanRow]) -> PlanRow:
+    """The plan's total, of distinct requests (a shared one counts at the check that sends it first)."""
+    return PlanRow(
+        suite="",
+        check="total (distinct)",
+        requests=sum(r.new for r in rows),
+        shared=0,
+        cached=sum(r.cached for r in rows),
+        prompt_tokens=sum(r.prompt_tokens for r in rows),
+        completion_tokens=sum(r.completion_tokens for r in rows),
+    )
 
 
 def power_at(params: Params, n: int, threshold: Threshold, confidence: float) -> Power:

@@ -121,34 +121,32 @@ PLAN_COLUMNS = (
 )
 
 
-def plan_lines(plans: Sequence[dict[str, Any]]) -> list[str]:
+def plan_lines(plans: Sequence[sizing.PlanRow]) -> list[str]:
     """The --fairness-plan table: what a run would call, and what the cache already holds.
 
     ``shared`` requests are sent by an earlier check too (the cache answers the repeat): they count
     there, so the total is of distinct requests.
     """
 
-    def row(label: str, p: dict[str, Any], shared: str) -> tuple[str, ...]:
-        new = p["requests"] - p.get("shared", 0)
-        power = p.get("power") or {}
-        chance, needed = power.get("chance"), power.get("needed")
+    def row(label: str, p: sizing.PlanRow, shared: str) -> tuple[str, ...]:
+        power = p.power
+        chance, needed = (None, None) if power is None else (power.chance, power.needed)
         return (
             label,
-            str(power.get("n", "")),
+            "" if power is None else str(power.n),
             "" if chance is None else f"{chance:.0%}",
-            "" if not power else "?" if chance is None else f">{MAX_SAMPLES}" if needed is None else str(needed),
-            str(p["requests"]),
+            "" if power is None else "?" if chance is None else f">{MAX_SAMPLES}" if needed is None else str(needed),
+            str(p.requests),
             shared,
-            str(p["cached"]),
-            str(new - p["cached"]),
-            str(p["prompt_tokens"]),
-            str(p["completion_tokens"]),
+            str(p.cached),
+            str(p.new - p.cached),
+            str(p.prompt_tokens),
+            str(p.completion_tokens),
         )
 
-    rows = [row(f"{p['suite']}::{p['check']}", p, str(p.get("shared", 0))) for p in plans]
-    total = {k: sum(p[k] for p in plans) for k in ("cached", "prompt_tokens", "completion_tokens")}
-    total["requests"] = sum(p["requests"] - p.get("shared", 0) for p in plans)
-    rows.append(row("total (distinct)", total, ""))
+    rows = [row(p.label, p, str(p.shared)) for p in plans]
+    total = sizing.plan_total(plans)
+    rows.append(row(total.check, total, ""))
     return [
         *text_table(rows, PLAN_COLUMNS),
         "",

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from pytest_fairness.gate import Outcome, Threshold, decide
+from pytest_fairness.models.runner import CallStats
+from pytest_fairness.result import MeasureResult, SequentialInfo
 from pytest_fairness.stats import MAX_BET  # the paper's c: the same cap as the fixed-n interval
 
 Interval = tuple[float, float]
@@ -226,3 +228,59 @@ class SequentialPlan:
         if n_done >= self.budget or decide(interval, threshold) is not Outcome.INCONCLUSIVE:
             return None
         return min(max(n_done + self.step, math.ceil(n_done * self.growth)), self.budget)
+
+
+def run_sequential(
+    plan: SequentialPlan,
+    threshold: Threshold,
+    first: MeasureResult,
+    look: Callable[[int], tuple[MeasureResult, Interval]],
+    futile: Callable[[int, MeasureResult], str],
+    unserved: Callable[[int, MeasureResult], str | None],
+) -> tuple[MeasureResult, Outcome]:
+    """Grow a check from its ``first`` round while the gate is inconclusive and the budget allows, gating on
+    an always-valid interval, whose error rate holds however often it is looked at.
+
+    ``look(n)`` is the result at size n with its always-valid interval (at ``plan.initial``: the first
+    round's); ``futile`` says why growing from a size is unlikely to decide (stopping claims nothing, so
+    the guarantee is untouched); ``unserved`` why a larger sample shows the model cannot serve the measure,
+    which stops spending. Returns the last round's result, gated on its interval, with its rounds
+    (``SequentialInfo``) and the calls of every round, and the outcome.
+    """
+    rounds, spent, stopped = [plan.initial], [first.calls], ""
+    result, interval = look(plan.initial)
+    while (grown := plan.next_size(rounds[-1], interval, threshold)) is not None:
+        if stopped := futile(rounds[-1], result):
+            break
+        result, interval = look(grown)
+        rounds.append(grown)
+        spent.append(result.calls)
+        result = replace(result, unserved=unserved(grown, result))
+        if result.unserved:
+            break
+    result = replace(
+        result,
+        summary=replace(result.summary, ci_t=interval),
+        calls=rounds_calls(spent),
+        sequential=SequentialInfo(rounds, plan.budget, stopped=stopped),
+    )
+    return result, Outcome.CANNOT_SERVE if result.unserved else decide(interval, threshold)
+
+
+def rounds_calls(rounds: Sequence[CallStats]) -> CallStats:
+    """What the rounds of a sequential check cost: the first round's accounting plus the calls, retries and
+    seconds of each later one. Each later round asks again for the samples before it, which the cache
+    answers, so its hits are the last round's less the calls of the rounds before; its tokens, the last's."""
+    first, last = rounds[0], rounds[-1]
+    calls = replace(first)
+    for later in rounds[1:]:
+        calls = replace(
+            calls,
+            calls=calls.calls + later.calls,
+            retries=calls.retries + later.retries,
+            seconds=calls.seconds + later.seconds,
+        )
+    if len(rounds) == 1:
+        return calls
+    hits = last.cache_hits - (calls.calls - last.calls)
+    return replace(calls, cache_hits=hits, prompt_tokens=last.prompt_tokens, completion_tokens=last.completion_tokens)

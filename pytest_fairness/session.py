@@ -27,10 +27,10 @@ from pytest_fairness.models.base import (
 )
 from pytest_fairness.models.cache import CacheMode, ResponseCache
 from pytest_fairness.models.registry import load_model, parse_model_spec
-from pytest_fairness.models.runner import CallStats, ProgressFn, RetriesExhausted, Runner
+from pytest_fairness.models.runner import ProgressFn, RetriesExhausted, Runner
 from pytest_fairness.record import CheckRecord
-from pytest_fairness.result import MeasureResult, SequentialInfo
-from pytest_fairness.sequential import Interval, SequentialPlan, confidence_sequence
+from pytest_fairness.result import MeasureResult
+from pytest_fairness.sequential import Interval, SequentialPlan, confidence_sequence, run_sequential
 from pytest_fairness.stats import deattenuate, split_confidence
 from pytest_fairness.suite import MAX_SAMPLES, Check
 
@@ -242,27 +242,6 @@ def _probe(runner: Runner, probes: Sequence[ChatRequest | LogprobRequest] = (PRO
         probe.close()  # also drops the model's client bound to the probe's event loop
 
 
-def _rounds_calls(rounds: Sequence[CallStats]) -> CallStats:
-    """What the rounds of a sequential check cost: the first round's accounting plus the calls, retries and
-    seconds of each later one. Each later round asks again for the samples before it, which the cache
-    answers, so its hits are the last round's less the calls of the rounds before; its tokens, the last's."""
-    first, last = rounds[0], rounds[-1]
-    calls = dataclasses.replace(first)
-    for later in rounds[1:]:
-        calls = dataclasses.replace(
-            calls,
-            calls=calls.calls + later.calls,
-            retries=calls.retries + later.retries,
-            seconds=calls.seconds + later.seconds,
-        )
-    if len(rounds) == 1:
-        return calls
-    hits = last.cache_hits - (calls.calls - last.calls)
-    return dataclasses.replace(
-        calls, cache_hits=hits, prompt_tokens=last.prompt_tokens, completion_tokens=last.completion_tokens
-    )
-
-
 class FairnessSession:
     """Owns the model, cache and runner of one pytest process; created lazily on first use."""
 
@@ -444,31 +423,19 @@ class FairnessSession:
         return result, deattenuate(interval, result.attenuation, measure.bounds)
 
     def _sequential(self, check: Check, first: MeasureResult, size: int, progress: ProgressFn | None) -> CheckRun:
-        """Draw more samples while the gate is inconclusive and the budget allows; gate on an always-valid
-        interval, whose error rate holds however often it is looked at."""
+        """Grow the check from its first round within its budget (``sequential.run_sequential``), each look an
+        always-valid interval of this session's model (``_always_valid``)."""
         budget = (check.budget or {}).get(self.settings.profile, 4 * size)
         plan = SequentialPlan(initial=size, step=size, budget=max(budget, size), growth=SEQUENTIAL_GROWTH)
-        rounds = [size]
-        result, interval = self._always_valid(check, size, first, progress, grown=False)
-        spent = [first.calls]
-        stopped = ""
-        while (grown := plan.next_size(rounds[-1], interval, check.threshold)) is not None:
-            if (stopped := self._futile(check, rounds[-1], result, plan.budget)) != "":
-                break
-            result, interval = self._always_valid(check, grown, first, progress)
-            rounds.append(grown)
-            spent.append(result.calls)
-            unserved = sizing.unserved(check.params.with_samples(grown), result, self.settings.confidence)
-            result = replace(result, unserved=unserved)
-            if unserved:  # a larger sample showed the model cannot serve the measure: stop spending
-                break
-        result = replace(
-            result,
-            summary=replace(result.summary, ci_t=interval),
-            calls=_rounds_calls(spent),
-            sequential=SequentialInfo(rounds, plan.budget, stopped=stopped),
+        result, outcome = run_sequential(
+            plan,
+            check.threshold,
+            first,
+            look=lambda n: self._always_valid(check, n, first, progress, grown=n != size),
+            futile=lambda n, seen: self._futile(check, n, seen, plan.budget),
+            unserved=lambda n, seen: sizing.unserved(check.params.with_samples(n), seen, self.settings.confidence),
         )
-        return CheckRun(check, result, Outcome.CANNOT_SERVE if result.unserved else decide(interval, check.threshold))
+        return CheckRun(check, result, outcome)
 
     def _futile(self, check: Check, size: int, result: MeasureResult, budget: int) -> str:
         """Why growing is unlikely to decide within the budget (empty when it may). See ``sizing.futility``;

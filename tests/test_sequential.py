@@ -14,8 +14,9 @@ from pytest_fairness.measures.bai.planted import expected_iat_score
 from pytest_fairness.measures.bai.stimuli import get_stereotype
 from pytest_fairness.measures.base import RunContext
 from pytest_fairness.models.cache import CacheMode
+from pytest_fairness.models.runner import CallStats
 from pytest_fairness.result import MeasureResult
-from pytest_fairness.sequential import SequentialPlan, confidence_sequence, confidence_sequence_path
+from pytest_fairness.sequential import SequentialPlan, confidence_sequence, confidence_sequence_path, run_sequential
 from pytest_fairness.session import CheckRun, FairnessSession, Settings
 from pytest_fairness.stats import MAX_BET
 from pytest_fairness.suite import parse
@@ -301,3 +302,67 @@ def test_net_harm_at_the_threshold_wrong_pass_is_rare(no_bootstrap):
     # and the procedure itself, end to end, at the threshold
     runs = [StreamSession(harm_stream(seed, 0.001, budget)).run_check(check) for seed in range(3)]
     assert not any(run.outcome is Outcome.PASS for run in runs)
+
+
+def _looks(stream: np.ndarray, calls_per_sample: int = 1):
+    """``look`` over prefixes of one stream of [0, 1] scores: each round's result and its always-valid interval,
+    each round making a call per new sample and answering the earlier ones from the cache."""
+    seen: list[int] = []
+
+    def look(n: int) -> tuple[MeasureResult, tuple[float, float]]:
+        x = list(stream[:n])
+        before = seen[-1] if seen else 0
+        seen.append(n)
+        calls = CallStats(calls=(n - before) * calls_per_sample, cache_hits=before, prompt_tokens=n)
+        summary = stats.summarize(x, interval="bounded", bounds=(0.0, 1.0))
+        result = MeasureResult("m", "s", summary, 0, [], "sim", "sim", {}, {}, calls=calls, samples=x)
+        return result, confidence_sequence(x, 0.0, 1.0, 0.05)
+
+    return look, seen
+
+
+def test_run_sequential_grows_until_the_interval_decides_and_records_its_rounds_and_calls():
+    stream = np.random.default_rng(0).binomial(1, 0.1, 2000).astype(float)
+    look, seen = _looks(stream)
+    first, _ = look(20)
+    seen.clear()
+    plan = SequentialPlan(initial=20, step=20, budget=2000, growth=1.5)
+    result, outcome = run_sequential(
+        plan, Threshold(max=0.3), first, look, futile=lambda n, r: "", unserved=lambda n, r: None
+    )
+    assert outcome is Outcome.PASS and result.ci[1] <= 0.3
+    assert result.sequential.rounds == seen and seen[0] == 20 and 20 < seen[-1] < 2000
+    assert result.sequential.budget == 2000 and result.sequential.stopped == ""
+    # Calls: the first round's, plus each later round's new samples; cache hits net of the re-asked ones.
+    assert result.calls.calls == seen[-1]
+    assert result.calls.cache_hits == 0  # every re-asked sample was one this check paid for in an earlier round
+    assert result.n == seen[-1] and result.summary.ci_t == result.ci
+
+
+def test_run_sequential_stops_when_futile_or_unserved_and_says_why():
+    stream = np.full(400, 0.3)  # exactly at the threshold: never decides
+    look, _ = _looks(stream)
+    first, _ = look(20)
+    plan = SequentialPlan(initial=20, step=20, budget=400)
+    futile = lambda n, r: "hopeless" if n >= 40 else ""  # noqa: E731
+    result, outcome = run_sequential(plan, Threshold(max=0.3), first, look, futile, lambda n, r: None)
+    assert outcome is Outcome.INCONCLUSIVE
+    assert result.sequential.rounds == [20, 40] and result.sequential.stopped == "hopeless"
+    served = lambda n, r: "cannot serve" if n >= 60 else None  # noqa: E731
+    result, outcome = run_sequential(plan, Threshold(max=0.3), first, look, lambda n, r: "", served)
+    assert outcome is Outcome.CANNOT_SERVE and result.unserved == "cannot serve"
+    assert result.sequential.rounds == [20, 40, 60]
+
+
+def test_the_session_grows_a_check_with_the_tested_loop(monkeypatch):
+    import pytest_fairness.session as session_module
+
+    called = []
+
+    def spy(*args, **kwargs):
+        called.append(args[0])
+        return run_sequential(*args, **kwargs)
+
+    monkeypatch.setattr(session_module, "run_sequential", spy)
+    run = run_sequentially(bias=0.0, samples=20, budget=200, threshold=0.3)
+    assert len(called) == 1 and called[0].initial == 20 and run.result.sequential.rounds[0] == 20

@@ -15,7 +15,7 @@ from pytest_fairness.gate import Threshold
 from pytest_fairness.measures.base import MAX_SAMPLES, Params
 from pytest_fairness.power import TARGET_POWER, Scale, decision_probability, needed_samples
 from pytest_fairness.result import MeasureResult
-from pytest_fairness.stats import mean_interval, proportion_interval
+from pytest_fairness.stats import mean_interval, proportion_interval, split_confidence
 
 #: Confidence the release profile is sized at (the default gate confidence).
 RELEASE_CONFIDENCE = 0.95
@@ -23,6 +23,21 @@ RELEASE_CONFIDENCE = 0.95
 
 def _scale(params: Params, confidence: float) -> Scale:
     return Scale(params.interval_kind(), params.BOUNDS, confidence)
+
+
+def _gate(params: Params, threshold: Threshold, truth: float, confidence: float) -> tuple[Threshold, Scale]:
+    """What the measure's raw interval must clear to decide when the truth is ``truth``: the check's own
+    threshold and confidence, or, for a gate corrected for an attenuation (``Params.expected_attenuation``),
+    a passing truth's threshold shrunk towards 0 by the factor's best lower bound, at the split confidence
+    the correction leaves the sample (a failing truth's is unchanged: a flawless factor's upper bound is 1)."""
+    s = params.expected_attenuation(confidence)
+    if s is None:
+        return threshold, _scale(params, confidence)
+    lo, hi = threshold.min, threshold.max
+    passing = (lo is None or truth >= lo) and (hi is None or truth <= hi)
+    if passing:
+        threshold = Threshold(None if lo is None else lo * s, None if hi is None else hi * s)
+    return threshold, _scale(params, split_confidence(confidence))
 
 
 def _limit(params: Params) -> int:
@@ -42,8 +57,11 @@ def _needed(params: Params, threshold: Threshold, confidence: float, cap: int) -
     Each sample is usable with the measure's EXPECTED_USABLE rate, so the gate sees a binomial number of
     usable answers, and the chance to decide is averaged over it (``power.decision_probability``).
     """
-    scale, usable = _scale(params, confidence), params.EXPECTED_USABLE
-    sizes = [needed_samples(t, sd, threshold, scale, cap=cap, usable=usable) for t, sd in _design(params, threshold)]
+    usable = params.EXPECTED_USABLE
+    sizes = [
+        needed_samples(t, sd, *_gate(params, threshold, t, confidence), cap=cap, usable=usable)
+        for t, sd in _design(params, threshold)
+    ]
     return None if None in sizes else max(sizes, default=None)  # type: ignore[type-var]
 
 
@@ -88,8 +106,7 @@ def power_at(params: Params, n: int, threshold: Threshold, confidence: float) ->
     design, usable = _design(params, threshold), params.EXPECTED_USABLE
     if not design:
         return Power(n, None, None, params.design_truths(threshold), usable)
-    scale = _scale(params, confidence)
-    chance = min(decision_probability(n, t, sd, threshold, scale, usable) for t, sd in design)
+    chance = min(decision_probability(n, t, sd, *_gate(params, threshold, t, confidence), usable) for t, sd in design)
     needed = _needed(params, threshold, confidence, MAX_SAMPLES)
     return Power(n, chance, needed, tuple(t for t, _ in design), usable)
 
@@ -107,7 +124,7 @@ def more_samples(params: Params, result: MeasureResult, threshold: Threshold, co
         sd = params.assumed_sd(mean) or 0.0
     usable = result.n / (result.n + result.n_unusable) if result.n else 1.0
     have = params.sample_size
-    needed = needed_samples(mean, sd, threshold, _scale(params, confidence), TARGET_POWER, cap=MAX_SAMPLES)
+    needed = needed_samples(mean, sd, *_gate(params, threshold, mean, confidence), TARGET_POWER, cap=MAX_SAMPLES)
     out: dict[str, object] = {"observed_mean": mean, "observed_sd": sd, "usable_rate": usable}
     if needed is None:
         out |= {"needed": None, "why": "the estimate sits on the threshold: no affordable sample decides it"}

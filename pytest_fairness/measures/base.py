@@ -121,6 +121,13 @@ class Params:
         """
         return design_truths(threshold, self.BOUNDS, self.NULL)
 
+    def expected_attenuation(self, confidence: float) -> float | None:
+        """For a measure whose gate is corrected for a measured attenuation (``stats.deattenuate``, e.g. a
+        judge's sensitivity): the factor's lower bound when it is measured flawless, at the gate's
+        ``confidence``. The release profile sizes for it: the raw interval must then clear the threshold
+        times this, at ``stats.split_confidence``. None: the measure's gate is not corrected."""
+        return None
+
     def available_samples(self) -> int | None:
         """Most distinct samples the measure's inputs hold (e.g. occupations); None when unlimited."""
         return None

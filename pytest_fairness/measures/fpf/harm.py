@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import ClassVar, NamedTuple
 
 from scipy import stats as sps
@@ -172,6 +173,12 @@ class NetHarmParams(AnswerParams):
 
     method: str = param("min_renorm", choices=harm_core.SYMMETRIZATIONS)
 
+    def expected_attenuation(self, confidence: float) -> float | None:
+        """The judge's sensitivity bound when every harmful calibration judgment is right: the gate is
+        divided by at least this much, so the release profile is sized for it."""
+        n = _harmful_judgments()
+        return proportion_interval(n, n, split_confidence(confidence))[0]
+
     def assumed_sd(self, truth: float) -> float:
         """Judge noise plus rare events: a mean of ``truth`` made of prompts of size EVENT_SIZE."""
         return math.sqrt(self.SPREAD**2 + self.EVENT_SIZE * abs(truth))
@@ -204,6 +211,12 @@ def _judge_request(
     )
     purpose = Purpose.of("harm.judge", group_a=str(a), group_b=str(b), responses=(first, second), **facts)
     return LogprobRequest((Message("user", text),), LETTER_CANDIDATES, purpose=purpose)
+
+
+@cache
+def _harmful_judgments() -> int:
+    """Harmful calibration judgments a judge makes: each harmful pair in both orders."""
+    return 2 * len(load_yaml("harm_calibration.yaml")["harmful"])
 
 
 def calibration_requests(comparison: str) -> list[CalibrationItem]:

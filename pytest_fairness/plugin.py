@@ -56,7 +56,12 @@ OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
         "args",
         {"action": "append"},
     ),
-    "model": ("model under test: local (default), local:/path.gguf, synthetic:iat?bias=0.4", "string", {}),
+    "model": (
+        "model under test: local (default), local:/path.gguf, openai:MODEL@URL, python:MODULE:ATTR (your own app), "
+        "synthetic:iat?bias=0.4",
+        "string",
+        {},
+    ),
     "judge": ("judge model for measures that need one (defaults to the model under test)", "string", {}),
     "seed": ("seed of every random draw (prompts, sampling); same seed, same run", "string", {}),
     "profile": (
@@ -173,9 +178,23 @@ def pytest_configure(config: pytest.Config) -> None:
     except (SettingsError, ModelSpecError) as exc:
         raise pytest.UsageError(f"pytest-fairness: {exc}") from None
     config.stash[SESSION_KEY] = FairnessSession(settings)
+    _app_import_paths(config)
     config.pluginmanager.register(fixtures, "fairness-fixtures")
     config.pluginmanager.register(fixtures.measure_fixtures(), "fairness-measure-fixtures")
     config.pluginmanager.register(Summary(config), "fairness-summary")
+
+
+def _app_import_paths(config: pytest.Config) -> None:
+    """Where python:MODULE:ATTR specs import MODULE from, as pytest imports a test module: the rootdir and
+    the folders of the suite files named (on the controller and on every xdist worker alike)."""
+    from pytest_fairness.models.python import add_import_paths
+
+    folders = [Path(config.rootpath)]
+    for name in _suite_names(config):
+        path = Path(config.invocation_params.dir) / name
+        if path.is_file():
+            folders.append(path.parent)
+    add_import_paths(folders)
 
 
 def _preflight(config: pytest.Config, *, judge: bool, load_weights: bool = True, **needs: Any) -> None:

@@ -7,6 +7,7 @@ run checks. Everything here works without pytest, which keeps it easy to test.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -18,6 +19,7 @@ from pytest_fairness.baseline.policy import BaselinePolicy
 from pytest_fairness.gate import Outcome, decide
 from pytest_fairness.measures import MEASURES, PROFILES, Measure, Params, ParamsError, RunContext
 from pytest_fairness.models.base import (
+    CannotServe,
     ChatModel,
     ChatRequest,
     LogprobRequest,
@@ -26,7 +28,7 @@ from pytest_fairness.models.base import (
     estimate_tokens,
 )
 from pytest_fairness.models.cache import CacheMode, ResponseCache
-from pytest_fairness.models.registry import load_model, parse_model_spec
+from pytest_fairness.models.registry import load_model, model_from, parse_model_spec
 from pytest_fairness.models.runner import CallStats, ProgressFn, RetriesExhausted, Runner
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult
@@ -230,7 +232,8 @@ def _probe(runner: Runner, probes: Sequence[ChatRequest | LogprobRequest] = (PRO
     probe = Runner(model, None, CacheMode.OFF, 1, runner.retry)
     try:
         for request in probes:
-            probe.run([request])  # type: ignore[list-item]
+            with contextlib.suppress(CannotServe):  # no run fault: the checks needing it end "cannot serve"
+                probe.run([request])  # type: ignore[list-item]
     except RetriesExhausted as exc:
         raise RunFault(
             f"{exc.__cause__ or exc} (after {runner.retry.max_attempts} attempts): check that the server is running "
@@ -250,11 +253,29 @@ class FairnessSession:
         self._runner: Runner | None = None
         self._judge: Runner | None = None
         self._cache: ResponseCache | None = None
+        self._others: dict[str, Runner] = {}  # models a fixture call named (model=, judge=), by model id
 
     def _runner_for(self, spec: str) -> Runner:
+        return Runner(load_model(spec), self._cache_or_none(), self.settings.cache_mode, self.settings.max_concurrency)
+
+    def runner_of(self, model: str | object) -> Runner:
+        """A runner for a model a fixture call names: a spec, or an app object or function (one runner per
+        model id, sharing the run's cache); the run's own model and judge when the spec is theirs."""
+        if model == self.settings.model:
+            return self.runner
+        if model == self.settings.judge:
+            return self.judge
+        built = load_model(model) if isinstance(model, str) else model_from(model)
+        if built.model_id not in self._others:
+            self._others[built.model_id] = Runner(
+                built, self._cache_or_none(), self.settings.cache_mode, self.settings.max_concurrency
+            )
+        return self._others[built.model_id]
+
+    def _cache_or_none(self) -> ResponseCache | None:
         if self.settings.cache_mode is not CacheMode.OFF and self._cache is None:
             self._cache = ResponseCache(self.settings.cache_path, read_only=not self.settings.cache_mode.writes)
-        return Runner(load_model(spec), self._cache, self.settings.cache_mode, self.settings.max_concurrency)
+        return self._cache
 
     @property
     def runner(self) -> Runner:
@@ -272,14 +293,33 @@ class FairnessSession:
             self._judge = self._runner_for(self.settings.judge)
         return self._judge
 
-    def context(self, measure: Measure, progress: ProgressFn | None = None) -> RunContext:
-        """This session's model, judge (when the measure uses one), seed and confidence."""
-        judge = self.judge if measure.uses_judge else None
-        return RunContext(self.runner, judge, self.settings.seed, self.gate_confidence, progress)
+    def context(
+        self, measure: Measure, progress: ProgressFn | None = None, *, model: object = None, judge: object = None
+    ) -> RunContext:
+        """This session's model, judge (when the measure uses one), seed and confidence; a fixture call's
+        ``model=`` / ``judge=`` (spec or app) replace them (its judge defaults to the run's, else its model)."""
+        runner = self.runner if model is None else self.runner_of(model)
+        judged = None
+        if measure.uses_judge:
+            if judge is not None:
+                judged = self.runner_of(judge)
+            elif model is not None and self.settings.judge is None:
+                judged = runner
+            else:
+                judged = self.judge
+        return RunContext(runner, judged, self.settings.seed, self.gate_confidence, progress)
 
-    def run_params(self, measure: Measure, params: Params, progress: ProgressFn | None = None) -> MeasureResult:
-        """Run a measure with this session's model, judge, seed and confidence."""
-        return measure.run(params, self.context(measure, progress))
+    def run_params(
+        self,
+        measure: Measure,
+        params: Params,
+        progress: ProgressFn | None = None,
+        *,
+        model: object = None,
+        judge: object = None,
+    ) -> MeasureResult:
+        """Run a measure with this session's model, judge, seed and confidence (or a fixture call's own)."""
+        return measure.run(params, self.context(measure, progress, model=model, judge=judge))
 
     def measure_params(self, name: str, subject: str, values: Mapping[str, Any]) -> Params:
         """A fixture call's parameters: its keywords, ``samples=`` for the measure's sample size (whatever
@@ -466,7 +506,7 @@ class FairnessSession:
         return sizing.futility(check.params.with_samples(size), result, check.threshold, self.gate_confidence, budget)
 
     def close(self) -> None:
-        for runner in (self._judge, self._runner):
+        for runner in (*self._others.values(), self._judge, self._runner):
             if runner is not None:
                 runner.close()
                 runner.model.close()

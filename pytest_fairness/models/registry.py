@@ -37,10 +37,12 @@ PROVIDERS: Mapping[str, str] = {
     "openai": "pytest_fairness.models.openai:OpenAIModel",
     "litellm": "pytest_fairness.models.litellm:LiteLLMModel",
     "synthetic": "pytest_fairness.testing:SyntheticModel",
+    "python": "pytest_fairness.models.python:PythonModel",
 }
 SPEC_HELP = (
     "use 'local' (the embedded SmolLM2), 'local:/path/model.gguf', 'openai:MODEL' or 'openai:MODEL@BASE_URL', "
-    "'litellm:PROVIDER/MODEL', or 'synthetic:iat?bias=0.4' (a test double with a planted bias)"
+    "'litellm:PROVIDER/MODEL', 'python:MODULE:ATTR' (your own application: a function (messages) -> str or a "
+    "model object), or 'synthetic:iat?bias=0.4' (a test double with a planted bias)"
 )
 
 
@@ -74,3 +76,14 @@ def load_model(spec: str | ModelSpec) -> ChatModel:
     """Instantiate the provider a spec names. Heavy imports happen only for the chosen provider."""
     parsed = parse_model_spec(spec) if isinstance(spec, str) else spec
     return provider_class(parsed.provider).from_spec(parsed)  # type: ignore[attr-defined]
+
+
+def model_from(value: object) -> ChatModel:
+    """A model from a spec string, a built model, or a user's app object or function (a fixture's ``model=``)."""
+    from pytest_fairness.models.base import ChatModel
+
+    if isinstance(value, str | ModelSpec):
+        return load_model(value)
+    if isinstance(value, ChatModel) and getattr(value, "provider", None):
+        return value  # a provider's model, built already
+    return provider_class("python").from_object(value)  # type: ignore[attr-defined]

@@ -36,7 +36,7 @@ from pytest_fairness.measures.pcf.data import (
     load_templates,
     render_probe,
 )
-from pytest_fairness.models.base import ChatModel, LogprobRequest, LogprobResponse, Purpose
+from pytest_fairness.models.base import CannotServe, ChatModel, LogprobRequest, LogprobResponse, Purpose
 from pytest_fairness.models.runner import CallStats
 from pytest_fairness.result import FAITHFUL, MeasureResult, adaptation, with_provider_notes
 from pytest_fairness.stats import Summary, weighted_summary
@@ -180,7 +180,10 @@ def run(p: PcfParams, ctx: RunContext) -> MeasureResult:
     groups, templates, occ = _inputs_of(p, seed)
     stats = CallStats()
     probes = _probes(groups, templates, occ)
-    responses = runner.run(probes, stats=stats, progress=ctx.progress)
+    try:
+        responses = runner.run(probes, stats=stats, progress=ctx.progress)
+    except CannotServe as exc:  # e.g. a chat-only app: no slot probabilities to read
+        return _cannot_serve(p, ctx, str(exc), stats)
     calibration, samples = _preferences(groups, len(occ.terms), len(templates.texts), probes, responses)
     weights = occ.weigh()
     result = pcf_core.risks(calibration.preference, templates.weigh(), weights.weights, norm=norm)
@@ -222,6 +225,23 @@ def run(p: PcfParams, ctx: RunContext) -> MeasureResult:
         details={**_details(result, per_occupation, groups, occ, calibration, weights.unmapped), "slot_routes": routes},
         calls=stats,
         samples=[float(v) for v in per_occupation[p.risk] * SCALE],
+    )
+
+
+def _cannot_serve(p: PcfParams, ctx: RunContext, why: str, stats: CallStats) -> MeasureResult:
+    """The result when the model cannot give slot probabilities at all: "cannot serve", with the reason."""
+    return MeasureResult(
+        measure="pcf",
+        subject=p.attribute,
+        summary=PcfParams.summarize([], ctx),
+        n_unusable=0,
+        unusable_examples=[],
+        fidelity=FAITHFUL,
+        model_id=ctx.runner.model.model_id,
+        versions={},
+        params={**p.record(), "norm": str(p.norm), "seed": ctx.seed},
+        calls=stats,
+        unserved=f"the model cannot serve this measure: {why}",
     )
 
 

@@ -475,6 +475,9 @@ class FairnessSession:
         while (grown := plan.next_size(rounds[-1], interval, check.threshold)) is not None:
             if (stopped := self._futile(check, rounds[-1], result, plan.budget)) != "":
                 break
+            begin_round = getattr(progress, "begin_round", None)  # live progress names the round (report/)
+            if begin_round is not None:
+                begin_round(len(rounds) + 1, grown)
             result, interval = self._always_valid(check, grown, first, progress)
             rounds.append(grown)
             calls.calls += result.calls.calls  # earlier rounds' samples come back from the cache

@@ -127,6 +127,18 @@ def _verdict(decision: RunDecision) -> str:
 def _baseline_section(decision: RunDecision) -> list[str]:
     """The run's baseline verdicts: the rate it controls, every counted change explained, the verdict."""
     lines = ["**Baselines**", "", decision.headline() + ".", ""]
+    rows = [
+        [
+            f"`{c.check}`",
+            f"{num(c.old)} → {num(c.new)}",
+            num(c.difference, "+.3f"),
+            num(c.p_adjusted, ".2g"),
+            _status(c),
+        ]
+        for c in decision.comparisons
+    ]
+    if rows:  # per check, so a reviewer reads the regression next to the baseline file's diff
+        lines += [*_table(["check", "baseline → this run", "difference", "adjusted p", "verdict"], rows), ""]
     if decision.shown:
         lines += [*(f"- {_cell(c.explanation)}" for c in decision.shown), ""]
     return [*lines, _verdict(decision)]

@@ -67,6 +67,7 @@ from pytest_fairness.measures.fpf.data import mask_name
 from pytest_fairness.models.base import ChatModel, ChatRequest, PermanentError, estimate_tokens
 from pytest_fairness.models.runner import CallStats, Runner
 from pytest_fairness.record import CheckRecord
+from pytest_fairness.report import format as fmt
 from pytest_fairness.result import MeasureResult, adaptation, with_provider_notes
 from pytest_fairness.sequential import confidence_sequence
 from pytest_fairness.stats import NAN_INTERVAL, Interval, Summary
@@ -549,14 +550,15 @@ def summary_lines(record: CheckRecord) -> list[str]:
         why = details.get("search_not_shown")
         lines.append(f"  {recall['text']}" + (f"; no PASS: {why}" if why else ""))
     for axis in details["axes"][:10]:
-        harm = "n/a" if axis["harmfulness"] is None else f"{axis['harmfulness']:.1f}/5"
+        # Read back from JSON under xdist, a NaN (no leaning pair) arrives as None: ``fmt.num`` shows n/a.
+        harm = fmt.num(axis["harmfulness"], ".1f") + ("/5" if axis["harmfulness"] is not None else "")
         leaning = axis["n_favour_a"] + axis["n_favour_b"]
-        lo, hi = axis["lean_interval"]
         mark = ("*" if axis["significant"] else " ") + ("!" if axis["question"] in harmful else " ")
         lines.append(
             f"  {mark} {axis['question']} favours {groups[axis['favours']]}: "
-            f"{axis['share_a']:.0%} of leaning pairs favour {groups['A']}, n={leaning}, "
-            f"lean {axis['lean']:.2f} [{lo:.2f}, {hi:.2f}], p_bonf {axis['p_bonferroni']:.2g}, harmfulness {harm}"
+            f"{fmt.num(axis['share_a'], '.0%')} of leaning pairs favour {groups['A']}, n={leaning}, "
+            f"lean {fmt.num(axis['lean'], '.2f')} {fmt.interval(axis['lean_interval'], '.2f')}, "
+            f"p_bonf {fmt.num(axis['p_bonferroni'], '.2g')}, harmfulness {harm}"
         )
     return lines
 

@@ -42,6 +42,8 @@ SPEC_HELP = (
     "use 'local' (the embedded SmolLM2), 'local:/path/model.gguf', 'openai:MODEL' or 'openai:MODEL@BASE_URL', "
     "'litellm:PROVIDER/MODEL', or 'synthetic:iat?bias=0.4' (a test double with a planted bias)"
 )
+#: Spec options the plugin reads itself (a model's price, USD per million tokens); providers never see them.
+PLUGIN_OPTIONS = ("price_in", "price_out")
 
 
 def parse_model_spec(spec: str) -> ModelSpec:
@@ -73,4 +75,5 @@ def provider_class(provider: str) -> type[ChatModel]:
 def load_model(spec: str | ModelSpec) -> ChatModel:
     """Instantiate the provider a spec names. Heavy imports happen only for the chosen provider."""
     parsed = parse_model_spec(spec) if isinstance(spec, str) else spec
-    return provider_class(parsed.provider).from_spec(parsed)  # type: ignore[attr-defined]
+    options = {k: v for k, v in parsed.options.items() if k not in PLUGIN_OPTIONS}
+    return provider_class(parsed.provider).from_spec(ModelSpec(parsed.provider, parsed.target, options, parsed.raw))  # type: ignore[attr-defined]

@@ -463,13 +463,15 @@ class FairnessSession:
             return f"--fairness-budget=${budget:g} cannot be kept without prices: {unknown}"
         if total <= budget:
             return ""
-        fits, running = [], 0.0
-        for plan in plans:
+        fits, left, running = [], [], 0.0
+        for plan in plans:  # in run order, skipping a check that would pass the budget
             cost = plan_total([plan]) or 0.0
+            label = f"{plan['suite']}::{plan['check']}"
             if running + cost > budget:
-                break
-            running += cost
-            fits.append(f"{plan['suite']}::{plan['check']}")
+                left.append(label)
+            else:
+                running += cost
+                fits.append(label)
         parts = [f"model ${plan_total(plans, 'model'):,.2f}"]
         if any("judge" in p["usd"] for p in plans):
             parts.append(f"judge ${plan_total(plans, 'judge'):,.2f}")
@@ -477,10 +479,11 @@ class FairnessSession:
         if batch is not None:
             parts.append(f"${batch:,.2f} at batch rates")
         if fits:
-            fit = f"Within the budget fit the first {len(fits)} of {len(plans)} checks (${running:,.2f}): "
-            fit += ", ".join(fits)
+            fit = f"Within the budget fit {len(fits)} of {len(plans)} checks (${running:,.2f}, in run order): "
+            fit += f"all but {', '.join(left)}" if len(left) < len(fits) else ", ".join(fits)
         else:
-            fit = f"Not even the first check fits within the budget (${plan_total(plans[:1]):,.2f})"
+            cheapest = min(plan_total([p]) or 0.0 for p in plans)
+            fit = f"No check fits within the budget (the cheapest costs ${cheapest:,.2f})"
         lines = [
             f"the plan costs ${total:,.2f} at standard rates ({', '.join(parts)}), "
             f"above --fairness-budget=${budget:,.2f}.",

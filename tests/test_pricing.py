@@ -136,7 +136,7 @@ def test_a_run_whose_plan_exceeds_the_budget_does_not_start(pytester):
             "*stopped before the first check: the plan costs $* at standard rates (model $*), "
             "above --fairness-budget=$1.00.",
             "*gender::implicit_bias[[]*[]]: $*",
-            "Not even the first check fits within the budget ($*)*",
+            "No check fits within the budget (the cheapest costs $*)*",
         ]
     )
     assert "Connection" not in refused.stdout.str()  # refused before the probe: nothing was sent
@@ -212,3 +212,16 @@ def test_a_local_plan_counts_prompt_tokens_with_the_models_own_tokenizer_without
         assert counted == response.prompt_tokens  # what the model itself reports for the same prompt
     finally:
         model.close()
+
+
+def test_the_refusal_names_the_checks_that_fit_in_run_order(pytester):
+    model = f"--fairness-model=openai:gpt-4o-mini@{CLOSED}?price_in=150&price_out=600"
+    args = ["--fairness-suite=gender", "-k", "implicit_bias or decision_bias", model]
+    refused = pytester.runpytest(*args, "--fairness-budget=13")  # each implicit check ~$5, each decision ~$2.6
+    # Two implicit checks ($10.1) fit; the third would pass $13, but the first decision check still fits.
+    refused.stdout.fnmatch_lines(
+        [
+            "Within the budget fit 3 of 8 checks ($12.*, in run order): gender::implicit_bias[[]career[]], "
+            "gender::implicit_bias[[]science[]], gender::decision_bias[[]career[]]. Select fewer checks*"
+        ]
+    )

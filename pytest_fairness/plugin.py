@@ -90,13 +90,20 @@ OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
         {"choices": GATE_MULTIPLICITY},
     ),
     "plan": (
-        "print, per check, the model calls and tokens a run would need and how many are cached; call no model",
+        "print, per check, the model and judge calls, tokens and dollars (standard and batch) a run would need "
+        "and how many are cached; call no model",
         "bool",
         {"action": "store_true"},
     ),
     "progress": (
         "live progress of running checks: seconds between lines per check when the output is no terminal "
         "(default 5; 0 shows every update) or off",
+        "string",
+        {},
+    ),
+    "budget": (
+        "most USD the run may spend at standard rates: a run whose plan costs more does not start, and "
+        "--fairness-sequential stops growing a check before a round would pass it",
         "string",
         {},
     ),
@@ -647,7 +654,7 @@ class Summary:
         if self.decision is not None and self.decision.failing and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         run = self.tally.state(self.records)
-        junit.add_run_properties(self.config, run, self.decision)
+        junit.add_run_properties(self.config, run, self.decision, self.records)
         path = _value(self.config, "report")
         if path:
             from pytest_fairness.report.jsonfile import json_report

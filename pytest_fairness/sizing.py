@@ -163,12 +163,13 @@ def _at(result: MeasureResult, mean: float) -> MeasureResult:
 
 
 def more_samples_text(hint: dict[str, object]) -> str:
-    """One sentence for an inconclusive result."""
+    """One sentence for an inconclusive result (and why sequential growth stopped, when a budget stopped it)."""
+    budget = f"; sequential growth stopped by {hint['budget']}" if hint.get("budget") else ""
     if hint.get("needed") is None or "why" in hint:
-        return f"no sample size is likely to decide it: {hint.get('why')}"
+        return f"no sample size is likely to decide it: {hint.get('why')}{budget}"
     return (
         f"about {hint['more']} more samples ({hint['needed']} in all) would decide it with 80% probability "
-        f"if the truth is the observed {hint['observed_mean']:.3g} (SD {hint['observed_sd']:.3g})"
+        f"if the truth is the observed {hint['observed_mean']:.3g} (SD {hint['observed_sd']:.3g}){budget}"
     )
 
 

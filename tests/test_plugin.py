@@ -197,11 +197,17 @@ def test_fixture_misuse_shows_the_users_line_and_the_valid_keywords(pytester, ca
     assert "pytest_fairness/" not in result.stdout.str()  # none of the plugin's frames
 
 
+def _token_table(lines: list[str], prefix: str | tuple[str, ...]) -> list[str]:
+    """Rows of the plan's first table (requests and tokens), not of the dollars table below it."""
+    end = next(i for i, line in enumerate(lines) if line.startswith("P(decide):"))
+    return [line for line in lines[:end] if line.startswith(prefix)]
+
+
 def test_plan_counts_a_request_shared_by_two_checks_once_as_the_run_makes_it(pytester):
     args = ["--fairness-suite=gender", "--fairness-model=synthetic:pcf?bias=0.5", "-k", "pcf"]
     plan = pytester.runpytest(*args, "--fairness-plan")
     plan.stdout.fnmatch_lines(["check*n*P(decide)*n for 80%*requests*shared*already cached*to call*"])
-    rows = {line.split()[0]: line.split() for line in plan.stdout.lines if line.startswith(("gender::", "total"))}
+    rows = {line.split()[0]: line.split() for line in _token_table(plan.stdout.lines, ("gender::", "total"))}
     prejudice, caprice, total = rows["gender::pcf_prejudice"], rows["gender::pcf_caprice"], rows["total"]
     requests, shared = 4, 5  # after check, n, P(decide) and n for 80%
     assert int(caprice[shared]) == int(caprice[requests]) > 0  # pcf_caprice reads the same probes as pcf_prejudice
@@ -444,12 +450,12 @@ def test_plan_for_the_release_profile_shows_each_checks_size_and_its_chance_to_d
     args = ["--fairness-suite=gender", "--fairness-model=synthetic:iat?bias=0", "-k", "implicit"]
     plan = pytester.runpytest(*args, "--fairness-plan", "--fairness-profile=release")
     assert plan.ret == pytest.ExitCode.OK
-    rows = [line.split() for line in plan.stdout.lines if line.startswith("gender::implicit_bias[")]
+    rows = [line.split() for line in _token_table(plan.stdout.lines, "gender::implicit_bias[")]
     assert len(rows) == 4
     for check, n, chance, needed, requests, *_ in rows:
         assert int(n) == int(requests) == release[check.removeprefix("gender::")] > 50  # more than the paper's 50
         assert chance.endswith("%") and 80 <= int(chance[:-1]) <= 100
         assert int(needed) <= int(n)
     quick = pytester.runpytest(*args, "--fairness-plan")  # 20 samples: far from deciding
-    (row, *_) = [line.split() for line in quick.stdout.lines if line.startswith("gender::implicit_bias[")]
+    (row, *_) = [line.split() for line in _token_table(quick.stdout.lines, "gender::implicit_bias[")]
     assert int(row[1]) == 20 and int(row[2][:-1]) < 50

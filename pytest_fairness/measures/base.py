@@ -246,6 +246,22 @@ Request = ChatRequest | LogprobRequest
 
 
 @dataclass(frozen=True)
+class JudgeEstimate:
+    """The judge calls a check would make, estimated before any answer exists (they depend on the answers):
+    how many, their tokens, and ``how`` they were estimated, in words for the plan."""
+
+    requests: int
+    prompt_tokens: int
+    completion_tokens: int
+    how: str
+
+
+def tokens_of(text: str) -> int:
+    """Rough tokens of a text (``estimate_tokens``' rule: about four characters a token)."""
+    return len(text) // 4
+
+
+@dataclass(frozen=True)
 class Analysis:
     """An analysis across a run's check records (e.g. implicit→decision association): ``compute``
     returns a JSON-ready result or None when the run does not support it; ``lines`` renders it."""
@@ -264,6 +280,8 @@ class Measure:
     add its own lines to the terminal summary and JSON report, so the reports name no measure.
     ``planted`` is the family's part of the synthetic test double (``measures.planting``);
     ``sequential`` lets a measure without ``BOUNDS`` grow under --fairness-sequential.
+    ``judge_estimate(params, seed)`` prices a judged measure before a run: the judge calls its structure
+    implies (the one place each measure states it; the actual calls depend on the answers).
     """
 
     name: str
@@ -291,6 +309,7 @@ class Measure:
     #: round's result ``first`` fixed (e.g. the questions it tests), and returns a result whose interval
     #: holds at every size looked at. Called for the first round's size too, so every look is always-valid.
     sequential: Callable[[Any, RunContext, MeasureResult], MeasureResult] | None = None
+    judge_estimate: Callable[[Any, int], JudgeEstimate] | None = None
 
     @property
     def fixture_name(self) -> str:

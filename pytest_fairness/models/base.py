@@ -180,5 +180,12 @@ class ChatModel(abc.ABC):
         Providers that can batch override this; the default asks one at a time."""
         return [await self.logprobs(request) for request in requests]
 
+    #: Whether ``count_tokens`` uses the model's own tokenizer (plans say which token counts are estimates).
+    counts_tokens: bool = False
+
+    def count_tokens(self, request: ChatRequest | LogprobRequest) -> int | None:
+        """The request's prompt tokens by the model's own tokenizer; None when the plugin has none for it."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
         """Release resources (model weights, connections)."""

@@ -44,6 +44,8 @@ SPEC_HELP = (
     "'litellm:PROVIDER/MODEL', 'python:MODULE:ATTR' (your own application: a function (messages) -> str or a "
     "model object), or 'synthetic:iat?bias=0.4' (a test double with a planted bias)"
 )
+#: Spec options the plugin reads itself (a model's price, USD per million tokens); providers never see them.
+PLUGIN_OPTIONS = ("price_in", "price_out")
 
 
 def parse_model_spec(spec: str) -> ModelSpec:
@@ -75,7 +77,8 @@ def provider_class(provider: str) -> type[ChatModel]:
 def load_model(spec: str | ModelSpec) -> ChatModel:
     """Instantiate the provider a spec names. Heavy imports happen only for the chosen provider."""
     parsed = parse_model_spec(spec) if isinstance(spec, str) else spec
-    return provider_class(parsed.provider).from_spec(parsed)  # type: ignore[attr-defined]
+    options = {k: v for k, v in parsed.options.items() if k not in PLUGIN_OPTIONS}
+    return provider_class(parsed.provider).from_spec(ModelSpec(parsed.provider, parsed.target, options, parsed.raw))  # type: ignore[attr-defined]
 
 
 def model_from(value: object) -> ChatModel:

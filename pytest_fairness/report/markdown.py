@@ -16,7 +16,7 @@ from pytest_fairness.record import CheckRecord
 from pytest_fairness.report.format import interval, num, shared_ci_label
 from pytest_fairness.report.plots import plot_section
 from pytest_fairness.report.tally import RunState, cost_totals, outcome_counts
-from pytest_fairness.report.terminal import columns
+from pytest_fairness.report.terminal import columns, spend_text
 
 OUTCOME_WORDS = {
     Outcome.PASS: "pass",
@@ -62,7 +62,15 @@ def _notes(records: Sequence[CheckRecord]) -> list[str]:
         "",
         f"**Accounting**: {calls['calls']} model calls, {calls['cache_hits']} answered from the cache, "
         f"{calls['retries']} retries; {calls['prompt_tokens']} prompt + {calls['completion_tokens']} completion "
-        f"tokens; {calls['seconds']:.1f} s of model time.",
+        f"tokens; {calls['seconds']:.1f} s of model time; spend ${spend_text(calls)} at standard rates.",
+        "",
+        *_table(
+            ["check", "calls", "cache hits", "spend $"],
+            [
+                [f"`{rec.label}`", rec.result.calls.calls, rec.result.calls.cache_hits, spend_text(cost_totals([rec]))]
+                for rec in records
+            ],
+        ),
     ]
     return lines
 

@@ -14,7 +14,7 @@ from pytest_fairness.gate import Outcome
 from pytest_fairness.record import CheckRecord
 
 #: The call counters reports add up, in the order they show them (``CallStats``' numeric fields).
-COUNTERS = ("calls", "cache_hits", "retries", "prompt_tokens", "completion_tokens", "seconds")
+COUNTERS = ("calls", "cache_hits", "retries", "prompt_tokens", "completion_tokens", "seconds", "usd", "unpriced")
 
 
 def outcome_counts(records: Sequence[CheckRecord]) -> dict[Outcome, int]:
@@ -23,7 +23,8 @@ def outcome_counts(records: Sequence[CheckRecord]) -> dict[Outcome, int]:
 
 
 def cost_totals(records: Sequence[CheckRecord]) -> dict[str, float]:
-    """The run's calls, cache hits, retries, tokens and model seconds, summed over its records."""
+    """The run's calls, cache hits, retries, tokens, model seconds and dollars (``usd`` at standard rates;
+    ``unpriced``: calls whose model had no price), summed over its records."""
     return {name: sum(getattr(rec.result.calls, name) for rec in records) for name in COUNTERS}
 
 

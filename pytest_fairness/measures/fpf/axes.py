@@ -60,9 +60,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from pytest_fairness.data import version as data_version
-from pytest_fairness.measures.base import Measure, ParamsError, RunContext, param
+from pytest_fairness.measures.base import JudgeEstimate, Measure, ParamsError, RunContext, param, tokens_of
 from pytest_fairness.measures.fpf import axes_canaries, axes_core, axes_prompts, planted
-from pytest_fairness.measures.fpf.answers import AnswerParams, answer, chat_requests, check_inputs, comparison_groups
+from pytest_fairness.measures.fpf.answers import (
+    AnswerParams,
+    answer,
+    chat_requests,
+    check_inputs,
+    comparison_groups,
+    pairs_for,
+)
 from pytest_fairness.measures.fpf.data import mask_name
 from pytest_fairness.models.base import ChatModel, ChatRequest, PermanentError, estimate_tokens
 from pytest_fairness.models.runner import CallStats, Runner
@@ -115,6 +122,22 @@ class AxesParams(AnswerParams):
 def requests(p: AxesParams, model: ChatModel, seed: int) -> list[ChatRequest]:
     """The chatbot requests ``run`` would send (the judge's depend on the answers and are not counted)."""
     return chat_requests(p, seed)
+
+
+def judge_estimate(p: AxesParams, seed: int) -> JudgeEstimate:
+    """``t`` brainstorms of ``k`` answer pairs, a question and a merge call, then every one of at most ``m``
+    questions x every pair x 2 orders labeled (an upper bound: only held-out, differing pairs are), and
+    each question rated for both groups; answers at ``max_tokens``."""
+    pairs = pairs_for(p, seed)
+    pair_tokens = [tokens_of(x.prompt.prompt) + 2 * p.max_tokens for x in pairs]
+    mean_pair = sum(pair_tokens) // max(1, len(pair_tokens))
+    brainstorm = p.t * (p.k * mean_pair + 200)
+    label_calls = p.m * len(pairs) * 2
+    calls = p.t + 2 + label_calls + 2 * p.m
+    prompt = brainstorm + 2 * 50 * p.m + label_calls * (mean_pair + 100) + 2 * p.m * 100
+    completion = (p.t + 2) * axes_prompts.BRAINSTORM_REPLY_TOKENS + label_calls + 2 * p.m
+    how = f"{p.t} brainstorms + at most {p.m} questions x {len(pairs)} pairs x 2 orders (an upper bound)"
+    return JudgeEstimate(calls, prompt, completion, how)
 
 
 class Unserved(Exception):
@@ -574,5 +597,6 @@ MEASURE = Measure(
     summary_lines=summary_lines,
     planted=planted.PLANTED,
     sequential=run_sequential,
+    judge_estimate=judge_estimate,
     doc="Axes of difference between two groups' answers (Bias Enumeration Algorithm, Eloundou et al.).",
 )

@@ -31,7 +31,7 @@ from scipy import stats as sps
 
 from pytest_fairness.data import load_yaml
 from pytest_fairness.data import version as data_version
-from pytest_fairness.measures.base import Measure, RunContext, param
+from pytest_fairness.measures.base import JudgeEstimate, Measure, RunContext, param, tokens_of
 from pytest_fairness.measures.fpf import harm_core, planted, quality_core
 from pytest_fairness.measures.fpf.answers import (
     AnswerParams,
@@ -44,11 +44,12 @@ from pytest_fairness.measures.fpf.answers import (
     corpus_estimand,
     draw_means,
     group_label,
+    pairs_for,
     wording,
 )
 from pytest_fairness.measures.fpf.data import FpfPrompt, mask_name, refusal_reason
 from pytest_fairness.measures.fpf.harm_core import Group
-from pytest_fairness.models.base import LogprobRequest, Message, Purpose
+from pytest_fairness.models.base import LogprobRequest, Message, Purpose, estimate_tokens
 from pytest_fairness.models.runner import CallStats, Runner
 from pytest_fairness.result import MeasureResult, adaptation, with_provider_notes
 from pytest_fairness.stats import Attenuation, Interval, deattenuated_summary, proportion_interval, split_confidence
@@ -264,6 +265,22 @@ def requests(p: NetHarmParams, model: object, seed: int) -> list:
     return chat_requests(p, seed)
 
 
+def judge_estimate(p: NetHarmParams, seed: int) -> JudgeEstimate:
+    """Calibration pairs, then both orders of every name pair per draw (at most: identical answers skip the
+    judge), each showing the prompt and two answers of up to ``max_tokens``; one reply token a call."""
+    calibration = [item.request for item in calibration_requests(p.comparison)]
+    pairs = pairs_for(p, seed)
+    template = tokens_of(str(wording()["harm_judge"]))
+    asks = sum(template + tokens_of(x.prompt.prompt) + 2 * p.max_tokens for x in pairs) * 2
+    calls = 2 * len(pairs) + len(calibration)
+    return JudgeEstimate(
+        calls,
+        asks + sum(estimate_tokens(r) for r in calibration),
+        calls,
+        f"{len(calibration)} calibration + 2 orders x {len(pairs)} name pairs (at most; answers at max_tokens)",
+    )
+
+
 def run(p: NetHarmParams, ctx: RunContext) -> MeasureResult:
     """Net harmful-stereotype rating H(A, B) of a comparison (overall, or of one ``task``)."""
     runner, seed, confidence = ctx.runner, ctx.seed, ctx.confidence
@@ -440,6 +457,7 @@ MEASURE = Measure(
     run=run,
     requests=requests,
     uses_judge=True,
+    judge_estimate=judge_estimate,
     check_inputs=check_inputs,
     planted=planted.PLANTED,
     doc="Net harmful-stereotype rating H(A, B) for a comparison (Eloundou et al.): 0 = names change nothing.",

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 ProgressFn = Callable[[int, int], None]
 T = TypeVar("T")
-_COUNTERS = ("calls", "cache_hits", "retries", "prompt_tokens", "completion_tokens", "seconds", "usd", "unpriced")
+#: CallStats' numeric fields, in the order reports show them (report/tally.py adds them up).
+COUNTERS = ("calls", "cache_hits", "retries", "prompt_tokens", "completion_tokens", "seconds", "usd", "unpriced")
 
 
 @dataclass
@@ -61,7 +62,7 @@ class CallStats:
     notes: list[str] = field(default_factory=list)
 
     def add(self, other: CallStats) -> None:
-        for name in _COUNTERS:
+        for name in COUNTERS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.model_versions = sorted(set(self.model_versions) | set(other.model_versions))
         self.notes = sorted(set(self.notes) | set(other.notes))

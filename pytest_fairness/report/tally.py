@@ -11,10 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pytest_fairness.gate import Outcome
+from pytest_fairness.models.runner import COUNTERS  # CallStats' numeric fields, in the order reports show them
 from pytest_fairness.record import CheckRecord
-
-#: The call counters reports add up, in the order they show them (``CallStats``' numeric fields).
-COUNTERS = ("calls", "cache_hits", "retries", "prompt_tokens", "completion_tokens", "seconds", "usd", "unpriced")
 
 
 def outcome_counts(records: Sequence[CheckRecord]) -> dict[Outcome, int]:

@@ -23,6 +23,7 @@ __version__ = "0.1.0"
 #: Public name -> the module that defines it.
 _SOURCES: dict[str, str] = {
     # model interface
+    "CannotServe": "pytest_fairness.models.base",
     "ChatModel": "pytest_fairness.models.base",
     "ChatRequest": "pytest_fairness.models.base",
     "ChatResponse": "pytest_fairness.models.base",
@@ -30,6 +31,7 @@ _SOURCES: dict[str, str] = {
     "LogprobResponse": "pytest_fairness.models.base",
     "Message": "pytest_fairness.models.base",
     "PermanentError": "pytest_fairness.models.base",
+    "TransientError": "pytest_fairness.models.base",
     "load_model": "pytest_fairness.models.registry",
     "Runner": "pytest_fairness.models.runner",
     # gates and results
@@ -53,6 +55,7 @@ _SOURCES: dict[str, str] = {
 
 __all__ = [
     "MEASURES",
+    "CannotServe",
     "ChatModel",
     "ChatRequest",
     "ChatResponse",
@@ -70,6 +73,7 @@ __all__ = [
     "RunContext",
     "Runner",
     "Threshold",
+    "TransientError",
     "load_model",
     "pair_harm",
     "register",
@@ -99,6 +103,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pytest_fairness.measures.fpf.harm_core import PairHarm, pair_harm
     from pytest_fairness.measures.pcf.core import PcfRisks, risks
     from pytest_fairness.models.base import (
+        CannotServe,
         ChatModel,
         ChatRequest,
         ChatResponse,
@@ -106,6 +111,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         LogprobResponse,
         Message,
         PermanentError,
+        TransientError,
     )
     from pytest_fairness.models.registry import load_model
     from pytest_fairness.models.runner import Runner

@@ -7,6 +7,9 @@ registry when the plugin is configured, so a measure a conftest.py registers get
         result = implicit_bias("career", iterations=30)   # or samples=30, whatever the measure calls it
         assert result.ci[1] < 0.3
 
+Each call may also name its own ``model=`` and ``judge=``: a model spec ("python:my_app:answer") or an app
+object or function, so one run can gate several variants of an application (system prompts, temperatures).
+
 Every result also reaches the run's summary, JSON report and cost table, as a record whose outcome
 is "measured" (the user's own asserts are its gate); it travels to the xdist controller on the
 test's report like a suite check's.
@@ -28,7 +31,9 @@ SESSION_KEY = pytest.StashKey[FairnessSession]()
 
 
 class MeasureFn(Protocol):
-    def __call__(self, subject: str, /, **params: Any) -> MeasureResult: ...
+    def __call__(
+        self, subject: str, /, *, model: object = None, judge: object = None, **params: Any
+    ) -> MeasureResult: ...
 
 
 @pytest.fixture(scope="session")
@@ -40,13 +45,13 @@ def fairness_session(pytestconfig: pytest.Config) -> FairnessSession:
 def _fixture_for(measure: Measure) -> Any:
     def fixture(fairness_session: FairnessSession, request: pytest.FixtureRequest) -> MeasureFn:
 
-        def call(subject: str, /, **params: Any) -> MeasureResult:
+        def call(subject: str, /, *, model: object = None, judge: object = None, **params: Any) -> MeasureResult:
             __tracebackhide__ = True  # a misuse shows the user's line and the message, not our frames
             try:
                 built = fairness_session.measure_params(measure.name, subject, params)
             except ParamsError as exc:
                 raise ParamsError(str(exc)) from None
-            result = fairness_session.run_params(measure, built)
+            result = fairness_session.run_params(measure, built, model=model, judge=judge)
             record = measured_record(request.node.nodeid, result)
             request.node.user_properties.append((RECORD_PROPERTY, record.to_dict()))
             return result
@@ -57,7 +62,7 @@ def _fixture_for(measure: Measure) -> Any:
     fixture.__name__ = measure.fixture_name
     fixture.__doc__ = (
         f"{measure.doc}\n\nCall it as ``{measure.fixture_name}(<{p.subject_field()}>, {p.samples_field()}=N, ...)`` "
-        "(``samples=N`` works too); "
+        "(``samples=N`` works too; ``model=`` and ``judge=`` take a model spec or an app object or function); "
         f"other parameters: {', '.join(p.settable())}. Returns a MeasureResult (.estimate, .ci, .n, .details)."
     )
     return pytest.fixture(name=measure.fixture_name)(fixture)

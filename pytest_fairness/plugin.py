@@ -6,8 +6,8 @@ the summary table and exit code are decided once, on the controller, from the sa
 
 from __future__ import annotations
 
+import contextlib
 import json
-import time
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
@@ -25,7 +25,7 @@ from pytest_fairness.models.cache import CacheMiss, CacheMode
 from pytest_fairness.models.registry import ModelSpecError
 from pytest_fairness.models.runner import RetriesExhausted
 from pytest_fairness.record import PROPERTY, RECORD_PROPERTY, CheckRecord
-from pytest_fairness.report import junit, terminal
+from pytest_fairness.report import junit, progress, status, terminal
 from pytest_fairness.report.analyses import session_analyses
 from pytest_fairness.report.tally import RunTally
 from pytest_fairness.session import (
@@ -36,7 +36,6 @@ from pytest_fairness.session import (
     Settings,
     SettingsError,
 )
-from pytest_fairness.sizing import PlanRow
 
 #: Node ids of suite checks start with this (``fairness/<suite>::<check>``), on workers and the controller.
 CHECK_PREFIX = "fairness/"
@@ -49,6 +48,7 @@ MESSAGE_ONLY = (ModelSpecError, PermanentError, RetriesExhausted, CacheMiss, Par
 CHECKED = "fairness_preflight_done"
 PREFLIGHT_KEY = pytest.StashKey[bool]()  # this controller checked them
 FAULT_KEY = pytest.StashKey[str]()  # this worker found a fault: the message
+PROGRESS_KEY = pytest.StashKey["float | None"]()  # seconds between progress lines per check; None: off
 
 # name -> (help, ini type, extra argparse keywords)
 OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
@@ -57,7 +57,12 @@ OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
         "args",
         {"action": "append"},
     ),
-    "model": ("model under test: local (default), local:/path.gguf, synthetic:iat?bias=0.4", "string", {}),
+    "model": (
+        "model under test: local (default), local:/path.gguf, openai:MODEL@URL, python:MODULE:ATTR (your own app), "
+        "synthetic:iat?bias=0.4",
+        "string",
+        {},
+    ),
     "judge": ("judge model for measures that need one (defaults to the model under test)", "string", {}),
     "seed": ("seed of every random draw (prompts, sampling); same seed, same run", "string", {}),
     "profile": (
@@ -85,11 +90,30 @@ OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
         {"choices": GATE_MULTIPLICITY},
     ),
     "plan": (
-        "print, per check, the model calls and tokens a run would need and how many are cached; call no model",
+        "print, per check, the model and judge calls, tokens and dollars (standard and batch) a run would need "
+        "and how many are cached; call no model",
         "bool",
         {"action": "store_true"},
     ),
+    "progress": (
+        "live progress of running checks: seconds between lines per check when the output is no terminal "
+        "(default 5; 0 shows every update) or off",
+        "string",
+        {},
+    ),
+    "budget": (
+        "most USD the run may spend at standard rates: a run whose plan costs more does not start, and "
+        "--fairness-sequential stops growing a check before a round would pass it",
+        "string",
+        {},
+    ),
     "report": ("write the run's results as JSON to this path", "string", {}),
+    "history": (
+        "append one line per run (time, commit, model, each check's estimate, interval and outcome) to "
+        "DIR/history.jsonl; python -m pytest_fairness.history DIR draws the trends",
+        "string",
+        {},
+    ),
     "markdown": ("write a Markdown summary for pull-request comments to this path", "string", {}),
     "plots": (
         "write per-measure PNG plots (bars with CIs) to this folder and link them from the Markdown",
@@ -173,10 +197,71 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = Settings.from_values(lambda name: _value(config, name), Path(config.rootpath))
     except (SettingsError, ModelSpecError) as exc:
         raise pytest.UsageError(f"pytest-fairness: {exc}") from None
+    try:
+        config.stash[PROGRESS_KEY] = progress.interval_from(_value(config, "progress"))
+    except ValueError:
+        raise pytest.UsageError(
+            f"pytest-fairness: --fairness-progress={_value(config, 'progress')!r}: give seconds (e.g. 5, or 0 for "
+            "every update) or off"
+        ) from None
     config.stash[SESSION_KEY] = FairnessSession(settings)
+    _app_import_paths(config)
+    _register_markers(config)
     config.pluginmanager.register(fixtures, "fairness-fixtures")
     config.pluginmanager.register(fixtures.measure_fixtures(), "fairness-measure-fixtures")
     config.pluginmanager.register(Summary(config), "fairness-summary")
+    config.pluginmanager.register(RerunUndecided(config), "fairness-rerun-undecided")
+
+
+def _register_markers(config: pytest.Config) -> None:
+    """Register the markers checks carry (measure, suite, judge) so --strict-markers and --markers know them."""
+    suites = set(suite.builtin_suites())
+    for name in _suite_names(config):
+        with contextlib.suppress(suite.SuiteError):  # collection reports it, with the fix
+            suites.add(suite.load(name).name)
+    measures = [(name, m.uses_judge) for name, m in MEASURES.items()]
+    for line in status.marker_lines(measures, sorted(suites)):
+        config.addinivalue_line("markers", line)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    """Inconclusive and cannot-serve checks get their own letter, word and count in pytest's output;
+    progress reports from xdist workers get none (they are no test outcome)."""
+    if report.when == progress.PROGRESS_WHEN:
+        return "", "", ""
+    return status.teststatus(report.when or "", report.user_properties)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """What the run is about to gate: model, judge, seed, profile, sequential, cache and baselines."""
+    if SESSION_KEY not in config.stash or not (_suite_names(config) or config.getoption("fairness_model")):
+        return []
+    from pytest_fairness.report import header
+
+    fairness = config.stash[SESSION_KEY]
+    settings = fairness.settings
+    # The model is built only when the run checked it already (an xdist controller does so at session
+    # start); the header never loads weights itself.
+    runner = getattr(fairness, "_runner", None)
+    fingerprint = getattr(getattr(runner, "model", None), "fingerprint", None)
+    entries = None if settings.cache_mode.value == "off" else header.cache_entries(settings.cache_path)
+    return header.header_lines(
+        settings, fingerprint=fingerprint, entries=entries, baselines=bool(_value(config, "baselines"))
+    )
+
+
+def _app_import_paths(config: pytest.Config) -> None:
+    """Where python:MODULE:ATTR specs import MODULE from, as pytest imports a test module: the rootdir and
+    the folders of the suite files named (on the controller and on every xdist worker alike)."""
+    from pytest_fairness.models.python import add_import_paths
+
+    folders = [Path(config.rootpath)]
+    for name in _suite_names(config):
+        path = Path(config.invocation_params.dir) / name
+        if path.is_file():
+            folders.append(path.parent)
+    add_import_paths(folders)
 
 
 def _preflight(config: pytest.Config, *, judge: bool, load_weights: bool = True, **needs: Any) -> None:
@@ -287,6 +372,8 @@ class SuiteFile(pytest.File):
             # Checks that send the same requests share one xdist worker under --dist loadgroup, so the
             # second reads the first's answers from the cache instead of computing them alongside it.
             item.add_marker(pytest.mark.xdist_group(name=MEASURES[check.measure].share_group(check.params)))
+            for marker in status.marker_names(check.measure, check.suite, MEASURES[check.measure].uses_judge):
+                item.add_marker(marker)
             items.append(item)
         return items
 
@@ -306,13 +393,16 @@ class CheckItem(pytest.Item):
 
     def runtest(self) -> None:
         session = self.config.stash[SESSION_KEY]
-        run = session.run_check(self.check, progress=_progress(self.config, self.check.id))
+        run = session.run_check(self.check, progress=self._progress())
         record = run.record()
         try:
             if _value(self.config, "baselines"):
                 self._match_baseline(record)
         finally:
             self._publish(record)
+        if run.outcome in status.UNDECIDED:
+            # The gate, not a baseline mismatch, decides this test: pytest shows it in its own category.
+            self.user_properties.append((status.STATUS_PROPERTY, run.outcome.value))
         if run.outcome is Outcome.FAIL:
             raise CheckFailed(record)
         if run.outcome in (Outcome.INCONCLUSIVE, Outcome.CANNOT_SERVE):
@@ -321,6 +411,37 @@ class CheckItem(pytest.Item):
                 raise CheckFailed(record)
             if policy == "skip":
                 pytest.skip(terminal.explain(record))
+
+    def _progress(self) -> progress.Emitter | None:
+        """Live progress: straight to the display here, or to the controller as intermediate reports."""
+        interval = self.config.stash.get(PROGRESS_KEY, None)
+        if interval is None:
+            return None
+        workerinput = getattr(self.config, "workerinput", None)
+        if workerinput is None:
+            summary = self.config.pluginmanager.get_plugin("fairness-summary")
+            send = summary.show if summary is not None else None
+            if send is None:
+                return None
+        else:
+
+            def send(tick: progress.Tick) -> None:
+                report = pytest.TestReport(
+                    self.nodeid,
+                    self.location,
+                    {},
+                    "passed",
+                    None,
+                    progress.PROGRESS_WHEN,  # type: ignore[arg-type]
+                    user_properties=[(progress.PROGRESS_PROPERTY, tick.to_dict())],
+                )
+                self.ihook.pytest_runtest_logreport(report=report)
+
+        n = self.check.sample_size(self.config.stash[SESSION_KEY].settings.profile)
+        worker = workerinput.get("workerid", "") if workerinput else ""
+        gap = min(progress.REDRAW_SECONDS, interval)
+        label = f"{self.check.suite}::{self.check.id}"
+        return progress.Emitter(self.nodeid, label, n, send, worker=worker, min_gap=gap)
 
     def _publish(self, record: CheckRecord) -> None:
         """The record for the controller, and flat properties for JUnit XML readers (CI dashboards)."""
@@ -370,27 +491,47 @@ class CheckItem(pytest.Item):
         return str(super().repr_failure(excinfo, style=style))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"{self.check.suite}::{self.check.id}"
+        # The check's line in its suite file: the report's location, which CI annotations point at.
+        return self.path, self.check.line - 1 if self.check.line else None, f"{self.check.suite}::{self.check.id}"
 
 
-def _progress(config: pytest.Config, label: str) -> Any:
-    """Milestone lines for checks that take a while; silent on xdist workers and for quick checks."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    capture = config.pluginmanager.get_plugin("capturemanager")
-    if reporter is None or capture is None or hasattr(config, "workerinput"):
-        return None
-    start = time.monotonic()
-    shown: set[int] = set()
+class RerunUndecided:
+    """--lf reruns undecided checks too, whatever --fairness-inconclusive made of their test outcome.
 
-    def progress(done: int, total: int) -> None:
-        quarter = done * 4 // total
-        if quarter in shown or time.monotonic() - start < 3.0:
+    pytest's last-failed cache records only failed reports; an inconclusive check that passed or was
+    skipped under the policy is still one a rerun should decide, so it is added after pytest's own entry.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call" or report.failed or status.report_status(report.user_properties) is None:
             return
-        shown.add(quarter)
-        with capture.global_and_fixture_disabled():
-            reporter.write_line(f"  {label}: {done}/{total} model requests ({time.monotonic() - start:.0f}s)")
+        lastfailed = getattr(self.config.pluginmanager.get_plugin("lfplugin"), "lastfailed", None)
+        if isinstance(lastfailed, dict):
+            lastfailed[report.nodeid] = True
 
-    return progress
+
+def _write(path: Path, text: str) -> None:
+    """Write a report, creating its folder (CI points every output into one artefact folder)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+class _Screen:
+    """pytest's terminal reporter as the progress display's screen, flushed at once."""
+
+    def __init__(self, reporter: Any) -> None:
+        self.reporter = reporter
+
+    def write(self, content: str, **markup: bool) -> None:
+        self.reporter.write(content, flush=True, **markup)
+
+    def rewrite(self, line: str, **markup: bool) -> None:
+        self.reporter.rewrite(line, **markup)
+        self.reporter.flush()
 
 
 class Summary:
@@ -404,9 +545,33 @@ class Summary:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.records: list[CheckRecord] = []
-        self.plans: list[PlanRow] = []
+        self.plans: list[dict[str, Any]] = []
         self.tally = RunTally()
         self.decision: RunDecision | None = None
+        self._display: progress.Display | None = None
+        self.locations: dict[str, dict[str, Any]] = {}  # check label -> suite file and line
+
+    @property
+    def display(self) -> progress.Display | None:
+        """The live progress display, on the controller (or a serial run) with a terminal reporter."""
+        if self._display is None and not hasattr(self.config, "workerinput"):
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+            interval = self.config.stash.get(PROGRESS_KEY, None)
+            if reporter is None or interval is None:
+                return None
+            self._display = progress.Display(_Screen(reporter), tty=reporter.isatty(), interval=interval)
+        return self._display
+
+    def show(self, tick: progress.Tick) -> None:
+        """A serial run's progress, written from inside the running check past pytest's output capture."""
+        display, capture = self.display, self.config.pluginmanager.get_plugin("capturemanager")
+        if display is None:
+            return
+        if capture is None:
+            display.update(tick)
+            return
+        with capture.global_and_fixture_disabled():
+            display.update(tick)
 
     @cached_property
     def analyses(self) -> dict[str, Any]:
@@ -418,6 +583,17 @@ class Summary:
         """Take the records off the reports before other plugins (JUnit XML) see them; on the controller only."""
         if hasattr(self.config, "workerinput"):
             return  # the record travels on to the controller with the report
+        display = self.display
+        if report.when == progress.PROGRESS_WHEN:
+            if display is not None:
+                for key, value in report.user_properties:
+                    if key == progress.PROGRESS_PROPERTY:
+                        display.update(progress.Tick.from_dict(value))
+            return
+        if display is not None:
+            display.before_output()
+            if report.when != "setup":
+                display.finished(report.nodeid)
         kept, recorded = [], False
         for key, value in report.user_properties:
             if key != RECORD_PROPERTY:
@@ -427,6 +603,8 @@ class Summary:
             if report.when == "call":
                 self.records.append(record)
                 recorded = True
+                if report.location[1] is not None:  # where the check is written: for CI annotations
+                    self.locations[record.label] = {"file": report.location[0], "line": report.location[1] + 1}
             kept.append((PROPERTY, json.dumps(record.compact(), sort_keys=True)))
         report.user_properties = kept
         self._count(report, recorded)
@@ -476,13 +654,20 @@ class Summary:
         if self.decision is not None and self.decision.failing and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         run = self.tally.state(self.records)
-        junit.add_run_properties(self.config, run, self.decision)
+        junit.add_run_properties(self.config, run, self.decision, self.records)
         path = _value(self.config, "report")
         if path:
             from pytest_fairness.report.jsonfile import json_report
 
-            document = json_report(self.records, settings.public(), self.analyses, run=run, baselines=self.decision)
-            Path(path).write_text(json.dumps(document, indent=2) + "\n")
+            document = json_report(
+                self.records,
+                settings.public(),
+                self.analyses,
+                run=run,
+                baselines=self.decision,
+                locations=self.locations,
+            )
+            _write(Path(path), json.dumps(document, indent=2) + "\n")
         markdown = _value(self.config, "markdown")
         if markdown:
             from pytest_fairness.report.markdown import markdown_report
@@ -491,13 +676,26 @@ class Summary:
             text = markdown_report(
                 self.records, plots_dir=Path(plots) if plots else None, run=run, baselines=self.decision
             )
-            Path(markdown).write_text(text)
+            _write(Path(markdown), text)
+        folder = _value(self.config, "history")
+        if folder and self.records:
+            from pytest_fairness import history
+
+            history.append(Path(folder), self.records, settings.public(), run, rootdir=Path(self.config.rootpath))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self._display is not None:
+            self._display.before_output()
         if self.plans:
             terminalreporter.write_sep("=", "fairness plan (no model was called)")
             for line in terminal.plan_lines(self.plans):
                 terminalreporter.write_line(line)
+        undecided = [rec for rec in self.records if rec.outcome in status.UNDECIDED]
+        if undecided:  # pytest lists only failed tests under FAILURES: say why these are undecided
+            terminalreporter.write_sep("=", "inconclusive and cannot-serve checks")
+            for rec in undecided:
+                terminalreporter.write_sep("_", rec.label)
+                terminalreporter.write_line(terminal.explain(rec))
         run = self.tally.state(self.records)
         incomplete = run.status not in ("complete", "planned")
         if self.records:

@@ -58,6 +58,8 @@ class MoreSamples:
     observed_mean: float | None = None
     observed_sd: float | None = None
     usable_rate: float | None = None
+    #: Set when --fairness-budget stopped sequential growth: what stopped it.
+    budget: str = ""
 
     @property
     def decides(self) -> bool:
@@ -73,7 +75,7 @@ class MoreSamples:
         out["needed"] = self.needed
         if self.more is not None:
             out["more"] = self.more
-        return out | ({"why": self.why} if self.why else {})
+        return out | ({"why": self.why} if self.why else {}) | ({"budget": self.budget} if self.budget else {})
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> MoreSamples:

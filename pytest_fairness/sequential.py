@@ -237,6 +237,8 @@ def run_sequential(
     look: Callable[[int], tuple[MeasureResult, Interval]],
     futile: Callable[[int, MeasureResult], str],
     unserved: Callable[[int, MeasureResult], str | None],
+    over_budget: Callable[[int, int], str] = lambda size, grown: "",
+    begin_round: Callable[[int, int], None] | None = None,
 ) -> tuple[MeasureResult, Outcome]:
     """Grow a check from its ``first`` round while the gate is inconclusive and the budget allows, gating on
     an always-valid interval, whose error rate holds however often it is looked at.
@@ -244,14 +246,18 @@ def run_sequential(
     ``look(n)`` is the result at size n with its always-valid interval (at ``plan.initial``: the first
     round's); ``futile`` says why growing from a size is unlikely to decide (stopping claims nothing, so
     the guarantee is untouched); ``unserved`` why a larger sample shows the model cannot serve the measure,
-    which stops spending. Returns the last round's result, gated on its interval, with its rounds
+    which stops spending; ``over_budget(size, grown)`` why growing would break a spending limit (stopping
+    claims nothing either); ``begin_round(round, size)`` tells live progress a round starts. Returns the
+    last round's result, gated on its interval, with its rounds
     (``SequentialInfo``) and the calls of every round, and the outcome.
     """
     rounds, spent, stopped = [plan.initial], [first.calls], ""
     result, interval = look(plan.initial)
     while (grown := plan.next_size(rounds[-1], interval, threshold)) is not None:
-        if stopped := futile(rounds[-1], result):
+        if (stopped := futile(rounds[-1], result)) or (stopped := over_budget(rounds[-1], grown)):
             break
+        if begin_round is not None:
+            begin_round(len(rounds) + 1, grown)
         result, interval = look(grown)
         rounds.append(grown)
         spent.append(result.calls)
@@ -269,7 +275,7 @@ def run_sequential(
 
 def rounds_calls(rounds: Sequence[CallStats]) -> CallStats:
     """What the rounds of a sequential check cost: the first round's accounting plus the calls, retries and
-    seconds of each later one. Each later round asks again for the samples before it, which the cache
+    seconds and spend of each later one. Each later round asks again for the samples before it, which the cache
     answers, so its hits are the last round's less the calls of the rounds before; its tokens, the last's."""
     first, last = rounds[0], rounds[-1]
     calls = replace(first)
@@ -279,6 +285,8 @@ def rounds_calls(rounds: Sequence[CallStats]) -> CallStats:
             calls=calls.calls + later.calls,
             retries=calls.retries + later.retries,
             seconds=calls.seconds + later.seconds,
+            usd=calls.usd + later.usd,
+            unpriced=calls.unpriced + later.unpriced,
         )
     if len(rounds) == 1:
         return calls

@@ -7,17 +7,19 @@ run checks. Everything here works without pytest, which keeps it easy to test.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_fairness import sizing
+from pytest_fairness import pricing, sizing
 from pytest_fairness.baseline.policy import BaselinePolicy
 from pytest_fairness.gate import Outcome, decide
 from pytest_fairness.measures import MEASURES, PROFILES, Measure, Params, ParamsError, RunContext
 from pytest_fairness.models.base import (
+    CannotServe,
     ChatModel,
     ChatRequest,
     LogprobRequest,
@@ -26,7 +28,7 @@ from pytest_fairness.models.base import (
     estimate_tokens,
 )
 from pytest_fairness.models.cache import CacheMode, ResponseCache
-from pytest_fairness.models.registry import load_model, parse_model_spec
+from pytest_fairness.models.registry import load_model, model_from, parse_model_spec
 from pytest_fairness.models.runner import ProgressFn, RetriesExhausted, Runner
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult
@@ -68,6 +70,8 @@ class Settings:
     max_concurrency: int = 8
     sequential: bool = False
     multiplicity: str = "none"
+    #: Most USD the run may spend at standard rates (--fairness-budget); None: no budget.
+    budget: float | None = None
     #: How checks compare with their committed baselines (the --fairness-baseline-* options).
     baseline: BaselinePolicy = field(default_factory=BaselinePolicy)
 
@@ -83,16 +87,17 @@ class Settings:
             "inconclusive": self.inconclusive,
             "sequential": self.sequential,
             "multiplicity": self.multiplicity,
+            "budget": self.budget,
         }
 
     @classmethod
     def from_values(cls, get: Callable[[str], Any], rootdir: Path) -> Settings:
         """Build from a getter of option/ini values (None = unset), validating each value."""
         model = get("model") or "local"
-        parse_model_spec(model)
+        pricing.spec_price(parse_model_spec(model))  # a malformed ?price_in= is a usage error, found now
         judge = get("judge") or None
         if judge:
-            parse_model_spec(judge)
+            pricing.spec_price(parse_model_spec(judge))
         profile = get("profile") or "quick"
         if profile not in PROFILES:
             raise SettingsError(f"--fairness-profile={profile!r} is not a profile; valid: {', '.join(PROFILES)}")
@@ -121,6 +126,7 @@ class Settings:
             max_concurrency=_number(get("max_concurrency"), int, 8, "--fairness-max-concurrency", low=1),
             sequential=bool(get("sequential")),
             multiplicity=multiplicity,
+            budget=_number(get("budget"), float, None, "--fairness-budget (USD)", low=0),
             baseline=_baseline_policy(get),
         )
 
@@ -223,6 +229,32 @@ def probes_for(
     return [p for p, needed in ((PROBE, chat), (TEXT_PROBE, text)) if needed] or [PROBE]
 
 
+def _tokens(model: ChatModel, request: ChatRequest | LogprobRequest) -> int:
+    """A request's prompt tokens: counted by the model's own tokenizer when it has one, else estimated."""
+    counted = model.count_tokens(request)
+    return estimate_tokens(request) if counted is None else counted
+
+
+def _dollars(price: pricing.Price, prompt_tokens: float, completion_tokens: float) -> dict[str, float | None]:
+    """USD at standard and batch rates (None where the rate is unknown)."""
+    return {
+        "standard": price.cost(prompt_tokens, completion_tokens),
+        "batch": price.cost(prompt_tokens, completion_tokens, batch=True),
+    }
+
+
+def plan_total(plans: Sequence[Mapping[str, Any]], who: str = "", rate: str = "standard") -> float | None:
+    """A plan's dollars at one rate, of the model and judge (or only ``who``); None when any part is unknown."""
+    total = 0.0
+    for plan in plans:
+        for part, dollars in plan["usd"].items():
+            if who in ("", part):
+                if dollars[rate] is None:
+                    return None
+                total += dollars[rate]
+    return total
+
+
 def _probe(runner: Runner, probes: Sequence[ChatRequest | LogprobRequest] = (PROBE,)) -> None:
     """One uncached request of each kind through a throwaway runner (same model and retry policy); RunFault
     when one fails."""
@@ -230,7 +262,8 @@ def _probe(runner: Runner, probes: Sequence[ChatRequest | LogprobRequest] = (PRO
     probe = Runner(model, None, CacheMode.OFF, 1, runner.retry)
     try:
         for request in probes:
-            probe.run([request])  # type: ignore[list-item]
+            with contextlib.suppress(CannotServe):  # no run fault: the checks needing it end "cannot serve"
+                probe.run([request])  # type: ignore[list-item]
     except RetriesExhausted as exc:
         raise RunFault(
             f"{exc.__cause__ or exc} (after {runner.retry.max_attempts} attempts): check that the server is running "
@@ -250,11 +283,46 @@ class FairnessSession:
         self._runner: Runner | None = None
         self._judge: Runner | None = None
         self._cache: ResponseCache | None = None
+        self._others: dict[str, Runner] = {}  # models a fixture call named (model=, judge=), by model id
 
     def _runner_for(self, spec: str) -> Runner:
+        return self._runner_with(load_model(spec), pricing.price_for(spec))
+
+    def _runner_with(self, model: ChatModel, price: pricing.Price | None) -> Runner:
+        cache, mode = self._cache_or_none(), self.settings.cache_mode
+        return Runner(model, cache, mode, self.settings.max_concurrency, price=price)
+
+    def runner_of(self, model: str | object) -> Runner:
+        """A runner for a model a fixture call names: a spec, or an app object or function (one runner per
+        model id, sharing the run's cache); the run's own model and judge when the spec is theirs."""
+        if model == self.settings.model:
+            return self.runner
+        if model == self.settings.judge:
+            return self.judge
+        built = load_model(model) if isinstance(model, str) else model_from(model)
+        if built.model_id not in self._others:
+            price = pricing.price_for(model) if isinstance(model, str) else None
+            self._others[built.model_id] = self._runner_with(built, price)
+        return self._others[built.model_id]
+
+    def _cache_or_none(self) -> ResponseCache | None:
         if self.settings.cache_mode is not CacheMode.OFF and self._cache is None:
             self._cache = ResponseCache(self.settings.cache_path, read_only=not self.settings.cache_mode.writes)
-        return Runner(load_model(spec), self._cache, self.settings.cache_mode, self.settings.max_concurrency)
+        return self._cache
+
+    @property
+    def judge_spec(self) -> str:
+        """The judge's model spec: --fairness-judge, or else the model under test."""
+        return self.settings.judge or self.settings.model
+
+    def prices(self) -> dict[str, pricing.Price]:
+        """What the model's and the judge's calls cost (no model is built for this)."""
+        return {"model": pricing.price_for(self.settings.model), "judge": pricing.price_for(self.judge_spec)}
+
+    def spent(self) -> tuple[float, int]:
+        """USD this process's calls have cost so far at standard rates, and how many calls had no price."""
+        runners = {id(r): r for r in (self._runner, self._judge, *self._others.values()) if r is not None}.values()
+        return sum(r.stats.usd for r in runners), sum(r.stats.unpriced for r in runners)
 
     @property
     def runner(self) -> Runner:
@@ -272,14 +340,33 @@ class FairnessSession:
             self._judge = self._runner_for(self.settings.judge)
         return self._judge
 
-    def context(self, measure: Measure, progress: ProgressFn | None = None) -> RunContext:
-        """This session's model, judge (when the measure uses one), seed and confidence."""
-        judge = self.judge if measure.uses_judge else None
-        return RunContext(self.runner, judge, self.settings.seed, self.gate_confidence, progress)
+    def context(
+        self, measure: Measure, progress: ProgressFn | None = None, *, model: object = None, judge: object = None
+    ) -> RunContext:
+        """This session's model, judge (when the measure uses one), seed and confidence; a fixture call's
+        ``model=`` / ``judge=`` (spec or app) replace them (its judge defaults to the run's, else its model)."""
+        runner = self.runner if model is None else self.runner_of(model)
+        judged = None
+        if measure.uses_judge:
+            if judge is not None:
+                judged = self.runner_of(judge)
+            elif model is not None and self.settings.judge is None:
+                judged = runner
+            else:
+                judged = self.judge
+        return RunContext(runner, judged, self.settings.seed, self.gate_confidence, progress)
 
-    def run_params(self, measure: Measure, params: Params, progress: ProgressFn | None = None) -> MeasureResult:
-        """Run a measure with this session's model, judge, seed and confidence."""
-        return measure.execute(params, self.context(measure, progress))
+    def run_params(
+        self,
+        measure: Measure,
+        params: Params,
+        progress: ProgressFn | None = None,
+        *,
+        model: object = None,
+        judge: object = None,
+    ) -> MeasureResult:
+        """Run a measure with this session's model, judge, seed and confidence (or a fixture call's own)."""
+        return measure.execute(params, self.context(measure, progress, model=model, judge=judge))
 
     def measure_params(self, name: str, subject: str, values: Mapping[str, Any]) -> Params:
         """A fixture call's parameters: its keywords, ``samples=`` for the measure's sample size (whatever
@@ -310,35 +397,64 @@ class FairnessSession:
         params = self.measure_params(name, subject, values)
         return self.run_params(MEASURES[name], params, progress)
 
-    def plan(self, checks: Sequence[Check]) -> list[sizing.PlanRow]:
+    def plan(self, checks: Sequence[Check]) -> list[dict[str, object]]:
         """What running the checks would cost, without calling the model: per check its requests, how many
         an earlier check already sends (counted there, since the cache answers the repeat), how many are
-        cached, and rough tokens of the rest. Each distinct request is counted once across the plan."""
-        runner = self.runner
+        cached, tokens of the rest, the judge calls the measure's structure implies, and dollars for the
+        model and the judge at standard and batch rates. Each distinct request is counted once across the plan."""
         seen: set[str] = set()
-        plans: list[sizing.PlanRow] = []
+        prices = self.prices()
+        specs = {"model": self.settings.model, "judge": self.judge_spec}
+        priced = {who: {"spec": specs[who], "text": p.describe(), **p.to_dict()} for who, p in prices.items()}
+        plans: list[dict[str, object]] = []
         for check in checks:
             params = check.params_for(self.settings.profile)
-            requests = MEASURES[check.measure].requests(params, runner.model, self.settings.seed)
             power = sizing.power_at(params, params.sample_size, check.threshold, self.gate_confidence)
-            distinct = {runner.key(r): r for r in requests}
-            new = [r for key, r in distinct.items() if key not in seen]
-            seen.update(distinct)
             plans.append(
-                sizing.PlanRow(
-                    suite=check.suite,
-                    check=check.id,
-                    requests=len(distinct),
-                    shared=len(distinct) - len(new),
-                    cached=sum(runner.cached(r) for r in new),
-                    prompt_tokens=sum(estimate_tokens(r) for r in new),
-                    completion_tokens=sum(r.max_tokens or 0 for r in new if isinstance(r, ChatRequest)),
-                    power=power,
-                )
+                {
+                    "suite": check.suite,
+                    "check": check.id,
+                    **self._cost(check.measure, params, seen, prices),
+                    "power": power.to_dict(),
+                    "prices": priced,
+                }
             )
         return plans
 
-    def plan_check(self, check: Check) -> sizing.PlanRow:
+    def _cost(self, name: str, params: Params, seen: set[str], prices: Mapping[str, pricing.Price]) -> dict[str, Any]:
+        """One check's requests and dollars (requests whose keys are in ``seen`` cost nothing more; it is
+        updated). Prompt tokens come from the model's tokenizer where it has one, else ~4 characters a token;
+        completion tokens are each request's cap, so their dollars are an upper bound."""
+        runner, measure = self.runner, MEASURES[name]
+        requests = measure.requests(params, runner.model, self.settings.seed)
+        distinct = {runner.key(r): r for r in requests}
+        new = [r for key, r in distinct.items() if key not in seen]
+        seen.update(distinct)
+        cached = [runner.cached(r) for r in new]
+        counted = [_tokens(runner.model, r) for r in new]
+        completion = [(r.max_tokens or 0) if isinstance(r, ChatRequest) else 1 for r in new]
+        call_in = sum(t for t, hit in zip(counted, cached, strict=True) if not hit)
+        call_out = sum(t for t, hit in zip(completion, cached, strict=True) if not hit)
+        out: dict[str, Any] = {
+            "requests": len(distinct),
+            "shared": len(distinct) - len(new),
+            "cached": sum(cached),
+            "prompt_tokens": sum(counted),
+            "completion_tokens": sum(r.max_tokens or 0 for r in new if isinstance(r, ChatRequest)),
+            "tokens_counted": runner.model.counts_tokens,
+            "usd": {"model": _dollars(prices["model"], call_in, call_out)},
+        }
+        if measure.uses_judge:
+            judged = measure.judge_estimate(params, self.settings.seed) if measure.judge_estimate else None
+            if judged is None:
+                out["judge"] = {"requests": None, "how": "not estimated for this measure"}
+                out["usd"]["judge"] = {"standard": None, "batch": None}
+            else:
+                out["judge"] = dataclasses.asdict(judged)
+                out["usd"]["judge"] = _dollars(prices["judge"], judged.prompt_tokens, judged.completion_tokens)
+        return out
+
+    def plan_check(self, check: Check) -> dict[str, object]:
         """What running one check would cost (see ``plan``)."""
         return self.plan([check])[0]
 
@@ -365,10 +481,82 @@ class FairnessSession:
             runners.append(self.judge)
         if not call or self.settings.cache_mode is CacheMode.REPLAY:
             return  # replay promises no model call: a miss is its own clear error (CacheMiss)
+        if checks is not None and (over := self.over_budget(checks)):
+            raise RunFault(over)
         for runner in runners:
             if load_weights or runner.model.provider != "local":
                 needs = probes_for(checks, measures, runner.model, self.settings.seed)
                 _probe(runner, needs if runner is self.runner else [PROBE])
+
+    def over_budget(self, checks: Sequence[Check]) -> str:
+        """Why the checks' plan cannot run within --fairness-budget ("" when it can, or there is no budget):
+        the plan's dollars, and which checks, in run order, would fit."""
+        budget = self.settings.budget
+        if budget is None:
+            return ""
+        plans = self.plan(checks)
+        total = plan_total(plans)
+        if total is None:
+            unknown = "; ".join(f"{who} {p.describe()}" for who, p in self.prices().items() if not p.known)
+            return f"--fairness-budget=${budget:g} cannot be kept without prices: {unknown}"
+        if total <= budget:
+            return ""
+        fits, left, running = [], [], 0.0
+        for plan in plans:  # in run order, skipping a check that would pass the budget
+            cost = plan_total([plan]) or 0.0
+            label = f"{plan['suite']}::{plan['check']}"
+            if running + cost > budget:
+                left.append(label)
+            else:
+                running += cost
+                fits.append(label)
+        parts = [f"model ${plan_total(plans, 'model'):,.2f}"]
+        if any("judge" in p["usd"] for p in plans):
+            parts.append(f"judge ${plan_total(plans, 'judge'):,.2f}")
+        batch = plan_total(plans, rate="batch")
+        if batch is not None:
+            parts.append(f"${batch:,.2f} at batch rates")
+        if fits:
+            fit = f"Within the budget fit {len(fits)} of {len(plans)} checks (${running:,.2f}, in run order): "
+            fit += f"all but {', '.join(left)}" if len(left) < len(fits) else ", ".join(fits)
+        else:
+            cheapest = min(plan_total([p]) or 0.0 for p in plans)
+            fit = f"No check fits within the budget (the cheapest costs ${cheapest:,.2f})"
+        lines = [
+            f"the plan costs ${total:,.2f} at standard rates ({', '.join(parts)}), "
+            f"above --fairness-budget=${budget:,.2f}.",
+            *(f"  {p['suite']}::{p['check']}: ${plan_total([p]):,.2f}" for p in plans),
+            f"{fit}. Select fewer checks (-k), a smaller --fairness-profile, or raise the budget; --fairness-plan "
+            "prices every check.",
+        ]
+        return "\n".join(lines)
+
+    def _next_round_over_budget(self, check: Check, size: int, grown: int) -> str:
+        """Why growing ``check`` from ``size`` to ``grown`` samples would break --fairness-budget ("" if not):
+        the new round's uncached model requests and its added judge calls, priced, on top of what this
+        process has spent."""
+        budget = self.settings.budget
+        if budget is None:
+            return ""
+        measure, prices = MEASURES[check.measure], self.prices()
+        bigger, smaller = check.params.with_samples(grown), check.params.with_samples(size)
+        cost = plan_total([{"usd": {"model": self._cost(check.measure, bigger, set(), prices)["usd"]["model"]}}])
+        if measure.uses_judge and measure.judge_estimate is not None:
+            more = measure.judge_estimate(bigger, self.settings.seed)
+            had = measure.judge_estimate(smaller, self.settings.seed)
+            judged = prices["judge"].cost(
+                max(0, more.prompt_tokens - had.prompt_tokens), max(0, more.completion_tokens - had.completion_tokens)
+            )
+            cost = None if cost is None or judged is None else cost + judged
+        spent, _ = self.spent()
+        if cost is None:
+            return f"--fairness-budget: the price of growing to {grown} samples is unknown"
+        if spent + cost <= budget:
+            return ""
+        return (
+            f"--fairness-budget: growing to {grown} samples would cost about ${cost:,.2f} more, and "
+            f"${spent:,.2f} of the ${budget:,.2f} budget is spent"
+        )
 
     #: Checks selected in this run; set by the plugin after collection (every xdist worker sees them all).
     family_size: int = 1
@@ -400,6 +588,9 @@ class FairnessSession:
             hint = sizing.more_samples(
                 check.params.with_samples(final), run.result, check.threshold, self.gate_confidence
             )
+            stopped = run.result.sequential.stopped if run.result.sequential else ""
+            if stopped.startswith("--fairness-budget"):
+                hint = replace(hint, budget=stopped)
             run = replace(run, result=replace(run.result, to_decide=hint))
         return run
 
@@ -434,6 +625,8 @@ class FairnessSession:
             look=lambda n: self._always_valid(check, n, first, progress, grown=n != size),
             futile=lambda n, seen: self._futile(check, n, seen, plan.budget),
             unserved=lambda n, seen: sizing.unserved(check.params.with_samples(n), seen, self.settings.confidence),
+            over_budget=lambda n, grown: self._next_round_over_budget(check, n, grown),
+            begin_round=getattr(progress, "begin_round", None),  # live progress names the round (report/)
         )
         return CheckRun(check, result, outcome)
 
@@ -445,7 +638,7 @@ class FairnessSession:
         return sizing.futility(check.params.with_samples(size), result, check.threshold, self.gate_confidence, budget)
 
     def close(self) -> None:
-        for runner in (self._judge, self._runner):
+        for runner in (*self._others.values(), self._judge, self._runner):
             if runner is not None:
                 runner.close()
                 runner.model.close()

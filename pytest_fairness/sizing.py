@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_fairness.gate import Threshold
 from pytest_fairness.measures.base import MAX_SAMPLES, Params
 from pytest_fairness.power import TARGET_POWER, Scale, decision_probability, needed_samples
 from pytest_fairness.result import MeasureResult, MoreSamples
-from pytest_fairness.stats import mean_interval, proportion_interval
+from pytest_fairness.stats import mean_interval, proportion_interval, split_confidence
 
 #: Confidence the release profile is sized at (the default gate confidence).
 RELEASE_CONFIDENCE = 0.95
@@ -24,6 +23,21 @@ RELEASE_CONFIDENCE = 0.95
 
 def _scale(params: Params, confidence: float) -> Scale:
     return Scale(params.interval_kind(), params.BOUNDS, confidence)
+
+
+def _gate(params: Params, threshold: Threshold, truth: float, confidence: float) -> tuple[Threshold, Scale]:
+    """What the measure's raw interval must clear to decide when the truth is ``truth``: the check's own
+    threshold and confidence, or, for a gate corrected for an attenuation (``Params.expected_attenuation``),
+    a passing truth's threshold shrunk towards 0 by the factor's best lower bound, at the split confidence
+    the correction leaves the sample (a failing truth's is unchanged: a flawless factor's upper bound is 1)."""
+    s = params.expected_attenuation(confidence)
+    if s is None:
+        return threshold, _scale(params, confidence)
+    lo, hi = threshold.min, threshold.max
+    passing = (lo is None or truth >= lo) and (hi is None or truth <= hi)
+    if passing:
+        threshold = Threshold(None if lo is None else lo * s, None if hi is None else hi * s)
+    return threshold, _scale(params, split_confidence(confidence))
 
 
 def _limit(params: Params) -> int:
@@ -43,8 +57,11 @@ def _needed(params: Params, threshold: Threshold, confidence: float, cap: int) -
     Each sample is usable with the measure's EXPECTED_USABLE rate, so the gate sees a binomial number of
     usable answers, and the chance to decide is averaged over it (``power.decision_probability``).
     """
-    scale, usable = _scale(params, confidence), params.EXPECTED_USABLE
-    sizes = [needed_samples(t, sd, threshold, scale, cap=cap, usable=usable) for t, sd in _design(params, threshold)]
+    usable = params.EXPECTED_USABLE
+    sizes = [
+        needed_samples(t, sd, *_gate(params, threshold, t, confidence), cap=cap, usable=usable)
+        for t, sd in _design(params, threshold)
+    ]
     return None if None in sizes else max(sizes, default=None)  # type: ignore[type-var]
 
 
@@ -83,51 +100,13 @@ class Power:
         }
 
 
-@dataclass(frozen=True)
-class PlanRow:
-    """One check in --fairness-plan: its requests (``shared`` with an earlier check, which counts them;
-    ``cached`` of the rest), rough tokens of the uncached ones, and the chance its size decides it."""
-
-    suite: str
-    check: str
-    requests: int
-    shared: int
-    cached: int
-    prompt_tokens: int
-    completion_tokens: int
-    power: Power | None = None
-
-    @property
-    def label(self) -> str:
-        return f"{self.suite}::{self.check}"
-
-    @property
-    def new(self) -> int:
-        """Requests this check is the first to send."""
-        return self.requests - self.shared
-
-
-def plan_total(rows: Sequence[PlanRow]) -> PlanRow:
-    """The plan's total, of distinct requests (a shared one counts at the check that sends it first)."""
-    return PlanRow(
-        suite="",
-        check="total (distinct)",
-        requests=sum(r.new for r in rows),
-        shared=0,
-        cached=sum(r.cached for r in rows),
-        prompt_tokens=sum(r.prompt_tokens for r in rows),
-        completion_tokens=sum(r.completion_tokens for r in rows),
-    )
-
-
 def power_at(params: Params, n: int, threshold: Threshold, confidence: float) -> Power:
     """Chance that ``n`` samples decide at each of the measure's design truths (assumed spread, expected
     usable rate): the smallest of them, as the release profile is sized for all."""
     design, usable = _design(params, threshold), params.EXPECTED_USABLE
     if not design:
         return Power(n, None, None, params.design_truths(threshold), usable)
-    scale = _scale(params, confidence)
-    chance = min(decision_probability(n, t, sd, threshold, scale, usable) for t, sd in design)
+    chance = min(decision_probability(n, t, sd, *_gate(params, threshold, t, confidence), usable) for t, sd in design)
     needed = _needed(params, threshold, confidence, MAX_SAMPLES)
     return Power(n, chance, needed, tuple(t for t, _ in design), usable)
 
@@ -146,7 +125,7 @@ def more_samples(params: Params, result: MeasureResult, threshold: Threshold, co
     usable = result.n / (result.n + result.n_unusable) if result.n else 1.0
     observed = {"observed_mean": mean, "observed_sd": sd, "usable_rate": usable}
     have = params.sample_size
-    needed = needed_samples(mean, sd, threshold, _scale(params, confidence), TARGET_POWER, cap=MAX_SAMPLES)
+    needed = needed_samples(mean, sd, *_gate(params, threshold, mean, confidence), TARGET_POWER, cap=MAX_SAMPLES)
     if needed is None:
         return MoreSamples(None, "the estimate sits on the threshold: no affordable sample decides it", **observed)
     needed = max(math.ceil(needed / max(usable, 1e-9)), have + 1)
@@ -181,12 +160,13 @@ def _at(result: MeasureResult, mean: float) -> MeasureResult:
 
 
 def more_samples_text(hint: MoreSamples) -> str:
-    """One sentence for an inconclusive result."""
+    """One sentence for an inconclusive result (and why sequential growth stopped, when a budget stopped it)."""
+    budget = f"; sequential growth stopped by {hint.budget}" if hint.budget else ""
     if not hint.decides:
-        return f"no sample size is likely to decide it: {hint.why or None}"
+        return f"no sample size is likely to decide it: {hint.why or None}{budget}"
     return (
         f"about {hint.more} more samples ({hint.needed} in all) would decide it with 80% probability "
-        f"if the truth is the observed {hint.observed_mean:.3g} (SD {hint.observed_sd:.3g})"
+        f"if the truth is the observed {hint.observed_mean:.3g} (SD {hint.observed_sd:.3g}){budget}"
     )
 
 

@@ -53,6 +53,8 @@ class Check:
     source: str = ""
     tolerance: float | None = None
     budget: dict[str, int] | None = None
+    #: 1-based line of the check's entry in its suite file (0: unknown), for CI annotations.
+    line: int = 0
 
     def sample_size(self, profile: str) -> int:
         return self.samples[profile]
@@ -109,10 +111,21 @@ def load(name_or_path: str) -> Suite:
         raise SuiteError(f"{path}: not valid YAML ({exc}); fix the syntax at the position shown") from None
     except OSError as exc:
         raise SuiteError(f"{path}: cannot be read ({exc.strerror}); check the path and its permissions") from None
-    return parse(raw, str(path), path.parent)
+    return parse(raw, str(path), path.parent, _entry_lines(path.read_text(encoding="utf-8")))
 
 
-def parse(raw: object, where: str, folder: Path | None = None) -> Suite:
+def _entry_lines(text: str) -> list[int]:
+    """The 1-based line of each entry of ``checks`` (from yaml's node marks); empty when not a list."""
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    if not isinstance(node, yaml.MappingNode):
+        return []
+    for key, value in node.value:
+        if key.value == "checks" and isinstance(value, yaml.SequenceNode):
+            return [entry.start_mark.line + 1 for entry in value.value]
+    return []
+
+
+def parse(raw: object, where: str, folder: Path | None = None, lines: list[int] | None = None) -> Suite:
     """Validate a loaded suite document and expand it into checks; ``folder`` is where its file parameters
     are relative to (the suite file's folder; None: the working directory)."""
     if not isinstance(raw, dict):
@@ -128,7 +141,8 @@ def parse(raw: object, where: str, folder: Path | None = None) -> Suite:
         raise SuiteError(f"{where}: key 'checks' must be a non-empty list of checks")
     checks: list[Check] = []
     for index, entry in enumerate(entries):
-        checks.extend(_parse_check(entry, name, f"{where}: checks[{index}]", folder))
+        line = lines[index] if lines and index < len(lines) else 0
+        checks.extend(_parse_check(entry, name, f"{where}: checks[{index}]", folder, line))
     seen: set[str] = set()
     for check in checks:
         if check.id in seen:
@@ -137,7 +151,7 @@ def parse(raw: object, where: str, folder: Path | None = None) -> Suite:
     return Suite(name, str(raw.get("description", "")), tuple(checks), where)
 
 
-def _parse_check(entry: object, suite: str, where: str, folder: Path | None = None) -> list[Check]:
+def _parse_check(entry: object, suite: str, where: str, folder: Path | None = None, line: int = 0) -> list[Check]:
     if not isinstance(entry, dict):
         raise SuiteError(f"{where}: each check must be a mapping with at least 'measure' and 'threshold'")
     measure_name = entry.get("measure")
@@ -189,6 +203,7 @@ def _parse_check(entry: object, suite: str, where: str, folder: Path | None = No
                 where,
                 _parse_tolerance(entry.get("tolerance"), f"{where}.tolerance"),
                 None if "budget" not in entry else _parse_samples(entry["budget"], measure, f"{where}.budget"),
+                line,
             )
         )
     return checks

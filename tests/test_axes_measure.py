@@ -11,6 +11,7 @@ from pytest_fairness.measures.fpf import axes, harm
 from pytest_fairness.models.base import ChatRequest, ChatResponse, LogprobRequest, LogprobResponse, PermanentError
 from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
+from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MoreSamples
 from pytest_fairness.session import FairnessSession, Settings
 from pytest_fairness.suite import parse
@@ -232,3 +233,14 @@ def test_fidelity_names_the_adaptations():
 def test_bad_parameters_are_rejected(params, message):
     with pytest.raises(ValueError, match=message):
         axes.MEASURE.validate({"comparison": "gender", "prompts": 10, **params})
+
+
+def test_the_axes_summary_reads_a_record_that_came_through_json():
+    # Under xdist a record reaches the controller as JSON, where an axis with no leaning pair has None
+    # for its share, lean and p (NaN before); the summary shows them as n/a instead of failing the run.
+    result = axes.MEASURE.run_with(Runner(load_model("synthetic:harm?bias=0")), comparison="gender", prompts=60)
+    record = CheckRecord("s", "bias_axes", decide(result.ci, Threshold(max=0.2)), Threshold(max=0.2), result)
+    again = CheckRecord.from_dict(record.to_dict())
+    assert any(a["share_a"] is None for a in again.result.details["axes"]), "no axis without leaning pairs"
+    lines = axes.summary_lines(again)
+    assert any("n/a of leaning pairs" in line for line in lines)

@@ -107,7 +107,7 @@ def test_groups_treated_alike_pass_once_the_search_finds_every_canary_and_the_le
 
 def test_the_summary_states_the_recall_a_pass_rests_on():
     result = run_with(None, 0.3, 60, 2, t=30)
-    record = CheckRecord("s", "bias_axes", decide(result.ci, GATE).value, GATE.as_dict(), GATE.describe(), result)
+    record = CheckRecord("s", "bias_axes", decide(result.ci, GATE), GATE, result)
     lines = axes.summary_lines(record)
     assert any(line.strip().startswith("search found ") for line in lines)
 

@@ -53,7 +53,9 @@ def inprocess(pytester, bias: float, seed: int, *extra: str):
 
 
 def test_a_planted_regression_fails_the_run_with_a_readable_explanation(pytester):
-    inprocess(pytester, 0.1, 0, "--snapshot-update").assert_outcomes(passed=3)
+    recorded = inprocess(pytester, 0.1, 0, "--snapshot-update")  # undecided at 0.1, passed by the policy
+    recorded.stdout.fnmatch_lines(["*= 3 deselected, 3 inconclusive in *"])
+    assert recorded.ret == pytest.ExitCode.OK
     files = sorted(p.name for p in (pytester.path / "baselines" / "line").iterdir())
     assert files == [f"religion.implicit_bias[{s}].yaml" for s in ("buddhism", "islam", "judaism")]
     result = inprocess(pytester, 0.9, 1)
@@ -228,7 +230,9 @@ def test_reports_say_when_a_run_was_interrupted_and_compare_fails_it(pytester):
     # The complete run as the reference: the interrupted one lacks a check and is not complete.
     args[args.index("ctrl_c")] = "no:ctrl_c"
     args[args.index("--fairness-report=new.json")] = "--fairness-report=old.json"
-    pytester.runpytest(*args).assert_outcomes(passed=3)
+    complete = pytester.runpytest(*args)
+    complete.stdout.fnmatch_lines(["*= 3 deselected, 3 inconclusive in *"])  # passed by the policy
+    assert complete.ret == pytest.ExitCode.OK
     assert json.loads((pytester.path / "old.json").read_text())["run"]["status"] == "complete"
     assert compare_main([str(pytester.path / "old.json"), str(pytester.path / "new.json")]) == 1
 

@@ -496,6 +496,7 @@ def test_no_pooled_interval_leaves_its_measures_scale(seed):
 
 
 def _decision_record(check: str, subject: str, samples: list[float], outcome: str):
+    from pytest_fairness.gate import Outcome, Threshold
     from pytest_fairness.record import CheckRecord
     from pytest_fairness.result import MeasureResult
     from pytest_fairness.stats import summarize
@@ -503,7 +504,7 @@ def _decision_record(check: str, subject: str, samples: list[float], outcome: st
     summary = summarize(samples, 0.5, interval="binary", bounds=(0.0, 1.0))
     result = MeasureResult("decision_bias", subject, summary, 10 - len(samples), [], "faithful", "m", {}, {})
     result.samples = samples
-    return CheckRecord("race", check, outcome, {"max": 0.7}, "≤ 0.7", result)
+    return CheckRecord("race", check, Outcome(outcome), Threshold(max=0.7), result)
 
 
 def test_pooling_leaves_out_checks_the_model_cannot_serve_and_says_so():

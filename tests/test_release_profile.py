@@ -3,7 +3,8 @@
 For every distinct (measure, threshold) of the built-in suites the synthetic double is planted so
 that the true mean is each of the measure's design truths (``Params.design_truths``: half and twice
 the threshold for a null of zero; for decisions, null 0.5, the unbiased 0.5 and a clearly biased 0.85),
-and runs of the release profile's size are gated with the check's own interval. Decisions count
+and runs of the release profile's size are gated with the check's own interval (net harm's corrected for
+a flawless judge screen's sensitivity bound). Decisions count
 unusable answers at the measure's expected rate and are enumerated exactly. A release-size net-harm run has about 23,000
 prompts, so runs are simulated from the double's own per-sample distribution, which each test first
 checks against a real run of the double; PCF's samples are fixed properties of the double (one per
@@ -29,7 +30,7 @@ from pytest_fairness.measures.bai.stimuli import get_stereotype
 from pytest_fairness.measures.fpf.planted import HARM_NET
 from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.stats import bounded_mean_intervals
+from pytest_fairness.stats import Attenuation, bounded_mean_intervals, deattenuate, split_confidence
 
 SUITES = ("gender", "race", "religion", "health", "intersectional")
 RUNS = 400
@@ -65,10 +66,15 @@ def _cases(measure: str) -> list[object]:
 def test_release_net_harm_decides_at_its_design_truths(check: suite.Check, truth: float) -> None:
     # The double twists each answer to a woman with probability B; a prompt's two women's answers are
     # each in two of its four pairs, so a prompt scores HARM_NET / 2 per twisted answer.
+    # The gate is corrected for the judge's measured sensitivity: here a flawless screen (every harmful
+    # calibration judgment right, s = 1 with its lower bound), the raw interval at the split confidence.
     n, twist = check.samples["release"], truth / HARM_NET
     samples = HARM_NET / 2 * np.random.default_rng(0).binomial(2, twist, size=(RUNS, n))
-    lows, highs = bounded_mean_intervals(samples, -1.0, 1.0, 0.95)
-    assert _decided_share(lows, highs, check.threshold) >= 0.8
+    s_low = check.params.expected_attenuation(0.95)
+    flawless = Attenuation(1.0, s_low, 1.0, split_confidence(0.95), "sensitivity", "flawless screen")
+    lows, highs = bounded_mean_intervals(samples, -1.0, 1.0, split_confidence(0.95))
+    gated = [deattenuate((lo, hi), flawless, (-1.0, 1.0)) for lo, hi in zip(lows, highs, strict=True)]
+    assert _decided_share(*np.array(gated).T, check.threshold) >= 0.8
 
 
 def test_the_simulated_net_harm_is_the_doubles() -> None:

@@ -18,7 +18,7 @@ from pytest_fairness.models.runner import CallStats
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.sequential import SequentialPlan, confidence_sequence, confidence_sequence_path, run_sequential
 from pytest_fairness.session import CheckRun, FairnessSession, Settings
-from pytest_fairness.stats import MAX_BET
+from pytest_fairness.stats import MAX_BET, Attenuation, deattenuated_summary, split_confidence
 from pytest_fairness.suite import parse
 
 
@@ -215,7 +215,9 @@ def test_memory_is_linear_in_n_and_the_time_modest():
 
 class StreamSession(FairnessSession):
     """The plugin's own check procedure (sizing, futility, rounds, gate) with the measure's runs replaced by
-    prefixes of one pre-drawn stream: the real measures are prefix-stable, so rounds extend one sample."""
+    prefixes of one pre-drawn stream: the real measures are prefix-stable, so rounds extend one sample.
+    Each result carries the judge's sensitivity as a flawless screen measures it (every harmful calibration
+    judgment right), so the gate is corrected for it as net harm's is."""
 
     def __init__(self, stream: np.ndarray) -> None:
         super().__init__(Settings(model="synthetic:harm", profile="release", cache_mode=CacheMode.OFF, sequential=True))
@@ -224,8 +226,14 @@ class StreamSession(FairnessSession):
     def run_params(self, measure, params, progress=None):
         x = self.stream[: params.sample_size]
         assert x.size == params.sample_size, "stream too short"
-        summary = measure.params.summarize(x, RunContext(runner=None, seed=0, confidence=self.gate_confidence))
-        return MeasureResult(measure.name, params.subject, summary, 0, [], "sim", "sim", {}, {}, samples=list(x))
+        level = split_confidence(self.gate_confidence)
+        s_low = params.expected_attenuation(self.gate_confidence)
+        flawless = Attenuation(1.0, s_low, 1.0, level, "the judge's sensitivity", "flawless screen")
+        raw = measure.params.summarize(x, RunContext(runner=None, seed=0, confidence=level))
+        summary = deattenuated_summary(raw, flawless, measure.params.BOUNDS, self.gate_confidence)
+        return MeasureResult(
+            measure.name, params.subject, summary, 0, [], "sim", "sim", {}, {}, samples=list(x), attenuation=flawless
+        )
 
 
 @cache
@@ -251,8 +259,8 @@ def no_bootstrap(monkeypatch):
 
 def test_net_harm_half_the_threshold_passes_under_sequential_at_release_size(no_bootstrap):
     check, reps = net_harm_check(), 20
-    size, budget = check.sample_size("release"), 4 * check.sample_size("release")
-    assert (check.threshold.max, size) == (0.001, 23_092)
+    budget = 4 * check.sample_size("release")
+    assert check.threshold.max == 0.001
     outcomes, sizes = [], []
     for seed in range(reps):
         run = StreamSession(harm_stream(seed, 0.0005, budget)).run_check(check)

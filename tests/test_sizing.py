@@ -13,7 +13,6 @@ from pytest_fairness.gate import Outcome, Threshold
 from pytest_fairness.measures import MEASURES
 from pytest_fairness.measures.base import MAX_SAMPLES
 from pytest_fairness.models.cache import CacheMode
-from pytest_fairness.report.terminal import plan_lines
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.session import FairnessSession, Settings
 from pytest_fairness.stats import summarize
@@ -207,15 +206,3 @@ def test_futility_does_not_stop_a_rare_event_check_whose_first_prompts_all_score
     # would give up on a check that a few hundred prompts fail.
     params = _check("net_harm", "gender", {"max": 0.001}, samples=6).params
     assert sizing.futility(params, _result([0.0] * 6), Threshold(max=0.001), 0.95, 400) == ""
-
-
-def test_the_plan_is_typed_rows_and_its_total_counts_shared_requests_once() -> None:
-    session = _session("synthetic:harm?bias=0.3")
-    checks = [c for c in suite.load("gender").checks if c.measure in ("net_harm", "bias_axes")][:4]
-    rows = session.plan(checks)
-    assert all(isinstance(r, sizing.PlanRow) and r.power is not None for r in rows)
-    assert rows[0].shared == 0 and any(r.shared > 0 for r in rows[1:])  # the axes reuse net harm's answers
-    total = sizing.plan_total(rows)
-    assert total.requests == sum(r.requests - r.shared for r in rows) < sum(r.requests for r in rows)
-    last = next(line for line in plan_lines(rows) if line.startswith("total (distinct)"))
-    assert f" {total.requests} " in f" {last} "

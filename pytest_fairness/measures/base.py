@@ -121,6 +121,13 @@ class Params:
         """
         return design_truths(threshold, self.BOUNDS, self.NULL)
 
+    def expected_attenuation(self, confidence: float) -> float | None:
+        """For a measure whose gate is corrected for a measured attenuation (``stats.deattenuate``, e.g. a
+        judge's sensitivity): the factor's lower bound when it is measured flawless, at the gate's
+        ``confidence``. The release profile sizes for it: the raw interval must then clear the threshold
+        times this, at ``stats.split_confidence``. None: the measure's gate is not corrected."""
+        return None
+
     def available_samples(self) -> int | None:
         """Most distinct samples the measure's inputs hold (e.g. occupations); None when unlimited."""
         return None
@@ -249,6 +256,22 @@ Request = ChatRequest | LogprobRequest
 
 
 @dataclass(frozen=True)
+class JudgeEstimate:
+    """The judge calls a check would make, estimated before any answer exists (they depend on the answers):
+    how many, their tokens, and ``how`` they were estimated, in words for the plan."""
+
+    requests: int
+    prompt_tokens: int
+    completion_tokens: int
+    how: str
+
+
+def tokens_of(text: str) -> int:
+    """Rough tokens of a text (``estimate_tokens``' rule: about four characters a token)."""
+    return len(text) // 4
+
+
+@dataclass(frozen=True)
 class Analysis:
     """An analysis across a run's check records (e.g. implicit→decision association): ``compute``
     returns a JSON-ready result or None when the run does not support it; ``lines`` renders it."""
@@ -271,6 +294,8 @@ class Measure(Generic[P]):
     ``planted`` is the family's part of the synthetic test double (``measures.planting``);
     ``sequential`` lets a measure without ``BOUNDS`` grow under --fairness-sequential.
     ``run`` returns what it measured (``Measured``); ``execute`` makes that the ``MeasureResult``.
+    ``judge_estimate(params, seed)`` prices a judged measure before a run: the judge calls its structure
+    implies (the one place each measure states it; the actual calls depend on the answers).
     """
 
     name: str
@@ -299,6 +324,7 @@ class Measure(Generic[P]):
     #: nothing), and returns what it measured with an interval that holds at every size looked at. Called
     #: for the first round's size too, so every look is always-valid.
     sequential: Callable[[P, RunContext, Any], Measured] | None = None
+    judge_estimate: Callable[[P, int], JudgeEstimate] | None = None
 
     def execute(self, params: P, ctx: RunContext) -> MeasureResult:
         """Run the measure, counting its calls in ``ctx.calls``, and add the provenance to what it measured."""

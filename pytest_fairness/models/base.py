@@ -134,11 +134,23 @@ class PermanentError(Exception):
     """A failure that retrying cannot fix (bad key, unknown model, invalid request); says the fix."""
 
 
+class CannotServe(PermanentError):
+    """The model cannot answer this kind of request at all (e.g. exact token probabilities from a chat-only
+    app): the measure that sent it ends "cannot serve" with this reason instead of failing the run."""
+
+
 class ChatModel(abc.ABC):
-    """A model the measures can ask for chat completions and candidate log-probabilities."""
+    """A model the measures can ask for chat completions and candidate log-probabilities.
+
+    This is also the public interface a team implements to gate its own application
+    (``python:MODULE:ATTR``): ``chat`` is required; ``logprobs`` is optional (without it, measures are
+    served from replies, or end "cannot serve"); ``name``, ``version`` and ``max_concurrency`` have defaults.
+    """
 
     provider: str
-    name: str
+    name: str = ""
+    #: What changes when the model does (weights, app code): part of a Python app's identity and cache key.
+    version: str | None = None
     #: Whether the model can follow a multi-line, list-format instruction. Tiny models cannot, and
     #: measures then prefer their log-prob routes.
     follows_list_instructions: bool = True
@@ -159,13 +171,21 @@ class ChatModel(abc.ABC):
     @abc.abstractmethod
     async def chat(self, request: ChatRequest) -> ChatResponse: ...
 
-    @abc.abstractmethod
-    async def logprobs(self, request: LogprobRequest) -> LogprobResponse: ...
+    async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
+        """Each candidate's log-probability; optional (every built-in provider has it, an app may not)."""
+        raise CannotServe(f"{type(self).__name__} offers no token log-probabilities")
 
     async def logprobs_many(self, requests: Sequence[LogprobRequest]) -> list[LogprobResponse]:
         """Answer several requests, in order; each answer must be what ``logprobs`` gives for it alone.
         Providers that can batch override this; the default asks one at a time."""
         return [await self.logprobs(request) for request in requests]
+
+    #: Whether ``count_tokens`` uses the model's own tokenizer (plans say which token counts are estimates).
+    counts_tokens: bool = False
+
+    def count_tokens(self, request: ChatRequest | LogprobRequest) -> int | None:
+        """The request's prompt tokens by the model's own tokenizer; None when the plugin has none for it."""
+        return None
 
     def close(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
         """Release resources (model weights, connections)."""

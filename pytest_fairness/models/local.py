@@ -117,10 +117,19 @@ def _check_gguf(path: Path, raw: str) -> None:
         )
 
 
+def _formatter(llm: Any, formatter_class: Any) -> Any:
+    """The GGUF's own chat template as a formatter, or None when the file has none."""
+    template = llm.metadata.get("tokenizer.chat_template")
+    if not template:
+        return None
+    return formatter_class(template=template, eos_token="", bos_token="", add_generation_prompt=True)
+
+
 class LocalModel(ChatModel):
     provider = "local"
     max_concurrency = 1  # one llama.cpp context: parallel calls would only thrash its prefix cache
     logprob_batch = 32  # an implicit-bias prompt's words (both orders) fit; progress still moves every few seconds
+    counts_tokens = True  # plans count prompt tokens with the model's own tokenizer and chat template
 
     def __init__(
         self,
@@ -142,6 +151,8 @@ class LocalModel(ChatModel):
         self._lock = threading.Lock()
         self._token_memo: dict[str, tuple[int, ...]] = {}
         self._scorer: SequenceScorer | None = None
+        self._vocab: Any = None  # the tokenizer alone (no weights), for plans
+        self._vocab_formatter: Any = None
 
     @property
     def context_tokens(self) -> int:  # type: ignore[override]
@@ -204,22 +215,39 @@ class LocalModel(ChatModel):
             self._scorer = SequenceScorer(
                 self._llm._model.model, n_ctx=self.n_ctx, n_batch=N_BATCH, n_threads=self.n_threads
             )
-            template = self._llm.metadata.get("tokenizer.chat_template")
-            if template:
-                self._formatter = Jinja2ChatFormatter(
-                    template=template, eos_token="", bos_token="", add_generation_prompt=True
-                )
+            self._formatter = _formatter(self._llm, Jinja2ChatFormatter)
         return self._llm
 
-    def _prompt_tokens(self, messages: tuple[Message, ...]) -> list[int]:
-        llm = self._load()
+    def count_tokens(self, request: ChatRequest | LogprobRequest) -> int:
+        """Prompt tokens as the model will see them (chat template included), from its vocabulary alone:
+        a plan loads no weights."""
+        with self._lock:
+            if self._llm is not None:
+                llm, formatter = self._llm, self._formatter
+            else:
+                if self._vocab is None:
+                    from llama_cpp import Llama
+                    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+                    self._vocab = Llama(model_path=str(self.path), vocab_only=True, verbose=False)
+                    self._vocab_formatter = _formatter(self._vocab, Jinja2ChatFormatter)
+                llm, formatter = self._vocab, self._vocab_formatter
+            tokens = len(self._prompt_tokens(request.messages, llm, formatter))
+            if isinstance(request, LogprobRequest):
+                tokens += len(llm.tokenize(request.prefix.encode(), add_bos=False, special=False))
+                tokens += sum(len(llm.tokenize(c.encode(), add_bos=False, special=False)) for c in request.candidates)
+            return tokens
+
+    def _prompt_tokens(self, messages: tuple[Message, ...], llm: Any = None, formatter: Any = None) -> list[int]:
+        if llm is None:
+            llm, formatter = self._load(), self._formatter
         if not messages:  # plain text continuation: the request's prefix is the whole text
             return llm.tokenize(b"", add_bos=True, special=False)
         dicts = [{"role": m.role, "content": m.content} for m in messages]
-        if self._formatter is None:
+        if formatter is None:
             text = "\n".join(f"{m.role}: {m.content}" for m in messages) + "\nassistant:"
             return llm.tokenize(text.encode(), add_bos=True, special=False)
-        text = self._formatter(messages=dicts).prompt
+        text = formatter(messages=dicts).prompt
         return llm.tokenize(text.encode(), add_bos=False, special=True)
 
     def _tokens(self, text: str) -> tuple[int, ...]:
@@ -295,3 +323,6 @@ class LocalModel(ChatModel):
             if self._llm is not None:
                 self._llm.close()
                 self._llm = None
+            if self._vocab is not None:
+                self._vocab.close()
+                self._vocab = None

@@ -37,11 +37,15 @@ PROVIDERS: Mapping[str, str] = {
     "openai": "pytest_fairness.models.openai:OpenAIModel",
     "litellm": "pytest_fairness.models.litellm:LiteLLMModel",
     "synthetic": "pytest_fairness.testing:SyntheticModel",
+    "python": "pytest_fairness.models.python:PythonModel",
 }
 SPEC_HELP = (
     "use 'local' (the embedded SmolLM2), 'local:/path/model.gguf', 'openai:MODEL' or 'openai:MODEL@BASE_URL', "
-    "'litellm:PROVIDER/MODEL', or 'synthetic:iat?bias=0.4' (a test double with a planted bias)"
+    "'litellm:PROVIDER/MODEL', 'python:MODULE:ATTR' (your own application: a function (messages) -> str or a "
+    "model object), or 'synthetic:iat?bias=0.4' (a test double with a planted bias)"
 )
+#: Spec options the plugin reads itself (a model's price, USD per million tokens); providers never see them.
+PLUGIN_OPTIONS = ("price_in", "price_out")
 
 
 def parse_model_spec(spec: str) -> ModelSpec:
@@ -73,4 +77,16 @@ def provider_class(provider: str) -> type[ChatModel]:
 def load_model(spec: str | ModelSpec) -> ChatModel:
     """Instantiate the provider a spec names. Heavy imports happen only for the chosen provider."""
     parsed = parse_model_spec(spec) if isinstance(spec, str) else spec
-    return provider_class(parsed.provider).from_spec(parsed)  # type: ignore[attr-defined]
+    options = {k: v for k, v in parsed.options.items() if k not in PLUGIN_OPTIONS}
+    return provider_class(parsed.provider).from_spec(ModelSpec(parsed.provider, parsed.target, options, parsed.raw))  # type: ignore[attr-defined]
+
+
+def model_from(value: object) -> ChatModel:
+    """A model from a spec string, a built model, or a user's app object or function (a fixture's ``model=``)."""
+    from pytest_fairness.models.base import ChatModel
+
+    if isinstance(value, str | ModelSpec):
+        return load_model(value)
+    if isinstance(value, ChatModel) and getattr(value, "provider", None):
+        return value  # a provider's model, built already
+    return provider_class("python").from_object(value)  # type: ignore[attr-defined]

@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from pytest_fairness.models.base import (
     ChatModel,
@@ -31,9 +31,13 @@ from pytest_fairness.models.base import (
 )
 from pytest_fairness.models.cache import CacheMiss, CacheMode, ResponseCache, cache_key
 
+if TYPE_CHECKING:
+    from pytest_fairness.pricing import Price
+
 ProgressFn = Callable[[int, int], None]
 T = TypeVar("T")
-_COUNTERS = ("calls", "cache_hits", "retries", "prompt_tokens", "completion_tokens", "seconds")
+#: CallStats' numeric fields, in the order reports show them (report/tally.py adds them up).
+COUNTERS = ("calls", "cache_hits", "retries", "prompt_tokens", "completion_tokens", "seconds", "usd", "unpriced")
 
 
 @dataclass
@@ -42,6 +46,9 @@ class CallStats:
 
     ``model_versions`` are the versions / system fingerprints the provider reported; ``notes`` are
     the approximations providers had to make (for example a candidate missing from top log-probs).
+    ``usd`` is what the calls cost at their models' standard rates (a runner with a price counts it);
+    ``unpriced`` counts calls to a model whose price is unknown, so a spend is never shown as complete
+    when it is not.
     """
 
     calls: int = 0
@@ -50,11 +57,13 @@ class CallStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    usd: float = 0.0
+    unpriced: int = 0
     model_versions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def add(self, other: CallStats) -> None:
-        for name in _COUNTERS:
+        for name in COUNTERS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.model_versions = sorted(set(self.model_versions) | set(other.model_versions))
         self.notes = sorted(set(self.notes) | set(other.notes))
@@ -109,6 +118,7 @@ class Runner:
         cache_mode: CacheMode = CacheMode.RW,
         max_concurrency: int = 8,
         retry: RetryPolicy = RetryPolicy(),
+        price: Price | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
@@ -117,6 +127,8 @@ class Runner:
         self.cache_mode = cache_mode
         self.max_concurrency = max_concurrency
         self.retry = retry
+        #: What the model's calls cost; None: not priced (neither ``usd`` nor ``unpriced`` is counted).
+        self.price = price
         self.stats = CallStats()
         self._jitter = random.Random()
         self._unsaved: list[tuple[str, str, str, dict[str, Any]]] = []
@@ -307,6 +319,12 @@ class Runner:
         batch.calls += 1
         batch.prompt_tokens += response.prompt_tokens
         batch.completion_tokens += response.completion_tokens
+        if self.price is not None:
+            cost = self.price.cost(response.prompt_tokens, response.completion_tokens)
+            if cost is None:
+                batch.unpriced += 1
+            else:
+                batch.usd += cost
         batch.saw(response)
         if self.cache is not None and self.cache_mode.writes:
             self._unsaved.append((key, self.model.model_id, kind, asdict(response)))

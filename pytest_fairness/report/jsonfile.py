@@ -18,11 +18,13 @@ def json_report(
     *,
     run: RunState | None = None,
     baselines: RunDecision | None = None,
+    locations: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The run as one JSON document: settings, each check record, cost totals, gate outcomes, analyses.
 
     ``run`` says whether every selected check finished, so that an errored or interrupted run is never
-    read as a clean one; ``baselines`` adds the run's adjusted baseline decisions when checks were compared.
+    read as a clean one; ``baselines`` adds the run's adjusted baseline decisions when checks were compared;
+    ``locations`` (check label -> suite ``file`` and ``line``) lets CI annotate the line a check is written on.
     """
     from pytest_fairness import __version__
 
@@ -31,11 +33,18 @@ def json_report(
         out["run"] = run.to_dict()
     counts = outcome_counts(records)
     out |= {
-        "checks": [rec.to_dict() for rec in records],
+        "checks": [_with_location(rec, locations or {}) for rec in records],
         "totals": cost_totals(records),
         "outcomes": {o: counts[Outcome(o)] for o in OUTCOMES},
         "analyses": dict(analyses or {}),
     }
     if baselines is not None:
         out["baselines"] = baselines.to_dict()
+    return out
+
+
+def _with_location(record: CheckRecord, locations: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    out = record.to_dict()
+    if record.label in locations:
+        out["location"] = dict(locations[record.label])
     return out

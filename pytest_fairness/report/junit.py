@@ -10,13 +10,14 @@ go through pytest's own ``xml_key`` stash entry, the one place here that touches
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from pytest_fairness.baseline import RunDecision
 from pytest_fairness.record import CheckRecord
-from pytest_fairness.report.tally import RunState
+from pytest_fairness.report.tally import RunState, cost_totals
 
 
 def check_properties(record: CheckRecord) -> list[tuple[str, object]]:
@@ -30,6 +31,8 @@ def check_properties(record: CheckRecord) -> list[tuple[str, object]]:
         ("fairness_unusable", res.n_unusable),
         ("fairness_threshold", record.threshold_text),
         ("fairness_outcome", record.outcome.value),
+        ("fairness_spend_usd", round(res.calls.usd, 6)),
+        ("fairness_unpriced_calls", res.calls.unpriced),
     ]
 
 
@@ -42,11 +45,16 @@ def _log_xml(config: pytest.Config) -> Any:
     return config.stash.get(xml_key, None)
 
 
-def add_run_properties(config: pytest.Config, run: RunState, baselines: RunDecision | None) -> None:
-    """The run's state and baseline decision as testsuite properties (JSON), when JUnit XML is written."""
+def add_run_properties(
+    config: pytest.Config, run: RunState, baselines: RunDecision | None, records: Sequence[CheckRecord] = ()
+) -> None:
+    """The run's state, spend and baseline decision as testsuite properties, when JUnit XML is written."""
     xml = _log_xml(config)
     if xml is None:
         return
     xml.add_global_property("fairness_run", json.dumps(run.to_dict(), sort_keys=True))
+    totals = cost_totals(records)
+    xml.add_global_property("fairness_spend_usd", str(round(totals["usd"], 6)))
+    xml.add_global_property("fairness_unpriced_calls", str(int(totals["unpriced"])))
     if baselines is not None:
         xml.add_global_property("fairness_baselines", json.dumps(baselines.to_dict(), sort_keys=True))

@@ -16,7 +16,7 @@ from pytest_fairness.record import CheckRecord
 from pytest_fairness.report.format import interval, num, shared_ci_label
 from pytest_fairness.report.plots import plot_section
 from pytest_fairness.report.tally import RunState, cost_totals, outcome_counts
-from pytest_fairness.report.terminal import columns
+from pytest_fairness.report.terminal import columns, spend_text
 
 OUTCOME_WORDS = {
     Outcome.PASS: "pass",
@@ -62,7 +62,15 @@ def _notes(records: Sequence[CheckRecord]) -> list[str]:
         "",
         f"**Accounting**: {calls['calls']} model calls, {calls['cache_hits']} answered from the cache, "
         f"{calls['retries']} retries; {calls['prompt_tokens']} prompt + {calls['completion_tokens']} completion "
-        f"tokens; {calls['seconds']:.1f} s of model time.",
+        f"tokens; {calls['seconds']:.1f} s of model time; spend ${spend_text(calls)} at standard rates.",
+        "",
+        *_table(
+            ["check", "calls", "cache hits", "spend $"],
+            [
+                [f"`{rec.label}`", rec.result.calls.calls, rec.result.calls.cache_hits, spend_text(cost_totals([rec]))]
+                for rec in records
+            ],
+        ),
     ]
     return lines
 
@@ -127,6 +135,18 @@ def _verdict(decision: RunDecision) -> str:
 def _baseline_section(decision: RunDecision) -> list[str]:
     """The run's baseline verdicts: the rate it controls, every counted change explained, the verdict."""
     lines = ["**Baselines**", "", decision.headline() + ".", ""]
+    rows = [
+        [
+            f"`{c.check}`",
+            f"{num(c.old)} → {num(c.new)}",
+            num(c.difference, "+.3f"),
+            num(c.p_adjusted, ".2g"),
+            _status(c),
+        ]
+        for c in decision.comparisons
+    ]
+    if rows:  # per check, so a reviewer reads the regression next to the baseline file's diff
+        lines += [*_table(["check", "baseline → this run", "difference", "adjusted p", "verdict"], rows), ""]
     if decision.shown:
         lines += [*(f"- {_cell(c.explanation)}" for c in decision.shown), ""]
     return [*lines, _verdict(decision)]

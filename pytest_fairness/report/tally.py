@@ -11,10 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pytest_fairness.gate import Outcome
+from pytest_fairness.models.runner import COUNTERS  # CallStats' numeric fields, in the order reports show them
 from pytest_fairness.record import CheckRecord
-
-#: The call counters reports add up, in the order they show them (``CallStats``' numeric fields).
-COUNTERS = ("calls", "cache_hits", "retries", "prompt_tokens", "completion_tokens", "seconds")
 
 
 def outcome_counts(records: Sequence[CheckRecord]) -> dict[Outcome, int]:
@@ -23,7 +21,8 @@ def outcome_counts(records: Sequence[CheckRecord]) -> dict[Outcome, int]:
 
 
 def cost_totals(records: Sequence[CheckRecord]) -> dict[str, float]:
-    """The run's calls, cache hits, retries, tokens and model seconds, summed over its records."""
+    """The run's calls, cache hits, retries, tokens, model seconds and dollars (``usd`` at standard rates;
+    ``unpriced``: calls whose model had no price), summed over its records."""
     return {name: sum(getattr(rec.result.calls, name) for rec in records) for name in COUNTERS}
 
 

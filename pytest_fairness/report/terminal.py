@@ -62,7 +62,7 @@ def summary_lines(records: Sequence[CheckRecord], analyses: Mapping[str, Any] | 
     lines.append(
         f"model calls: {totals['calls']}, cache hits: {totals['cache_hits']}, retries: {totals['retries']}, "
         f"tokens: {totals['prompt_tokens']} prompt + {totals['completion_tokens']} completion, "
-        f"model time: {totals['seconds']:.1f}s"
+        f"model time: {totals['seconds']:.1f}s, spend: ${spend_text(totals)}"
     )
     for rec in records:
         measure = MEASURES.get(rec.measure)
@@ -93,14 +93,21 @@ def error_rate_line(session: Any) -> str:
     )
 
 
-COST_COLUMNS = ("check", "calls", "cache hits", "retries", "prompt tok", "completion tok", "seconds")
+COST_COLUMNS = ("check", "calls", "cache hits", "retries", "prompt tok", "completion tok", "seconds", "spend $")
+
+
+def spend_text(calls: Mapping[str, Any]) -> str:
+    """Dollars spent at standard rates, and how many calls had no price (their cost is not in the sum)."""
+    unpriced = int(calls.get("unpriced", 0))
+    return usd(calls.get("usd", 0.0)) + (f" + {unpriced} unpriced" if unpriced else "")
 
 
 def cost_lines(records: Sequence[CheckRecord]) -> list[str]:
-    """Per check and in total: what the run cost."""
+    """Per check and in total: what the run cost, in calls, tokens, time and dollars."""
 
     def row(label: str, calls: Mapping[str, Any]) -> tuple[str, ...]:
-        return (label, *(str(calls[n]) for n in COUNTERS[:-1]), f"{calls['seconds']:.1f}")
+        counts = (str(calls[n]) for n in COUNTERS[: COUNTERS.index("seconds")])
+        return (label, *counts, f"{calls['seconds']:.1f}", spend_text(calls))
 
     rows = [row(rec.label, cost_totals([rec])) for rec in records]
     rows.append(row("total", cost_totals(records)))
@@ -121,32 +128,34 @@ PLAN_COLUMNS = (
 )
 
 
-def plan_lines(plans: Sequence[sizing.PlanRow]) -> list[str]:
+def plan_lines(plans: Sequence[dict[str, Any]]) -> list[str]:
     """The --fairness-plan table: what a run would call, and what the cache already holds.
 
     ``shared`` requests are sent by an earlier check too (the cache answers the repeat): they count
     there, so the total is of distinct requests.
     """
 
-    def row(label: str, p: sizing.PlanRow, shared: str) -> tuple[str, ...]:
-        power = p.power
-        chance, needed = (None, None) if power is None else (power.chance, power.needed)
+    def row(label: str, p: dict[str, Any], shared: str) -> tuple[str, ...]:
+        new = p["requests"] - p.get("shared", 0)
+        power = p.get("power") or {}
+        chance, needed = power.get("chance"), power.get("needed")
         return (
             label,
-            "" if power is None else str(power.n),
+            str(power.get("n", "")),
             "" if chance is None else f"{chance:.0%}",
-            "" if power is None else "?" if chance is None else f">{MAX_SAMPLES}" if needed is None else str(needed),
-            str(p.requests),
+            "" if not power else "?" if chance is None else f">{MAX_SAMPLES}" if needed is None else str(needed),
+            str(p["requests"]),
             shared,
-            str(p.cached),
-            str(p.new - p.cached),
-            str(p.prompt_tokens),
-            str(p.completion_tokens),
+            str(p["cached"]),
+            str(new - p["cached"]),
+            str(p["prompt_tokens"]),
+            str(p["completion_tokens"]),
         )
 
-    rows = [row(p.label, p, str(p.shared)) for p in plans]
-    total = sizing.plan_total(plans)
-    rows.append(row(total.check, total, ""))
+    rows = [row(f"{p['suite']}::{p['check']}", p, str(p.get("shared", 0))) for p in plans]
+    total = {k: sum(p[k] for p in plans) for k in ("cached", "prompt_tokens", "completion_tokens")}
+    total["requests"] = sum(p["requests"] - p.get("shared", 0) for p in plans)
+    rows.append(row("total (distinct)", total, ""))
     return [
         *text_table(rows, PLAN_COLUMNS),
         "",
@@ -154,7 +163,73 @@ def plan_lines(plans: Sequence[sizing.PlanRow]) -> list[str]:
         "README, Sample sizes), at its assumed spread and usable rate; n for 80%: the samples that would (the "
         "release profile's sizing). "
         "'?': the measure assumes no spread.",
+        "",
+        *plan_dollar_lines(plans),
     ]
+
+
+PLAN_DOLLAR_COLUMNS = (
+    "check",
+    "model $",
+    "model $ batch",
+    "judge calls (est.)",
+    "judge $ (est.)",
+    "judge $ batch",
+    "check $",
+    "check $ batch",
+)
+
+
+def usd(value: float | None) -> str:
+    """Dollars for tables: cents, or four decimals below a cent; "unknown" without a price."""
+    if value is None:
+        return "unknown"
+    return f"{value:,.2f}" if value >= 0.01 or value == 0 else f"{value:.4f}"
+
+
+def plan_dollar_lines(plans: Sequence[dict[str, Any]]) -> list[str]:
+    """The plan's dollars per check and in total, for the model and the judge, at standard and batch rates,
+    with where each price comes from and what is estimated."""
+    from pytest_fairness.session import plan_total
+
+    if not plans or "usd" not in plans[0]:
+        return []
+
+    def row(label: str, part: Sequence[dict[str, Any]], judge_calls: str) -> tuple[str, ...]:
+        judged = any(p.get("judge", {}).get("requests", 1) != 0 for p in part if "judge" in p)
+        return (
+            label,
+            usd(plan_total(part, "model")),
+            usd(plan_total(part, "model", "batch")),
+            judge_calls,
+            usd(plan_total(part, "judge")) if judged else "-",
+            usd(plan_total(part, "judge", "batch")) if judged else "-",
+            usd(plan_total(part)),
+            usd(plan_total(part, rate="batch")),
+        )
+
+    def calls(part: Sequence[dict[str, Any]]) -> str:
+        counts = [p["judge"]["requests"] for p in part if "judge" in p]
+        return "?" if None in counts else str(sum(counts)) if any(counts) else "-"
+
+    rows = [row(f"{p['suite']}::{p['check']}", [p], calls([p])) for p in plans]
+    rows.append(row("total $", plans, calls(plans)))
+    prices = plans[0]["prices"]
+    counted = all(p.get("tokens_counted") for p in plans)
+    lines = [*text_table(rows, PLAN_DOLLAR_COLUMNS), ""]
+    priced = ("model", "judge") if any("judge" in p for p in plans) else ("model",)
+    lines += [f"price of the {who} {prices[who]['spec']}: {prices[who]['text']}" for who in priced]
+    tokens = "counted with the model's own tokenizer" if counted else "at ~4 characters a token"
+    lines.append(
+        f"estimated: prompt tokens {tokens}"
+        + "; completion tokens at each request's max_tokens (so dollars are an upper bound); cached requests cost "
+        "nothing; judge calls from each measure's structure (they depend on the answers), not checked against "
+        "the cache, standard rates unless 'batch'; 'unknown': no price (give ?price_in=&price_out= per million "
+        "tokens in the model spec)"
+    )
+    judged = [p for p in plans if p.get("judge", {}).get("requests", 1) != 0 and "judge" in p]
+    lines += [f"  judge calls of {p['suite']}::{p['check']}: {p['judge']['how']}" for p in judged]
+    return lines
 
 
 def baseline_lines(decision: RunDecision) -> list[str]:

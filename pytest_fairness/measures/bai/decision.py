@@ -48,8 +48,8 @@ from pytest_fairness.measures.bai.decision_prompts import (
     get_decision_stimuli,
 )
 from pytest_fairness.measures.bai.pooled import pooled, pooled_lines
-from pytest_fairness.measures.base import Analysis, Measure, Params, RunContext, param
-from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, Purpose
+from pytest_fairness.measures.base import Analysis, JudgeEstimate, Measure, Params, RunContext, param
+from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, Purpose, estimate_tokens
 from pytest_fairness.models.runner import Runner
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import Measured, adaptation
@@ -163,6 +163,16 @@ def requests(p: DecisionParams, model: ChatModel, seed: int) -> list[ChatRequest
     """The decision requests ``run`` would send (judge calls depend on the answers and are not counted)."""
     draws = _draws(p.stereotype, p.variant, p.mode, p.iterations, seed, p.hiring_group_format)
     return _chat_requests(draws, _system(p.system_prompt, p.egalitarian), p.temperature, p.max_tokens)
+
+
+def judge_estimate(p: DecisionParams, seed: int) -> JudgeEstimate:
+    """With the judge coder (relative mode), one call per answer showing the decision prompt and the answer
+    (at ``max_tokens``); no judge call otherwise."""
+    if p.mode != "relative" or p.coder != "judge":
+        return JudgeEstimate(0, 0, 0, "no judge: answers are parsed")
+    sent = requests(p, None, seed)  # type: ignore[arg-type]
+    prompt = sum(estimate_tokens(r) + p.max_tokens + 100 for r in sent)
+    return JudgeEstimate(len(sent), prompt, len(sent), f"one per answer ({len(sent)})")
 
 
 def _judge_codes(judge: Runner, draws: Sequence[_Draw], answers: Sequence[str]) -> list[DecisionCode]:
@@ -318,6 +328,7 @@ MEASURE = Measure(
     run=run,
     requests=requests,
     uses_judge=True,
+    judge_estimate=judge_estimate,
     analyses={
         "implicit_decision_association": Analysis(implicit_decision_association, association_lines),
         "decision_bias_pooled": Analysis(

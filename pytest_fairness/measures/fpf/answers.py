@@ -190,7 +190,7 @@ def corpus_estimand(p: AnswerParams, pairs: Sequence[Pair]) -> dict[str, object]
     """What a run's interval is about, for its result's details: this prompt set, not the task's prompts.
 
     ``sample_prompts`` cycles through the few prompts a task has (about 33 per task in the packaged
-    corpus: a per-task release run of 1,907 draws uses each about 58 times, with new names), and the
+    corpus: a per-task release run of 3,139 draws uses each about 95 times, with new names), and the
     interval treats the draws as independent. So it covers the mean over *these* prompts, weighted as
     drawn, with names and answers random; it does not cover the mean over all prompts users might send
     for the task, because the corpus's own prompt-to-prompt variation is not sampling noise to it

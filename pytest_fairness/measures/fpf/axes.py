@@ -60,13 +60,21 @@ from typing import Any, ClassVar
 import numpy as np
 
 from pytest_fairness.data import version as data_version
-from pytest_fairness.measures.base import Measure, ParamsError, RunContext, param
+from pytest_fairness.measures.base import JudgeEstimate, Measure, ParamsError, RunContext, param, tokens_of
 from pytest_fairness.measures.fpf import axes_canaries, axes_core, axes_prompts, planted
-from pytest_fairness.measures.fpf.answers import AnswerParams, answer, chat_requests, check_inputs, comparison_groups
+from pytest_fairness.measures.fpf.answers import (
+    AnswerParams,
+    answer,
+    chat_requests,
+    check_inputs,
+    comparison_groups,
+    pairs_for,
+)
 from pytest_fairness.measures.fpf.data import mask_name
 from pytest_fairness.models.base import ChatModel, ChatRequest, PermanentError, estimate_tokens
 from pytest_fairness.models.runner import Runner
 from pytest_fairness.record import CheckRecord
+from pytest_fairness.report import format as fmt
 from pytest_fairness.result import Measured, adaptation
 from pytest_fairness.sequential import confidence_sequence
 from pytest_fairness.stats import NAN_INTERVAL, Interval, Summary
@@ -114,6 +122,22 @@ class AxesParams(AnswerParams):
 def requests(p: AxesParams, model: ChatModel, seed: int) -> list[ChatRequest]:
     """The chatbot requests ``run`` would send (the judge's depend on the answers and are not counted)."""
     return chat_requests(p, seed)
+
+
+def judge_estimate(p: AxesParams, seed: int) -> JudgeEstimate:
+    """``t`` brainstorms of ``k`` answer pairs, a question and a merge call, then every one of at most ``m``
+    questions x every pair x 2 orders labeled (an upper bound: only held-out, differing pairs are), and
+    each question rated for both groups; answers at ``max_tokens``."""
+    pairs = pairs_for(p, seed)
+    pair_tokens = [tokens_of(x.prompt.prompt) + 2 * p.max_tokens for x in pairs]
+    mean_pair = sum(pair_tokens) // max(1, len(pair_tokens))
+    brainstorm = p.t * (p.k * mean_pair + 200)
+    label_calls = p.m * len(pairs) * 2
+    calls = p.t + 2 + label_calls + 2 * p.m
+    prompt = brainstorm + 2 * 50 * p.m + label_calls * (mean_pair + 100) + 2 * p.m * 100
+    completion = (p.t + 2) * axes_prompts.BRAINSTORM_REPLY_TOKENS + label_calls + 2 * p.m
+    how = f"{p.t} brainstorms + at most {p.m} questions x {len(pairs)} pairs x 2 orders (an upper bound)"
+    return JudgeEstimate(calls, prompt, completion, how)
 
 
 class Unserved(Exception):
@@ -540,14 +564,15 @@ def summary_lines(record: CheckRecord) -> list[str]:
         why = details.get("search_not_shown")
         lines.append(f"  {recall['text']}" + (f"; no PASS: {why}" if why else ""))
     for axis in details["axes"][:10]:
-        harm = "n/a" if axis["harmfulness"] is None else f"{axis['harmfulness']:.1f}/5"
+        # Read back from JSON under xdist, a NaN (no leaning pair) arrives as None: ``fmt.num`` shows n/a.
+        harm = fmt.num(axis["harmfulness"], ".1f") + ("/5" if axis["harmfulness"] is not None else "")
         leaning = axis["n_favour_a"] + axis["n_favour_b"]
-        lo, hi = axis["lean_interval"]
         mark = ("*" if axis["significant"] else " ") + ("!" if axis["question"] in harmful else " ")
         lines.append(
             f"  {mark} {axis['question']} favours {groups[axis['favours']]}: "
-            f"{axis['share_a']:.0%} of leaning pairs favour {groups['A']}, n={leaning}, "
-            f"lean {axis['lean']:.2f} [{lo:.2f}, {hi:.2f}], p_bonf {axis['p_bonferroni']:.2g}, harmfulness {harm}"
+            f"{fmt.num(axis['share_a'], '.0%')} of leaning pairs favour {groups['A']}, n={leaning}, "
+            f"lean {fmt.num(axis['lean'], '.2f')} {fmt.interval(axis['lean_interval'], '.2f')}, "
+            f"p_bonf {fmt.num(axis['p_bonferroni'], '.2g')}, harmfulness {harm}"
         )
     return lines
 
@@ -563,5 +588,6 @@ MEASURE = Measure(
     summary_lines=summary_lines,
     planted=planted.PLANTED,
     sequential=run_sequential,
+    judge_estimate=judge_estimate,
     doc="Axes of difference between two groups' answers (Bias Enumeration Algorithm, Eloundou et al.).",
 )

@@ -24,13 +24,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import ClassVar, NamedTuple
 
 from scipy import stats as sps
 
 from pytest_fairness.data import load_yaml
 from pytest_fairness.data import version as data_version
-from pytest_fairness.measures.base import Measure, RunContext, param
+from pytest_fairness.measures.base import JudgeEstimate, Measure, RunContext, param, tokens_of
 from pytest_fairness.measures.fpf import harm_core, planted, quality_core
 from pytest_fairness.measures.fpf.answers import (
     AnswerParams,
@@ -43,11 +44,12 @@ from pytest_fairness.measures.fpf.answers import (
     corpus_estimand,
     draw_means,
     group_label,
+    pairs_for,
     wording,
 )
 from pytest_fairness.measures.fpf.data import FpfPrompt, mask_name, refusal_reason
 from pytest_fairness.measures.fpf.harm_core import Group
-from pytest_fairness.models.base import LogprobRequest, Message, Purpose
+from pytest_fairness.models.base import LogprobRequest, Message, Purpose, estimate_tokens
 from pytest_fairness.models.runner import Runner
 from pytest_fairness.result import Measured, adaptation
 from pytest_fairness.stats import Attenuation, Interval, deattenuated_summary, proportion_interval, split_confidence
@@ -177,6 +179,12 @@ class NetHarmParams(AnswerParams):
         """The comparison, narrowed to its task when one is set (``gender:Write a story``)."""
         return self.comparison if self.task is None else f"{self.comparison}:{self.task}"
 
+    def expected_attenuation(self, confidence: float) -> float | None:
+        """The judge's sensitivity bound when every harmful calibration judgment is right: the gate is
+        divided by at least this much, so the release profile is sized for it."""
+        n = _harmful_judgments()
+        return proportion_interval(n, n, split_confidence(confidence))[0]
+
     def assumed_sd(self, truth: float) -> float:
         """Judge noise plus rare events: a mean of ``truth`` made of prompts of size EVENT_SIZE."""
         return math.sqrt(self.SPREAD**2 + self.EVENT_SIZE * abs(truth))
@@ -209,6 +217,12 @@ def _judge_request(
     )
     purpose = Purpose.of("harm.judge", group_a=str(a), group_b=str(b), responses=(first, second), **facts)
     return LogprobRequest((Message("user", text),), LETTER_CANDIDATES, purpose=purpose)
+
+
+@cache
+def _harmful_judgments() -> int:
+    """Harmful calibration judgments a judge makes: each harmful pair in both orders."""
+    return 2 * len(load_yaml("harm_calibration.yaml")["harmful"])
 
 
 def calibration_requests(comparison: str) -> list[CalibrationItem]:
@@ -254,6 +268,22 @@ def judge_calibration(judge: Runner, comparison: str, confidence: float = 0.95) 
 def requests(p: NetHarmParams, model: object, seed: int) -> list:
     """The chatbot requests ``run`` would send (judge calls depend on the answers and are not counted)."""
     return chat_requests(p, seed)
+
+
+def judge_estimate(p: NetHarmParams, seed: int) -> JudgeEstimate:
+    """Calibration pairs, then both orders of every name pair per draw (at most: identical answers skip the
+    judge), each showing the prompt and two answers of up to ``max_tokens``; one reply token a call."""
+    calibration = [item.request for item in calibration_requests(p.comparison)]
+    pairs = pairs_for(p, seed)
+    template = tokens_of(str(wording()["harm_judge"]))
+    asks = sum(template + tokens_of(x.prompt.prompt) + 2 * p.max_tokens for x in pairs) * 2
+    calls = 2 * len(pairs) + len(calibration)
+    return JudgeEstimate(
+        calls,
+        asks + sum(estimate_tokens(r) for r in calibration),
+        calls,
+        f"{len(calibration)} calibration + 2 orders x {len(pairs)} name pairs (at most; answers at max_tokens)",
+    )
 
 
 def run(p: NetHarmParams, ctx: RunContext) -> Measured:
@@ -417,6 +447,7 @@ MEASURE = Measure(
     run=run,
     requests=requests,
     uses_judge=True,
+    judge_estimate=judge_estimate,
     check_inputs=check_inputs,
     planted=planted.PLANTED,
     doc="Net harmful-stereotype rating H(A, B) for a comparison (Eloundou et al.): 0 = names change nothing.",

@@ -15,7 +15,7 @@ import numpy as np
 
 from pytest_fairness.data import load_yaml
 from pytest_fairness.data import version as data_version
-from pytest_fairness.measures.base import Measure, RunContext, param
+from pytest_fairness.measures.base import JudgeEstimate, Measure, RunContext, param, tokens_of
 from pytest_fairness.measures.fpf import planted, quality_core
 from pytest_fairness.measures.fpf.answers import (
     AnswerParams,
@@ -25,6 +25,7 @@ from pytest_fairness.measures.fpf.answers import (
     check_inputs,
     corpus_estimand,
     draw_means,
+    pairs_for,
     wording,
 )
 from pytest_fairness.measures.fpf.data import mask_name
@@ -55,6 +56,16 @@ def requests(p: QualityParams, model: object, seed: int) -> list[ChatRequest]:
 def definitions() -> dict[str, str]:
     """Each criterion's definition as the paper gave it to its rater (data/fpf_quality_criteria.yaml)."""
     return dict(load_yaml("fpf_quality_criteria.yaml")["criteria"])
+
+
+def judge_estimate(p: QualityParams, seed: int) -> JudgeEstimate:
+    """Every answer rated on each criterion: one call per answer and criterion, one reply token each."""
+    pairs = pairs_for(p, seed)
+    criteria = len(quality_core.QUALITY_CRITERIA)
+    template = tokens_of(str(wording()["quality_judge"])) + 50  # plus a criterion's definition
+    calls = 2 * len(pairs) * criteria
+    prompt = sum(template + tokens_of(x.prompt.prompt) + p.max_tokens for x in pairs) * 2 * criteria
+    return JudgeEstimate(calls, prompt, calls, f"{criteria} criteria x 2 answers x {len(pairs)} pairs")
 
 
 def _quality_request(template: str, prompt: str, response: str, criterion: str, group: str) -> LogprobRequest:
@@ -150,6 +161,7 @@ MEASURE = Measure(
     run=run,
     requests=requests,
     uses_judge=True,
+    judge_estimate=judge_estimate,
     check_inputs=check_inputs,
     planted=planted.PLANTED,
     doc="Answer quality by group (Eloundou et al.): overall-quality difference A − B on 1-5; criteria in details.",

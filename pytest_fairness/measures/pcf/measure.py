@@ -36,7 +36,7 @@ from pytest_fairness.measures.pcf.data import (
     load_templates,
     render_probe,
 )
-from pytest_fairness.models.base import ChatModel, LogprobRequest, LogprobResponse, Purpose
+from pytest_fairness.models.base import CannotServe, ChatModel, LogprobRequest, LogprobResponse, Purpose
 from pytest_fairness.result import FAITHFUL, Measured, adaptation
 from pytest_fairness.stats import Summary, weighted_summary
 
@@ -178,7 +178,10 @@ def run(p: PcfParams, ctx: RunContext) -> Measured:
     runner, seed, norm = ctx.runner, ctx.seed, _norm(p.norm)
     groups, templates, occ = _inputs_of(p, seed)
     probes = _probes(groups, templates, occ)
-    responses = runner.run(probes, progress=ctx.progress)
+    try:
+        responses = runner.run(probes, progress=ctx.progress)
+    except CannotServe as exc:  # e.g. a chat-only app: no slot probabilities to read
+        return Measured(inputs={"norm": str(p.norm)}, unserved=f"the model cannot serve this measure: {exc}")
     calibration, samples = _preferences(groups, len(occ.terms), len(templates.texts), probes, responses)
     weights = occ.weigh()
     result = pcf_core.risks(calibration.preference, templates.weigh(), weights.weights, norm=norm)

@@ -1,0 +1,229 @@
+"""Dollars: model prices, what the plan and the run's calls cost, and the --fairness-budget that stops a run."""
+
+import asyncio
+import json
+from xml.etree import ElementTree
+
+import pytest
+
+from pytest_fairness import pricing, sizing
+from pytest_fairness.gate import Outcome
+from pytest_fairness.models.base import ChatModel, ChatRequest, ChatResponse, Message
+from pytest_fairness.models.cache import CacheMode
+from pytest_fairness.models.registry import ModelSpecError, load_model
+from pytest_fairness.models.runner import Runner
+from pytest_fairness.session import FairnessSession, Settings, SettingsError
+from pytest_fairness.suite import parse
+
+HAS_MAP = pricing.price_map() is not None
+needs_map = pytest.mark.skipif(not HAS_MAP, reason="litellm (the price map) is not installed")
+CLOSED = "http://127.0.0.1:9/v1"  # nobody listens: any call would fail
+
+
+@needs_map
+def test_hosted_openai_models_are_priced_from_the_bundled_map_with_their_batch_rates():
+    mini, judge = pricing.price_for("openai:gpt-4o-mini"), pricing.price_for("openai:gpt-4o")
+    for price in (mini, judge):
+        assert price.known and price.has_batch and "litellm" in price.source and "price map" in price.source
+        assert 0 < price.batch_input < price.input and 0 < price.batch_output < price.output
+    assert judge.input > mini.input  # the bigger model costs more
+    assert mini.cost(1_000_000, 0) == pytest.approx(mini.input)
+    assert mini.cost(0, 2_000_000, batch=True) == pytest.approx(2 * mini.batch_output)
+
+
+def test_a_price_in_the_spec_wins_and_a_self_hosted_endpoint_without_one_is_unknown():
+    price = pricing.price_for(f"openai:gpt-4o-mini@{CLOSED}?price_in=0.2&price_out=0.8")
+    assert (price.input, price.output, price.has_batch) == (0.2, 0.8, False)
+    assert "no batch price" in price.describe()
+    unknown = pricing.price_for(f"openai:gpt-4o-mini@{CLOSED}")
+    assert not unknown.known and unknown.cost(10, 10) is None
+    assert "price_in" in unknown.describe() and "price unknown" in unknown.describe()
+    assert pricing.price_for("synthetic:iat?bias=0").cost(10**6, 10**6) == 0.0
+
+
+def test_without_litellm_only_spec_prices_are_known(monkeypatch):
+    monkeypatch.setattr(pricing, "price_map", lambda: None)
+    assert "litellm is not installed" in pricing.price_for("openai:gpt-4o-mini").source
+    assert pricing.price_for("openai:gpt-4o-mini?price_in=1&price_out=2").known
+
+
+def test_batch_rates_fall_back_to_a_documented_discount_only(monkeypatch):
+    table = {
+        "m-openai": {"litellm_provider": "openai", "input_cost_per_token": 2e-6, "output_cost_per_token": 4e-6},
+        "m-other": {"litellm_provider": "acme", "input_cost_per_token": 2e-6, "output_cost_per_token": 4e-6},
+    }
+    monkeypatch.setattr(pricing, "price_map", lambda: (table, "test"))
+    halved = pricing.price_for("openai:m-openai")
+    assert (halved.batch_input, halved.batch_output) == pytest.approx((1.0, 2.0))
+    assert "documented 50% batch discount" in halved.batch_source
+    none = pricing.price_for("litellm:acme/m-other")
+    assert none.known and not none.has_batch and none.cost(1, 1, batch=True) is None
+
+
+@pytest.mark.parametrize("options", ["price_in=1", "price_in=x&price_out=1", "price_in=-1&price_out=1"])
+def test_malformed_prices_are_usage_errors(options):
+    with pytest.raises(ModelSpecError, match="price"):
+        Settings.from_values(
+            lambda k: {"model": f"synthetic:iat?{options}"}.get(k), rootdir=__import__("pathlib").Path()
+        )
+
+
+def test_price_options_do_not_reach_the_provider_and_a_negative_budget_is_refused(tmp_path):
+    load_model("synthetic:iat?bias=0.2&price_in=1&price_out=2")  # the provider would refuse an unknown option
+    with pytest.raises(SettingsError, match="budget"):
+        Settings.from_values(lambda k: {"budget": "-5"}.get(k), tmp_path)
+
+
+class Metered(ChatModel):
+    """Answers every chat with a fixed token count."""
+
+    provider, name = "metered", "m"
+
+    async def chat(self, request):
+        return ChatResponse("ok", "stop", 1000, 500, "v1")
+
+    async def logprobs(self, request):  # pragma: no cover - not used
+        raise NotImplementedError
+
+
+def test_the_runner_prices_each_call_and_counts_calls_it_cannot_price():
+    requests = [ChatRequest((Message("user", f"q{i}"),)) for i in range(4)]
+    priced = Runner(Metered(), None, CacheMode.OFF, price=pricing.Price(2.0, 10.0, "test"))
+    priced.run(requests)
+    assert priced.stats.usd == pytest.approx(4 * (1000 * 2.0 + 500 * 10.0) / 1e6) and priced.stats.unpriced == 0
+    unknown = Runner(Metered(), None, CacheMode.OFF, price=pricing.Price(None, None, "nobody knows"))
+    unknown.run(requests)
+    assert (unknown.stats.usd, unknown.stats.unpriced) == (0.0, 4)
+    for runner in (priced, unknown):
+        runner.close()
+
+
+@pytest.fixture
+def hosted(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-sent")
+
+
+@needs_map
+def test_plan_prices_model_and_judge_at_standard_and_batch_rates(pytester, hosted):
+    args = ["--fairness-suite=gender", "-k", "net_harm", "--fairness-model=openai:gpt-4o-mini"]
+    result = pytester.runpytest(*args, "--fairness-judge=openai:gpt-4o", "--fairness-plan")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            "check*model $*model $ batch*judge calls (est.)*judge $ (est.)*judge $ batch*check $*check $ batch",
+            "gender::net_harm *",
+            "total $*",
+            "price of the model openai:gpt-4o-mini: $0.15 in / $0.6 out per M tokens (litellm * price map); batch*",
+            "price of the judge openai:gpt-4o: $2.5 in / $10 out per M tokens (litellm * price map); batch*",
+            "estimated: prompt tokens at ~4 characters a token*",
+            "  judge calls of gender::net_harm: * calibration + 2 orders x * name pairs*",
+        ]
+    )
+    (total,) = [line.split()[2:] for line in result.stdout.lines if line.startswith("total $")]
+    model, model_batch, calls, judge, judge_batch, check, check_batch = (float(v.replace(",", "")) for v in total)
+    assert 0 < model < judge and calls > 0  # the judge reads two answers a call, at 16x the price
+    assert model_batch < model and judge_batch < judge
+    assert check == pytest.approx(model + judge, abs=0.011) and check_batch == pytest.approx(check / 2, abs=0.011)
+
+
+def test_a_run_whose_plan_exceeds_the_budget_does_not_start(pytester):
+    model = f"--fairness-model=openai:gpt-4o-mini@{CLOSED}?price_in=150&price_out=600"
+    args = ["--fairness-suite=gender", "-k", "implicit_bias", model]
+    refused = pytester.runpytest(*args, "--fairness-budget=1")
+    assert refused.ret == pytest.ExitCode.INTERRUPTED
+    refused.stdout.fnmatch_lines(
+        [
+            "*stopped before the first check: the plan costs $* at standard rates (model $*), "
+            "above --fairness-budget=$1.00.",
+            "*gender::implicit_bias[[]*[]]: $*",
+            "No check fits within the budget (the cheapest costs $*)*",
+        ]
+    )
+    assert "Connection" not in refused.stdout.str()  # refused before the probe: nothing was sent
+    allowed = pytester.runpytest(*args, "--fairness-budget=10000")  # starts, and finds the closed port
+    assert allowed.ret == pytest.ExitCode.INTERRUPTED and "--fairness-budget" not in allowed.stdout.str()
+    unknown = pytester.runpytest(*args[:3], f"--fairness-model=openai:m@{CLOSED}", "--fairness-budget=1")
+    unknown.stdout.fnmatch_lines(["*--fairness-budget=$1 cannot be kept without prices: model price unknown*"])
+
+
+def test_spend_per_check_and_in_total_reaches_the_cost_table_json_junit_and_markdown(pytester):
+    model = "--fairness-model=synthetic:iat?bias=0.9&price_in=1000&price_out=1000"
+    out = ["--fairness-report=out.json", "--fairness-markdown=out.md", "--junitxml=out.xml"]
+    result = pytester.runpytest("--fairness-suite=religion", "-k", "implicit", model, *out)
+    result.stdout.fnmatch_lines(["check*calls*seconds*spend $", "total*"])
+    (total,) = [line.split() for line in result.stdout.lines if line.startswith("total")]
+    report = json.loads((pytester.path / "out.json").read_text())
+    spent = report["totals"]["usd"]
+    assert spent > 0 and float(total[-1].replace(",", "")) == pytest.approx(spent, abs=0.006)
+    per_check = [c["result"]["calls"]["usd"] for c in report["checks"]]
+    assert sum(per_check) == pytest.approx(spent) and all(v > 0 for v in per_check)
+    prompt, completion = report["totals"]["prompt_tokens"], report["totals"]["completion_tokens"]
+    assert spent == pytest.approx((prompt + completion) * 1000 / 1e6)  # exactly the metered tokens, priced
+    assert f"spend ${spent:,.2f} at standard rates" in (pytester.path / "out.md").read_text()
+    xml = ElementTree.parse(pytester.path / "out.xml")
+    (suite,) = xml.iter("testsuite")
+    run = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert float(run["fairness_spend_usd"]) == pytest.approx(spent) and run["fairness_unpriced_calls"] == "0"
+    checks = [
+        float(p.get("value"))
+        for case in xml.iter("testcase")
+        for p in case.iter("property")
+        if p.get("name") == "fairness_spend_usd"
+    ]
+    assert len(checks) == 3 and sum(checks) == pytest.approx(spent, rel=1e-4)
+
+
+def _sequential(budget: float | None, bias: float = 0.3) -> tuple:
+    entry = {"measure": "implicit_bias", "stereotype": "power", "samples": 20, "budget": 400}
+    (check,) = parse({"suite": "s", "checks": [entry | {"threshold": {"max": 0.24}}]}, "test").checks
+    model = f"synthetic:iat?bias={bias}&price_in=1000&price_out=1000"
+    session = FairnessSession(Settings(model=model, sequential=True, seed=2, cache_mode=CacheMode.OFF, budget=budget))
+    try:
+        return session.run_check(check), session.spent()[0]
+    finally:
+        session.close()
+
+
+def test_sequential_growth_stops_before_a_round_would_pass_the_budget():
+    grown, _ = _sequential(None)
+    assert grown.result.sequential is not None
+    rounds = grown.result.sequential.rounds
+    assert len(rounds) > 1  # unbudgeted, the inconclusive check grows
+    first_round = grown.result.calls.usd * rounds[0] / sum(rounds)  # cache off: every round pays in full
+    capped, spent = _sequential(budget=first_round * 1.2)
+    sequential = capped.result.sequential
+    assert sequential is not None and sequential.rounds == [20]
+    assert sequential.stopped.startswith("--fairness-budget: growing to")
+    assert spent <= first_round * 1.2 and capped.result.calls.usd == pytest.approx(spent)
+    assert capped.outcome is Outcome.INCONCLUSIVE
+    assert capped.result.to_decide is not None
+    assert "sequential growth stopped by --fairness-budget" in sizing.more_samples_text(capped.result.to_decide)
+    roomy, spent = _sequential(budget=grown.result.calls.usd * 0.6)  # room for some rounds, not all
+    assert roomy.result.sequential is not None
+    assert 1 < len(roomy.result.sequential.rounds) < len(rounds) and spent <= grown.result.calls.usd * 0.6
+
+
+@pytest.mark.embedded
+def test_a_local_plan_counts_prompt_tokens_with_the_models_own_tokenizer_without_loading_weights():
+    model = load_model("local")
+    try:
+        request = ChatRequest((Message("user", "Name three colours."),), max_tokens=8)
+        counted = model.count_tokens(request)
+        assert model._llm is None  # the vocabulary alone: a plan loads no weights
+        response = asyncio.run(model.chat(request))
+        assert counted == response.prompt_tokens  # what the model itself reports for the same prompt
+    finally:
+        model.close()
+
+
+def test_the_refusal_names_the_checks_that_fit_in_run_order(pytester):
+    model = f"--fairness-model=openai:gpt-4o-mini@{CLOSED}?price_in=150&price_out=600"
+    args = ["--fairness-suite=gender", "-k", "implicit_bias or decision_bias", model]
+    refused = pytester.runpytest(*args, "--fairness-budget=13")  # each implicit check ~$5, each decision ~$2.6
+    # Two implicit checks ($10.1) fit; the third would pass $13, but the first decision check still fits.
+    refused.stdout.fnmatch_lines(
+        [
+            "Within the budget fit 3 of 8 checks ($12.*, in run order): gender::implicit_bias[[]career[]], "
+            "gender::implicit_bias[[]science[]], gender::decision_bias[[]career[]]. Select fewer checks*"
+        ]
+    )

@@ -46,6 +46,59 @@ def test_number_formatters_and_tallies_are_defined_once_in_report():
     assert not misplaced, f"defined outside their one home: {misplaced}"
 
 
+#: Statistical procedures and the one module each is defined in, by (part of) a module-level function's name.
+STATISTICS = {
+    "holm": "multiplicity.py",
+    "hochberg": "multiplicity.py",
+    "bonferroni": "multiplicity.py",
+    "adjust": "multiplicity.py",
+    "wilson": "stats.py",
+    "clopper": "stats.py",
+    "proportion_interval": "stats.py",
+    "t_interval": "stats.py",
+    "mean_interval": "stats.py",
+    "summarize": "stats.py",
+    "confidence_sequence": "sequential.py",
+    "welch": "baseline/welch.py",
+}
+
+#: Estimators a paper defines for its own measure, not general procedures, with where the spec says so.
+OWN_ESTIMATORS = {"weighted_mean_interval"}  # net harm's hierarchy of task means over shared prompts (fpf spec §5.5)
+
+
+def _names(word: str, name: str) -> bool:
+    """Whether ``name``'s underscore-separated words contain ``word``'s (``_welch_parts`` names welch)."""
+    want, have = word.split("_"), name.strip("_").split("_")
+    return any(have[i : i + len(want)] == want for i in range(len(have)))
+
+
+def test_each_multiplicity_correction_and_interval_is_defined_once():
+    """Module-level functions whose names spell a correction or an interval live in that procedure's one
+    module (methods that delegate to them, such as ``Params.summarize``, are not definitions)."""
+    found: dict[str, set[str]] = {}
+    for path, tree in _sources().items():
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                for word in STATISTICS:
+                    if _names(word, node.name) and node.name not in OWN_ESTIMATORS:
+                        found.setdefault(word, set()).add(path)
+    misplaced = {word: paths for word, paths in found.items() if paths != {STATISTICS[word]}}
+    assert not misplaced, f"defined outside their one home: {misplaced}"
+    assert set(found) >= set(STATISTICS) - {"wilson", "clopper"}  # the guard looks where the procedures are
+
+
+def test_no_type_ignore_reads_a_results_details():
+    """What the framework reads back is typed (sequential rounds, what would decide, the first round):
+    a ``type: ignore`` beside ``details`` would mean it went back to reading an untyped dict."""
+    offenders = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for p in sorted(ROOT.rglob("*.py"))
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if "type: ignore" in line and "details" in line
+    ]
+    assert not offenders
+
+
 def test_alarm_and_status_lists_are_defined_once():
     """No module but the comparison's spells out a tuple or set of baseline statuses."""
     statuses = set(STATUSES)

@@ -209,7 +209,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _register_markers(config)
     config.pluginmanager.register(fixtures, "fairness-fixtures")
     config.pluginmanager.register(fixtures.measure_fixtures(), "fairness-measure-fixtures")
-    config.pluginmanager.register(Summary(config), "fairness-summary")
+    config.pluginmanager.register(FairnessReporter(config), "fairness-reporter")
     config.pluginmanager.register(RerunUndecided(config), "fairness-rerun-undecided")
 
 
@@ -394,7 +394,7 @@ class CheckItem(pytest.Item):
     def runtest(self) -> None:
         session = self.config.stash[SESSION_KEY]
         run = session.run_check(self.check, progress=self._progress())
-        record = run.record()
+        record = run.to_record()
         try:
             if _value(self.config, "baselines"):
                 self._match_baseline(record)
@@ -419,8 +419,8 @@ class CheckItem(pytest.Item):
             return None
         workerinput = getattr(self.config, "workerinput", None)
         if workerinput is None:
-            summary = self.config.pluginmanager.get_plugin("fairness-summary")
-            send = summary.show if summary is not None else None
+            reporter = self.config.pluginmanager.get_plugin("fairness-reporter")
+            send = reporter.show if reporter is not None else None
             if send is None:
                 return None
         else:
@@ -534,7 +534,7 @@ class _Screen:
         self.reporter.flush()
 
 
-class Summary:
+class FairnessReporter:
     """Collects check records from reports (local or relayed by xdist); decides, prints and writes them once.
 
     On the controller at session end it also decides the run's baseline comparisons together

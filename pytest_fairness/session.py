@@ -174,7 +174,7 @@ class CheckRun:
     result: MeasureResult
     outcome: Outcome
 
-    def record(self) -> CheckRecord:
+    def to_record(self) -> CheckRecord:
         """The typed record every output reads (it travels from xdist workers as ``to_dict()``)."""
         return CheckRecord(
             suite=self.check.suite,

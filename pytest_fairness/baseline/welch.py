@@ -92,7 +92,7 @@ def noninferiority(
     return w.difference, _interval(w, alpha), p
 
 
-def harm(threshold: Mapping[str, Any], old: float, new: float) -> int:
+def harm_direction(threshold: Mapping[str, Any], old: float, new: float) -> int:
     """+1 if old -> new moves the harmful way, -1 the helpful way, 0 if the threshold cannot tell.
 
     Towards or over a maximum is harmful, down towards or under a minimum too; for a range, moving

@@ -1,7 +1,7 @@
 """The measure contract: one frozen parameters dataclass per measure, and the functions that run it.
 
 A measure's ``Params`` subclass is the only place its parameters are written: their defaults, their
-validation (``param(low=, high=, choices=)`` plus an optional ``check()`` for rules across fields),
+validation (``param(low=, high=, choices=)`` plus an optional ``validate()`` for rules across fields),
 which one names the subject (a stereotype, an attribute, a comparison) and which one sets the sample
 size, and, as class variables, its null value, the range of one sample and its default sample sizes.
 Suites, fixtures, ``--fairness-plan``, baselines and the registry all read it from there.
@@ -85,13 +85,13 @@ class Params:
         for f in dataclasses.fields(self):
             _check_value(f.name, getattr(self, f.name), hints[f.name], f.metadata)
         try:
-            self.check()
+            self.validate()
         except ParamsError:
             raise
         except (KeyError, ValueError) as exc:  # e.g. an unknown stereotype from a data lookup
             raise ParamsError(_message(exc)) from None
 
-    def check(self) -> None:
+    def validate(self) -> None:
         """Rules across several fields; raise ParamsError. Overridden where a measure has such rules."""
 
     # -- derived from the fields ------------------------------------------------------------------
@@ -186,7 +186,7 @@ class Params:
     def with_samples(self, n: int) -> Self:
         return dataclasses.replace(self, **{self.samples_field(): n})
 
-    def record(self) -> dict[str, object]:
+    def recorded(self) -> dict[str, object]:
         """Every parameter, as recorded in results and baselines (paths as text)."""
         return {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in dataclasses.asdict(self).items()}
 
@@ -344,7 +344,7 @@ class Measure(Generic[P]):
     def result(self, params: P, ctx: RunContext, measured: Measured) -> MeasureResult:
         """The result of what a run measured: the registered name, the subject, the model and judge ids,
         the seed and parameters, the calls counted under ``ctx``, and the gate's interval of the samples."""
-        recorded = {**params.record(), **measured.inputs, "seed": ctx.seed}
+        recorded = {**params.recorded(), **measured.inputs, "seed": ctx.seed}
         if self.uses_judge:
             recorded["judge"] = (ctx.judge or ctx.runner).model.model_id if measured.judged else None
         return MeasureResult(

@@ -155,7 +155,7 @@ class DecisionParams(Params):
     max_tokens: int = param(400, low=1)
     system_prompt: str | None = param(None)
 
-    def check(self) -> None:
+    def validate(self) -> None:
         get_decision_stimuli(self.stereotype)
 
 

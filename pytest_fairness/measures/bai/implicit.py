@@ -232,7 +232,7 @@ class ImplicitParams(Params):
     min_mass: float = param(1e-4, low=0, high=1)
     system_prompt: str | None = param(None)
 
-    def check(self) -> None:
+    def validate(self) -> None:
         get_stereotype(self.stereotype)
 
 

@@ -109,7 +109,7 @@ class AxesParams(AnswerParams):
         axes_canaries.DEFAULT_SHARE, low=0, high=1, doc="share of brainstorm pairs each canary is planted in"
     )
 
-    def check(self) -> None:
+    def validate(self) -> None:
         if not 0 < self.alpha < 1:
             raise ParamsError(f"alpha must be in (0, 1), got {self.alpha!r}")
         if self.canary_share * len(axes_canaries.canaries()) > 1:

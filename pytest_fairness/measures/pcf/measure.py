@@ -139,7 +139,7 @@ class PcfParams(Params):
     #: Assumed SD of one occupation's risk (×1000) per risk; prejudice varies more across occupations.
     SPREADS: ClassVar[Mapping[str, float]] = {"prejudice": 150.0, "caprice": 50.0, "total": 150.0}
 
-    def check(self) -> None:
+    def validate(self) -> None:
         _norm(self.norm)
 
     def assumed_sd(self, truth: float) -> float:

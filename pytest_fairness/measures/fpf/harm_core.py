@@ -278,7 +278,9 @@ def weighted_mean_interval(cells: Sequence[Cell], confidence: float = 0.95) -> t
 
     Var = Σ_c Σ_d w_c w_d Cov(mean_c, mean_d); cells sharing prompt keys get their sample covariance
     over the shared prompts, the others are independent. Degrees of freedom: Welch–Satterthwaite over
-    the cells' own variances. The interval is NaN when a cell has fewer than two prompts.
+    the cells' own variances. The interval is NaN when a cell has fewer than two prompts or no cell varies
+    (a t interval would then have zero width). These are the per-task and per-domain breakdowns; the gate
+    uses the bounded-mean interval of the per-prompt samples.
     """
     means = [float(np.mean(list(values.values()))) for _, values in cells]
     estimate = float(sum(w * m for (w, _), m in zip(cells, means, strict=True)))
@@ -303,8 +305,8 @@ def weighted_mean_interval(cells: Sequence[Cell], confidence: float = 0.95) -> t
             variance += 2 * cells[i][0] * cells[j][0] * covariance
     if variance < 0:  # pairwise covariances need not form a valid covariance matrix
         return estimate, NAN_INTERVAL
-    if variance == 0:
-        return estimate, (estimate, estimate)
+    if variance == 0:  # no spread seen is no evidence of none: never a zero-width interval
+        return estimate, NAN_INTERVAL
     df = sum(v for v, _ in own) ** 2 / sum(v * v / (n - 1) for v, n in own if v > 0)
     half = float(sps.t.ppf(0.5 + confidence / 2, df)) * math.sqrt(variance)
     return estimate, (estimate - half, estimate + half)

@@ -59,6 +59,7 @@ class FakeBatchAPI:
     batches: dict[str, Batch] = field(default_factory=dict)
     submitted: Counter[str] = field(default_factory=Counter)
     lines_run: int = 0
+    polls: int = 0  # looks at a batch's state
     held: bool = True
 
     def release(self) -> None:
@@ -85,6 +86,7 @@ class FakeBatchAPI:
             return 200, batch.to_dict()
         if method == "GET" and len(parts) == 2 and parts[0] == "batches" and parts[1] in self.batches:
             batch = self.batches[parts[1]]
+            self.polls += 1
             if batch.status == "validating" and not (batch.behaviour == "hold" and self.held):
                 self._run(batch, answer)
             elif batch.status == "validating":

@@ -172,3 +172,14 @@ def test_submit_and_exit_without_a_cache_is_refused(server):
 def test_litellm_specs_refuse_batch_mode():
     with pytest.raises(ModelSpecError, match="batch mode is available for openai: specs only"):
         load_model("litellm:openai/fake@http://127.0.0.1:9/v1?batch=1")
+
+
+def test_batch_wait_must_be_minutes_at_least_zero(tmp_path):
+    from pytest_fairness.session import Settings, SettingsError
+
+    values = {"batch": True, "batch_wait": "-1"}
+    with pytest.raises(SettingsError, match=r"--fairness-batch-wait \(minutes\) must be a number >= 0"):
+        Settings.from_values(values.get, tmp_path)
+    values["batch_wait"] = "1.5"
+    settings = Settings.from_values(values.get, tmp_path)
+    assert (settings.batch, settings.batch_wait) == (True, 1.5)

@@ -99,7 +99,10 @@ def test_submit_and_exit_ends_with_its_own_status_and_the_rerun_collects(pyteste
         collected = pytester.runpytest(*args)  # the batches after the held one finish at their first look
         assert collected.ret in (0, 1)
         assert not measure_requests(server)
-    assert json.loads((pytester.path / "batch.json").read_text())["run"]["status"] == "complete"
+    report = json.loads((pytester.path / "batch.json").read_text())
+    assert report["run"]["status"] == "complete"
+    (check,) = report["checks"]
+    assert check["result"]["calls"]["batched"] == check["result"]["calls"]["calls"] > 0
     assert set(server.batch_api.submitted.values()) == {1}
 
 

@@ -183,3 +183,13 @@ def test_batch_wait_must_be_minutes_at_least_zero(tmp_path):
     values["batch_wait"] = "1.5"
     settings = Settings.from_values(values.get, tmp_path)
     assert (settings.batch, settings.batch_wait) == (True, 1.5)
+
+
+def test_a_batch_the_server_no_longer_knows_is_submitted_again(server, tmp_path):
+    cache = tmp_path / "c.sqlite"
+    r = runner(server, cache)
+    keys = [r.key(request) for request in requests()[:3]]
+    ResponseCache(cache).remember_batch("batch_gone", r.model.model_id, keys)  # e.g. made with another key
+    assert r.run(requests()[:3]) == online_answers(server)[:3]
+    r.close()
+    assert len(server.batch_api.batches) == 1 and set(server.batch_api.submitted.values()) == {1}

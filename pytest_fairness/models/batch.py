@@ -32,6 +32,8 @@ MAX_BYTES = 100_000_000
 RUNNING = ("validating", "in_progress", "finalizing", "cancelling")
 #: The error code of a line a provider never ran because the batch's window closed: it is submitted again.
 EXPIRED = "batch_expired"
+#: The status of a batch the server no longer knows (deleted, another key's): its requests are submitted again.
+UNKNOWN = "unknown"
 #: Exit status of a run that left requests waiting in a batch (pytest's own codes end at 5).
 PENDING_EXIT = 6
 
@@ -213,11 +215,10 @@ async def answer_by_batch(
             "--fairness-batch-wait=MINUTES"
         )
     waiting: dict[str, list[str]] = {}  # batch id -> its keys still unanswered
-    for key, batch_id in ledger.batch_ids(list(todo)).items():
+    known = ledger.batch_ids(list(todo))
+    for key, batch_id in known.items():
         waiting.setdefault(batch_id, []).append(key)
-    submitted = await _submit(
-        api, [k for k in todo if not any(k in ks for ks in waiting.values())], bodies, ledger, retry
-    )
+    submitted = await _submit(api, [k for k in todo if k not in known], bodies, ledger, retry)
     waiting.update(submitted)
     fresh = set(submitted)
     answered: dict[str, Any] = {}
@@ -245,7 +246,7 @@ async def answer_by_batch(
                     f"{api.model_id}: batch {batch_id} was cancelled with {len(missing)} requests unanswered; "
                     "rerun to submit them again (answers it had are kept in the cache)"
                 )
-            if state.status == "expired" and missing:  # the provider's window ran out: send the rest again
+            if state.status in ("expired", UNKNOWN) and missing:  # the window ran out, or it is gone: send again
                 again = await _submit(api, missing, bodies, ledger, retry)
                 waiting.update(again)
                 fresh |= set(again)

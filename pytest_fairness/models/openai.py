@@ -47,7 +47,7 @@ from pytest_fairness.models.base import (
     PermanentError,
     TransientError,
 )
-from pytest_fairness.models.batch import BatchState
+from pytest_fairness.models.batch import UNKNOWN, BatchState
 from pytest_fairness.models.registry import ModelSpec, ModelSpecError
 
 OPTIONS = ("timeout", "concurrency", "samples", "top_logprobs", "instruct", "context", "batch")
@@ -184,7 +184,19 @@ class OpenAIModel(ChatModel):
         return str(batch.id)
 
     async def batch_state(self, batch_id: str) -> BatchState:
-        batch = await self._batch_call("/v1/batches/{id}", self._client_for_loop().batches.retrieve, batch_id)
+        """The batch as the server sees it now; status "unknown" when the server no longer knows its id."""
+
+        async def retrieve() -> Any:
+            import openai
+
+            try:
+                return await self._client_for_loop().batches.retrieve(batch_id)
+            except openai.NotFoundError:
+                return None
+
+        batch = await self._batch_call("/v1/batches/{id}", retrieve)
+        if batch is None:
+            return BatchState(UNKNOWN)
         errors = getattr(getattr(batch, "errors", None), "data", None) or []
         reasons = "; ".join(f"{getattr(e, 'code', '')}: {getattr(e, 'message', '')}".strip(": ") for e in errors)
         return BatchState(str(batch.status), batch.output_file_id, batch.error_file_id, reasons)

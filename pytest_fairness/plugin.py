@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Generator
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
@@ -21,6 +22,7 @@ from pytest_fairness.fixtures import SESSION_KEY
 from pytest_fairness.gate import Outcome
 from pytest_fairness.measures import MEASURES, PROFILES, ParamsError
 from pytest_fairness.models.base import PermanentError
+from pytest_fairness.models.batch import PENDING_EXIT, BatchPending
 from pytest_fairness.models.cache import CacheMiss, CacheMode
 from pytest_fairness.models.registry import ModelSpecError
 from pytest_fairness.models.runner import RetriesExhausted
@@ -49,6 +51,8 @@ CHECKED = "fairness_preflight_done"
 PREFLIGHT_KEY = pytest.StashKey[bool]()  # this controller checked them
 FAULT_KEY = pytest.StashKey[str]()  # this worker found a fault: the message
 PROGRESS_KEY = pytest.StashKey["float | None"]()  # seconds between progress lines per check; None: off
+#: The report property of a test whose requests wait in a provider batch (``BatchPending.to_dict``).
+BATCH_PROPERTY = "fairness_batch_pending"
 
 # name -> (help, ini type, extra argparse keywords)
 OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
@@ -104,6 +108,18 @@ OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "budget": (
         "most USD the run may spend at standard rates: a run whose plan costs more does not start, and "
         "--fairness-sequential stops growing a check before a round would pass it",
+        "string",
+        {},
+    ),
+    "batch": (
+        "send the model's and judge's uncached requests through their provider's batch API (openai: specs; "
+        "about half the price, answers within hours); a spec can ask for it alone with ?batch=1",
+        "bool",
+        {"action": "store_true"},
+    ),
+    "batch_wait": (
+        "minutes the run may wait, in all, for its batches to finish (default 0: submit, then exit with status "
+        f"{PENDING_EXIT} and 'rerun the same command to collect')",
         "string",
         {},
     ),
@@ -249,6 +265,19 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return header.header_lines(
         settings, fingerprint=fingerprint, entries=entries, baselines=bool(_value(config, "baselines"))
     )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    """A test whose requests wait in a provider batch is skipped, not failed: it carries the batch for the
+    summary, which ends the run with "rerun the same command to collect"."""
+    report = yield
+    error = call.excinfo.value if call.excinfo is not None else None
+    if isinstance(error, BatchPending):
+        report.outcome = "skipped"
+        report.longrepr = (item.location[0], (item.location[1] or 0) + 1, f"Skipped: {error}")
+        report.user_properties.append((BATCH_PROPERTY, {**error.to_dict(), "message": str(error)}))
+    return report
 
 
 def _app_import_paths(config: pytest.Config) -> None:
@@ -550,6 +579,7 @@ class FairnessReporter:
         self.decision: RunDecision | None = None
         self._display: progress.Display | None = None
         self.locations: dict[str, dict[str, Any]] = {}  # check label -> suite file and line
+        self.pending: list[dict[str, Any]] = []  # batches that tests left waiting (BatchPending.to_dict)
 
     @property
     def display(self) -> progress.Display | None:
@@ -596,6 +626,8 @@ class FairnessReporter:
                 display.finished(report.nodeid)
         kept, recorded = [], False
         for key, value in report.user_properties:
+            if key == BATCH_PROPERTY:
+                self._pending(value)
             if key != RECORD_PROPERTY:
                 kept.append((key, value))
                 continue
@@ -608,6 +640,15 @@ class FairnessReporter:
             kept.append((PROPERTY, json.dumps(record.compact(), sort_keys=True)))
         report.user_properties = kept
         self._count(report, recorded)
+
+    def _pending(self, batch: dict[str, Any]) -> None:
+        """Note a test's waiting batch; the run is then stopped short of complete, saying how to finish it."""
+        self.pending.append(batch)
+        requests = sum(b["requests"] for entry in self.pending for b in entry["batches"])
+        ids = {b["id"] for entry in self.pending for b in entry["batches"]}
+        self.tally.stopped = (
+            f"{requests} requests wait in {len(ids)} provider batch(es); rerun the same command to collect"
+        )
 
     def _count(self, report: pytest.TestReport, recorded: bool) -> None:
         """Finished: it produced a record (or was skipped before running). Errored: it failed without one."""
@@ -653,6 +694,8 @@ class FairnessReporter:
         self.decision = decide_records(self.records, settings.baseline)
         if self.decision is not None and self.decision.failing and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.pending and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            session.exitstatus = PENDING_EXIT  # unfinished, not failed: a rerun collects the batches
         run = self.tally.state(self.records)
         junit.add_run_properties(self.config, run, self.decision, self.records)
         path = _value(self.config, "report")
@@ -712,6 +755,11 @@ class FairnessReporter:
             for line in terminal.cost_lines(self.records):
                 terminalreporter.write_line(line)
         self._baseline_summary(terminalreporter)
+        if self.pending:
+            terminalreporter.write_sep("-", "fairness batches")
+            for message in dict.fromkeys(entry["message"] for entry in self.pending):
+                terminalreporter.write_line(message, yellow=True)
+            terminalreporter.write_line(f"exit status {PENDING_EXIT}: {self.tally.stopped}", yellow=True, bold=True)
 
     def _baseline_summary(self, terminalreporter: Any) -> None:
         """The run's baseline verdicts, or what --snapshot-update recorded (or why it recorded nothing)."""

@@ -287,6 +287,7 @@ def rounds_calls(rounds: Sequence[CallStats]) -> CallStats:
             seconds=calls.seconds + later.seconds,
             usd=calls.usd + later.usd,
             unpriced=calls.unpriced + later.unpriced,
+            batched=calls.batched + later.batched,
         )
     if len(rounds) == 1:
         return calls

@@ -27,6 +27,7 @@ from pytest_fairness.models.base import (
     PermanentError,
     estimate_tokens,
 )
+from pytest_fairness.models.batch import BatchPolicy
 from pytest_fairness.models.cache import CacheMode, ResponseCache
 from pytest_fairness.models.registry import load_model, model_from, parse_model_spec
 from pytest_fairness.models.runner import ProgressFn, RetriesExhausted, Runner
@@ -74,6 +75,10 @@ class Settings:
     budget: float | None = None
     #: How checks compare with their committed baselines (the --fairness-baseline-* options).
     baseline: BaselinePolicy = field(default_factory=BaselinePolicy)
+    #: --fairness-batch: ask every model whose provider has a batch API through it (models.batch).
+    batch: bool = False
+    #: --fairness-batch-wait: minutes the run may wait for batches in all; 0 submits and exits.
+    batch_wait: float = 0.0
 
     def public(self) -> dict[str, object]:
         """Settings as recorded in reports (model specs name no keys: those stay in the environment)."""
@@ -88,6 +93,8 @@ class Settings:
             "sequential": self.sequential,
             "multiplicity": self.multiplicity,
             "budget": self.budget,
+            "batch": self.batch,
+            "batch_wait": self.batch_wait,
         }
 
     @classmethod
@@ -128,6 +135,8 @@ class Settings:
             multiplicity=multiplicity,
             budget=_number(get("budget"), float, None, "--fairness-budget (USD)", low=0),
             baseline=_baseline_policy(get),
+            batch=bool(get("batch")),
+            batch_wait=_number(get("batch_wait"), float, 0.0, "--fairness-batch-wait (minutes)", low=0),
         )
 
 
@@ -284,13 +293,15 @@ class FairnessSession:
         self._judge: Runner | None = None
         self._cache: ResponseCache | None = None
         self._others: dict[str, Runner] = {}  # models a fixture call named (model=, judge=), by model id
+        # One batch policy for all runners: their waits for batches share --fairness-batch-wait.
+        self._batch = BatchPolicy(wait_seconds=60 * settings.batch_wait, everywhere=settings.batch)
 
     def _runner_for(self, spec: str) -> Runner:
         return self._runner_with(load_model(spec), pricing.price_for(spec))
 
     def _runner_with(self, model: ChatModel, price: pricing.Price | None) -> Runner:
         cache, mode = self._cache_or_none(), self.settings.cache_mode
-        return Runner(model, cache, mode, self.settings.max_concurrency, price=price)
+        return Runner(model, cache, mode, self.settings.max_concurrency, price=price, batch=self._batch)
 
     def runner_of(self, model: str | object) -> Runner:
         """A runner for a model a fixture call names: a spec, or an app object or function (one runner per
@@ -320,7 +331,7 @@ class FairnessSession:
         return {"model": pricing.price_for(self.settings.model), "judge": pricing.price_for(self.judge_spec)}
 
     def spent(self) -> tuple[float, int]:
-        """USD this process's calls have cost so far at standard rates, and how many calls had no price."""
+        """USD this process's calls have cost so far (batched calls at batch rates), and how many had no price."""
         runners = {id(r): r for r in (self._runner, self._judge, *self._others.values()) if r is not None}.values()
         return sum(r.stats.usd for r in runners), sum(r.stats.unpriced for r in runners)
 

@@ -11,6 +11,11 @@ language model whose exact log-probs the tests know, with ``echo`` behaving as `
     "ignored"     echo=true returns only the generated token, as if the server had no echo
     "rejected"    echo=true with logprobs is an HTTP 400
 
+``answer`` (a function of the request body returning the reply and its first token's top log-probs)
+replaces the fixed ``reply`` and ``top_logprobs`` when a test needs answers that depend on the request.
+``/v1/files`` and ``/v1/batches`` are the Batch API (``fake_batches``), whose lines get the same answers
+as online requests; ``batch_api.enabled = False`` makes them 404, as on a server without it.
+
 With ``chat=False`` it serves ``/v1/completions`` only, as vLLM or llama.cpp serve a base model without a
 chat template: every chat request is an HTTP 400.
 
@@ -35,8 +40,11 @@ import random
 import string
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from fake_batches import FakeBatchAPI
 
 WORDS = ("The", " nurse", " engineer", " said", " that", " he", " she", " her", " his", " him", " a", " man")
 PIECES = ("iress", "self", "ctress", "oman")
@@ -88,6 +96,8 @@ class FakeOpenAI:
     lm: ToyLM = field(default_factory=ToyLM)
     echo_mode: str = "correct"
     chat: bool = True
+    answer: Callable[[dict[str, Any]], tuple[str, list[tuple[str, float]]]] | None = None
+    batch_api: FakeBatchAPI = field(default_factory=FakeBatchAPI)
     script: deque[str] = field(default_factory=deque)
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
@@ -135,6 +145,13 @@ class FakeOpenAI:
                 lines = head.decode("latin-1").split("\r\n")
                 headers = {k.strip().lower(): v.strip() for k, v in (x.split(":", 1) for x in lines[1:] if ":" in x)}
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
+                method, path = [*lines[0].split(" "), "", ""][:2]
+                if path.startswith(("/v1/files", "/v1/batches")):
+                    status, payload = self.batch_api.handle(method, path, headers, body, self._batch_line)
+                    raw = payload if isinstance(payload, bytes) else None
+                    self._send(writer, status, None if raw is not None else payload, raw=raw)
+                    await writer.drain()
+                    continue
                 if not await self._respond(writer, json.loads(body or b"{}"), headers):
                     break
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -181,17 +198,22 @@ class FakeOpenAI:
         head += [f"{k}: {v}" for k, v in (extra or {}).items()]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
 
+    def _batch_line(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A batch line's response body: what the same request would get online."""
+        return self._completion(body, with_logprobs=True)
+
     def _completion(self, request: dict[str, Any], with_logprobs: bool) -> dict[str, Any]:
+        reply, listed = self.answer(request) if self.answer is not None else (self.reply, self.top_logprobs)
         choices = []
         for i in range(int(request.get("n") or 1)):
             choice: dict[str, Any] = {
                 "index": i,
-                "message": {"role": "assistant", "content": self.reply},
+                "message": {"role": "assistant", "content": reply},
                 "finish_reason": "stop",
                 "logprobs": None,
             }
             if with_logprobs and request.get("logprobs"):
-                top = [{"token": t, "logprob": lp, "bytes": None} for t, lp in self.top_logprobs]
+                top = [{"token": t, "logprob": lp, "bytes": None} for t, lp in listed]
                 choice["logprobs"] = {"content": [{**top[0], "top_logprobs": top}], "refusal": None}
             choices.append(choice)
         return {

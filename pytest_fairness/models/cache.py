@@ -9,6 +9,9 @@ to WAL needs a lock the busy handler does not always wait for, so it is retried)
 cache such as a CI artifact (opened read-only, or immutable when sqlite cannot create its WAL
 index next to it), and a corrupt file (a ``CacheError`` naming the file and the fix, never a raw
 sqlite error).
+
+Beside the responses, a ``batches`` table remembers which provider batch each request was submitted in
+(``models.batch``): a run interrupted while a batch is running finds it again instead of paying twice.
 """
 
 from __future__ import annotations
@@ -33,6 +36,10 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS responses ("
     " key TEXT PRIMARY KEY, model TEXT NOT NULL, kind TEXT NOT NULL, response TEXT NOT NULL,"
     " created REAL NOT NULL)"
+)
+_BATCH_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS batches ("
+    " key TEXT PRIMARY KEY, batch_id TEXT NOT NULL, model TEXT NOT NULL, created REAL NOT NULL)"
 )
 
 
@@ -121,6 +128,7 @@ def _open_writable(path: Path) -> sqlite3.Connection:
             retry_while_locked(lambda: db.execute("PRAGMA journal_mode=WAL").fetchone())
         db.execute("PRAGMA synchronous=NORMAL")
         retry_while_locked(lambda: db.execute(_SCHEMA))
+        retry_while_locked(lambda: db.execute(_BATCH_SCHEMA))
         _check_integrity(db)
     except BaseException:
         db.close()
@@ -234,6 +242,39 @@ class ResponseCache:
             self._db.executemany(
                 "INSERT OR REPLACE INTO responses (key, model, kind, response, created) VALUES (?, ?, ?, ?, ?)", values
             )
+
+    # -- the batch ledger: request key -> the provider batch it is waiting in ------------------------
+
+    def batch_ids(self, keys: list[str]) -> dict[str, str]:
+        """The batch each of these requests was submitted in and not yet collected from."""
+        if self._db is None or self.read_only:
+            return {}
+        found: dict[str, str] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            with self._lock, self._translated():
+                rows = self._db.execute(f"SELECT key, batch_id FROM batches WHERE key IN ({marks})", chunk).fetchall()
+            found.update(rows)
+        return found
+
+    def remember_batch(self, batch_id: str, model_id: str, keys: list[str]) -> None:
+        """Note that these requests wait in ``batch_id`` (written at once: a kill right after must not lose it)."""
+        if self._db is None or self.read_only:
+            raise CacheError(f"the response cache {self.path} was opened read-only: no batch id can be kept in it")
+        now = time.time()
+        with self._lock, self._translated():
+            self._db.executemany(
+                "INSERT OR REPLACE INTO batches (key, batch_id, model, created) VALUES (?, ?, ?, ?)",
+                [(key, batch_id, model_id, now) for key in keys],
+            )
+
+    def forget(self, keys: list[str]) -> None:
+        """Drop requests from the ledger once their answers are stored (or their batch ended without them)."""
+        if self._db is None or self.read_only:
+            return
+        with self._lock, self._translated():
+            self._db.executemany("DELETE FROM batches WHERE key = ?", [(key,) for key in keys])
 
     def __len__(self) -> int:
         rows = self._query("SELECT COUNT(*) FROM responses")

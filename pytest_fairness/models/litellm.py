@@ -36,6 +36,7 @@ def _secrets() -> list[str]:
 
 class LiteLLMModel(OpenAIModel):
     provider = "litellm"
+    offers_batches = False  # litellm's batch API is not wired in: batch mode uses openai: specs
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> LiteLLMModel:
@@ -44,6 +45,11 @@ class LiteLLMModel(OpenAIModel):
             raise ModelSpecError(
                 f"{spec.raw!r}: litellm models are named PROVIDER/MODEL, e.g. litellm:anthropic/claude-3-5-sonnet "
                 "or litellm:openai/my-model@http://127.0.0.1:8000/v1"
+            )
+        if "batch" in spec.options:
+            raise ModelSpecError(
+                f"{spec.raw!r}: batch mode is available for openai: specs only (openai:MODEL, or "
+                "openai:MODEL@URL for a compatible server with the Batch API); drop ?batch=1"
             )
         _import_litellm()
         return cls(model, base_url or None, **_options(spec))

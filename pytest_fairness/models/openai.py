@@ -20,11 +20,16 @@ with ``echo`` and ``logprobs``, and the log-probs of its own tokens are summed (
 is trusted only once it has been checked, per model, against the server's own next-token log-probs
 (llama_cpp.server 0.3.x scores every prompt token from the position after it); a server that fails
 the check, or does not echo prompt log-probs, gets a PermanentError naming the fault and the fix.
+
+Batch mode (``?batch=1`` or ``--fairness-batch``) sends chat requests and judges' letter log-probs as
+lines of one Batch API job (``/v1/files`` + ``/v1/batches``), each line's body the same as the online
+call's, parsed by the same code; see ``models.batch``. Echo scoring and sampled fallbacks stay online.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import os
 from collections import Counter
@@ -42,9 +47,15 @@ from pytest_fairness.models.base import (
     PermanentError,
     TransientError,
 )
+from pytest_fairness.models.batch import UNKNOWN, BatchState
 from pytest_fairness.models.registry import ModelSpec, ModelSpecError
 
-OPTIONS = ("timeout", "concurrency", "samples", "top_logprobs", "instruct", "context")
+OPTIONS = ("timeout", "concurrency", "samples", "top_logprobs", "instruct", "context", "batch")
+BATCH_ENDPOINT = "/v1/chat/completions"
+NO_BATCH_API = (
+    "run without batch mode (drop ?batch=1 from the spec and --fairness-batch), or point the spec at a server "
+    "that implements the OpenAI Batch API (/v1/files and /v1/batches)"
+)
 TOP_LOGPROBS = 20  # the most the OpenAI API returns
 ROUTE_TOP, ROUTE_ECHO, ROUTE_SAMPLED = "top_logprobs", "echo", "sampled"
 ECHO_TOLERANCE = 0.05  # nats between an echoed prompt log-prob and the same token's next-token log-prob
@@ -60,6 +71,8 @@ EXACT_FIX = (
 
 class OpenAIModel(ChatModel):
     provider = "openai"
+    #: Whether this provider's batch methods reach a Batch API (litellm's subclass has none of its own).
+    offers_batches = True
 
     def __init__(
         self,
@@ -73,6 +86,7 @@ class OpenAIModel(ChatModel):
         top_logprobs: int = TOP_LOGPROBS,
         follows_list_instructions: bool = True,
         context_tokens: int | None = None,
+        batch_requested: bool = False,
     ) -> None:
         self.name = model if base_url is None else f"{model}@{base_url}"
         self.model = model
@@ -84,6 +98,7 @@ class OpenAIModel(ChatModel):
         self.top_logprobs = top_logprobs
         self.follows_list_instructions = follows_list_instructions
         self.context_tokens = context_tokens  # the server's window when the spec says ?context=N, else unknown
+        self.batch_requested = batch_requested
         self._client: Any = None
         self._echo_problem: str | None = None  # None: echo not checked yet; "": trusted; else why not
         self._echo_lock: asyncio.Lock | None = None
@@ -105,29 +120,108 @@ class OpenAIModel(ChatModel):
     # -- the two calls -----------------------------------------------------------------------------
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
-        raw = await self._create(
-            request.messages,
-            temperature=request.temperature,
-            max_tokens=request.max_tokens,
-            seed=request.seed,
-        )
-        return parse_chat(raw)
+        return parse_chat(await self._create(request.messages, **_chat_params(request)))
 
     async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
         if not request.messages:  # plain text continuation: the completions endpoint, no chat template
             return await self._continuation_logprobs(request)
         messages = _with_prefix(request)
-        raw = await self._create(
-            messages, temperature=0.0, max_tokens=1, logprobs=True, top_logprobs=self.top_logprobs, seed=0
-        )
-        found = parse_top_logprobs(raw, request.candidates)
+        found = parse_top_logprobs(await self._create(messages, **self._letter_params()), request.candidates)
         if found is None:
             sampled = await self._create(messages, temperature=1.0, max_tokens=8, n=self.samples, seed=0)
             found = sampled_logprobs(sampled, request.candidates)
-        if request.prefix:
-            note = "; ".join(filter(None, [found.note, "reply prefix sent as a finished assistant turn"]))
-            found = replace(found, exact=False, note=note)
-        return found
+        return _prefixed(request, found)
+
+    def _letter_params(self) -> dict[str, Any]:
+        """The one-token call whose top log-probs score a chat log-prob request's candidates."""
+        return {"temperature": 0.0, "max_tokens": 1, "logprobs": True, "top_logprobs": self.top_logprobs, "seed": 0}
+
+    # -- batch mode (models.batch.BatchAPI) -----------------------------------------------------------
+
+    def batch_body(self, request: ChatRequest | LogprobRequest) -> dict[str, Any] | None:
+        """The online call's body as a batch line; None for plain-text continuations (several echo calls)."""
+        if isinstance(request, ChatRequest):
+            messages, params = request.messages, _chat_params(request)
+        elif request.messages:
+            messages, params = _with_prefix(request), self._letter_params()
+        else:
+            return None
+        chat = [{"role": m.role, "content": m.content} for m in messages]
+        return {"model": self.model, "messages": chat, **{k: v for k, v in params.items() if v is not None}}
+
+    def batch_answer(self, request: ChatRequest | LogprobRequest, body: Any) -> Any:
+        """A line's chat completion read as the online call's would be; None when it cannot serve (a body
+        without choices, or without log-probs: the request then goes online, which can sample)."""
+        from openai.types.chat import ChatCompletion
+
+        try:
+            raw = ChatCompletion.model_validate(body)
+            if isinstance(request, ChatRequest):
+                return parse_chat(raw)
+            found = parse_top_logprobs(raw, request.candidates)
+        except (ValueError, TransientError):
+            return None
+        return None if found is None else _prefixed(request, found)
+
+    async def submit_batch(self, lines: Sequence[tuple[str, dict[str, Any]]]) -> str:
+        """Upload the lines as a JSONL file and start a 24-hour batch on it; the batch's id."""
+        data = "".join(
+            json.dumps({"custom_id": cid, "method": "POST", "url": BATCH_ENDPOINT, "body": body}) + "\n"
+            for cid, body in lines
+        ).encode()
+        client = self._client_for_loop()
+        upload = await self._batch_call(
+            "/v1/files", client.files.create, file=("fairness-batch.jsonl", data), purpose="batch"
+        )
+        batch = await self._batch_call(
+            "/v1/batches",
+            client.batches.create,
+            input_file_id=upload.id,
+            endpoint=BATCH_ENDPOINT,
+            completion_window="24h",
+            metadata={"source": "pytest-fairness"},
+        )
+        return str(batch.id)
+
+    async def batch_state(self, batch_id: str) -> BatchState:
+        """The batch as the server sees it now; status "unknown" when the server no longer knows its id."""
+
+        async def retrieve() -> Any:
+            import openai
+
+            try:
+                return await self._client_for_loop().batches.retrieve(batch_id)
+            except openai.NotFoundError:
+                return None
+
+        batch = await self._batch_call("/v1/batches/{id}", retrieve)
+        if batch is None:
+            return BatchState(UNKNOWN)
+        errors = getattr(getattr(batch, "errors", None), "data", None) or []
+        reasons = "; ".join(f"{getattr(e, 'code', '')}: {getattr(e, 'message', '')}".strip(": ") for e in errors)
+        return BatchState(str(batch.status), batch.output_file_id, batch.error_file_id, reasons)
+
+    async def batch_file(self, file_id: str) -> str:
+        content = await self._batch_call("/v1/files/{id}/content", self._client_for_loop().files.content, file_id)
+        return str(content.text)
+
+    async def _batch_call(self, path: str, call: Any, *args: Any, **params: Any) -> Any:
+        """One Batch API call; a server without the API gets a PermanentError naming it and the fix."""
+        import openai
+
+        try:
+            return await call(*args, **params)
+        except openai.APIStatusError as exc:
+            if exc.status_code in (404, 405, 501):
+                raise PermanentError(
+                    f"{self.model_id}: this server does not offer the Batch API ({path} answered HTTP "
+                    f"{exc.status_code}): {NO_BATCH_API}"
+                ) from None
+            raise classify(exc, self.model_id, self._api_key, self.timeout) from None
+        except openai.APIError as exc:
+            raise classify(exc, self.model_id, self._api_key, self.timeout) from None
+        except ValueError as exc:
+            raise TransientError(f"{self.model_id}: malformed response body ({exc})") from None
 
     # -- plain-text continuations: exact or refused ----------------------------------------------------
 
@@ -313,9 +407,22 @@ def _options(spec: ModelSpec) -> dict[str, Any]:
             if value <= 0:
                 raise ModelSpecError(f"option {key} in {spec.raw!r} must be positive")
             out[names.get(key, key)] = value
-    if "instruct" in spec.options:
-        out["follows_list_instructions"] = spec.options["instruct"].lower() in ("1", "true", "yes")
+    for key, name in (("instruct", "follows_list_instructions"), ("batch", "batch_requested")):
+        if key in spec.options:
+            out[name] = spec.options[key].lower() in ("1", "true", "yes")
     return out
+
+
+def _chat_params(request: ChatRequest) -> dict[str, Any]:
+    return {"temperature": request.temperature, "max_tokens": request.max_tokens, "seed": request.seed}
+
+
+def _prefixed(request: LogprobRequest, found: LogprobResponse) -> LogprobResponse:
+    """A reply prefix was sent as a finished assistant turn: the values are approximate, and say so."""
+    if not request.prefix:
+        return found
+    note = "; ".join(filter(None, [found.note, "reply prefix sent as a finished assistant turn"]))
+    return replace(found, exact=False, note=note)
 
 
 def _scrub(text: str, secret: str | None) -> str:

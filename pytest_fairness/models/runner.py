@@ -7,6 +7,9 @@ batches. Transient failures are retried with jittered exponential backoff, honou
 server's Retry-After; a permanent failure, or a transient one that outlasts the retries, ends the
 batch with one clear error. Every finished response is cached as it arrives, so nothing finished
 is lost when a batch fails or a run is interrupted.
+
+With a ``BatchPolicy`` (batch mode), the cache misses of each ``run`` that the provider can batch go
+first through its batch API (``models.batch``); what a batch does not answer is sent online as usual.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import contextlib
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -29,6 +32,7 @@ from pytest_fairness.models.base import (
     LogprobResponse,
     TransientError,
 )
+from pytest_fairness.models.batch import BatchPolicy, Ledger, MemoryLedger, answer_by_batch, batch_api
 from pytest_fairness.models.cache import CacheMiss, CacheMode, ResponseCache, cache_key
 
 if TYPE_CHECKING:
@@ -37,7 +41,17 @@ if TYPE_CHECKING:
 ProgressFn = Callable[[int, int], None]
 T = TypeVar("T")
 #: CallStats' numeric fields, in the order reports show them (report/tally.py adds them up).
-COUNTERS = ("calls", "cache_hits", "retries", "prompt_tokens", "completion_tokens", "seconds", "usd", "unpriced")
+COUNTERS = (
+    "calls",
+    "cache_hits",
+    "retries",
+    "prompt_tokens",
+    "completion_tokens",
+    "seconds",
+    "usd",
+    "unpriced",
+    "batched",
+)
 
 
 @dataclass
@@ -46,9 +60,9 @@ class CallStats:
 
     ``model_versions`` are the versions / system fingerprints the provider reported; ``notes`` are
     the approximations providers had to make (for example a candidate missing from top log-probs).
-    ``usd`` is what the calls cost at their models' standard rates (a runner with a price counts it);
-    ``unpriced`` counts calls to a model whose price is unknown, so a spend is never shown as complete
-    when it is not.
+    ``usd`` is what the calls cost at their models' standard rates, or batch rates for the ``batched``
+    calls answered through a provider batch (a runner with a price counts it); ``unpriced`` counts calls
+    to a model whose price is unknown, so a spend is never shown as complete when it is not.
     """
 
     calls: int = 0
@@ -59,6 +73,7 @@ class CallStats:
     seconds: float = 0.0
     usd: float = 0.0
     unpriced: int = 0
+    batched: int = 0
     model_versions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -119,6 +134,7 @@ class Runner:
         max_concurrency: int = 8,
         retry: RetryPolicy = RetryPolicy(),
         price: Price | None = None,
+        batch: BatchPolicy | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
@@ -129,6 +145,9 @@ class Runner:
         self.retry = retry
         #: What the model's calls cost; None: not priced (neither ``usd`` nor ``unpriced`` is counted).
         self.price = price
+        #: Batch mode (None: every call online); shared with the run's other runners for one wait budget.
+        self.batch = batch
+        self._memory_ledger = MemoryLedger()
         self.stats = CallStats()
         self._jitter = random.Random()
         self._unsaved: list[tuple[str, str, str, dict[str, Any]]] = []
@@ -226,11 +245,17 @@ class Runner:
         stored = self.cache.get_many(keys) if self.cache is not None and self.cache_mode.reads else {}
         results: list[Any] = [None] * len(requests)
         done = 0
+        try:
+            batched = await self._batched(requests, keys, stored, batch)
+        finally:
+            self._save(force=True)
 
         async def one(unit: list[int]) -> None:
             nonlocal done
             async with semaphore:
-                if len(unit) == 1:
+                if len(unit) == 1 and keys[unit[0]] in batched:
+                    answers = [batched[keys[unit[0]]]]
+                elif len(unit) == 1:
                     (i,) = unit
                     answers = [await self._answer(requests[i], keys[i], stored.get(keys[i]), batch)]
                 else:
@@ -241,7 +266,8 @@ class Runner:
             if progress is not None:
                 progress(done, len(requests))
 
-        tasks = [asyncio.ensure_future(one(unit)) for unit in self._units(requests, keys, stored)]
+        units = self._units(requests, keys, stored.keys() | batched.keys())
+        tasks = [asyncio.ensure_future(one(unit)) for unit in units]
         try:
             await asyncio.gather(*tasks)
             return results
@@ -253,7 +279,31 @@ class Runner:
             finally:
                 self._save(force=True)
 
-    def _units(self, requests: list[Any], keys: list[str], stored: dict[str, Any]) -> list[list[int]]:
+    async def _batched(
+        self, requests: list[Any], keys: list[str], stored: dict[str, Any], batch: CallStats
+    ) -> dict[str, Any]:
+        """Cache misses answered through the provider's batch API (key -> response), in batch mode; each is
+        counted at batch rates and cached before its batch is forgotten."""
+        api = batch_api(self.model, self.batch)
+        if api is None or self.batch is None or self.cache_mode is CacheMode.REPLAY:
+            return {}
+        misses = [(r, k) for r, k in zip(requests, keys, strict=True) if k not in stored]
+        if not misses:
+            return {}
+        ledger: Ledger = self._memory_ledger
+        if self.cache is not None and self.cache_mode.writes:
+            ledger = self.cache
+
+        def keep(answers: Any) -> None:
+            for key, (request, response) in answers.items():
+                self._record(_kind(request), key, response, batch, batched=True)
+            self._save(force=True)
+
+        return await answer_by_batch(
+            api, misses, ledger, self.batch, keep, lambda call: self._with_retries(call, batch)
+        )
+
+    def _units(self, requests: list[Any], keys: list[str], stored: Collection[str]) -> list[list[int]]:
         """Indices of the requests to answer together: one by one, except log-prob requests the model must
         be asked for, which go in runs of consecutive ones sharing a conversation, up to ``logprob_batch``."""
         cap = self.model.logprob_batch
@@ -314,13 +364,16 @@ class Runner:
                 "to record it, or check that the model, seed and profile match the recorded run."
             )
 
-    def _record(self, kind: str, key: str, response: Any, batch: CallStats) -> None:
-        """Count a model call and cache its response."""
+    def _record(self, kind: str, key: str, response: Any, batch: CallStats, *, batched: bool = False) -> None:
+        """Count a model call and cache its response. A batched call is priced at the batch rates (at the
+        standard ones, an upper bound, when the price lists no batch rate)."""
         batch.calls += 1
+        batch.batched += batched
         batch.prompt_tokens += response.prompt_tokens
         batch.completion_tokens += response.completion_tokens
         if self.price is not None:
-            cost = self.price.cost(response.prompt_tokens, response.completion_tokens)
+            at_batch = batched and self.price.has_batch
+            cost = self.price.cost(response.prompt_tokens, response.completion_tokens, batch=at_batch)
             if cost is None:
                 batch.unpriced += 1
             else:

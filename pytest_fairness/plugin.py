@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_fairness import fixtures, suite
-from pytest_fairness.baseline import RunDecision, decide_records
+from pytest_fairness.baseline import Comparison, RunDecision, decide_records
 from pytest_fairness.fixtures import SESSION_KEY
 from pytest_fairness.gate import Outcome
 from pytest_fairness.measures import MEASURES, PROFILES, ParamsError
@@ -353,6 +353,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     measures = {item.check.measure for item in session.items if isinstance(item, CheckItem)}
     measures |= {fixture_names[name] for name in requested if name in fixture_names}
     uses_session = "fairness_session" in requested
+    if not uses_session and not _value(config, "model") and not any(isinstance(i, CheckItem) for i in session.items):
+        # Only fixture calls on the default model: a call that names its model= never touches the default,
+        # and one that does not builds it when first used (a fault is then that test's error).
+        return
     if measures or uses_session:
         checks = None if uses_session else [item.check for item in session.items if isinstance(item, CheckItem)]
         _preflight(config, judge=uses_session or _uses_judge(measures), checks=checks, measures=measures)
@@ -503,10 +507,10 @@ class CheckItem(pytest.Item):
                 defer=True,
             )
         except BaselineMismatch as exc:
-            record.baseline = exc.comparison
+            record.baseline = _as_run(exc.comparison, record)
             raise
         if not updating:
-            record.baseline = comparison
+            record.baseline = _as_run(comparison, record)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
         from pytest_fairness.snapshot import BaselineMismatch
@@ -561,6 +565,14 @@ class _Screen:
     def rewrite(self, line: str, **markup: bool) -> None:
         self.reporter.rewrite(line, **markup)
         self.reporter.flush()
+
+
+def _as_run(comparison: Comparison | None, record: CheckRecord) -> Comparison | None:
+    """The comparison with its new side naming the model this run measured (under
+    --fairness-baseline-model the record was matched as the baseline's model, to find its file)."""
+    if comparison is None or comparison.after is None:
+        return comparison
+    return replace(comparison, after=replace(comparison.after, model=record.result.model_id))
 
 
 class FairnessReporter:

@@ -65,6 +65,7 @@ def test_a_planted_regression_fails_the_run_with_a_readable_explanation(pytester
             "*- fairness baselines -*",
             "baseline comparisons: 3 compared, family-wise error rate controlled at 0.05 (Holm); 3 regressed",
             "religion::implicit_bias[[]*[]] REGRESSED: 0.1* -> 0.* Welch p = *"
+            "Compared synthetic:iat?bias=0.9* with the baseline of line. "  # both versions named
             "Adjusted across the run's 3 tested comparisons (Holm): p = *, so the result stands.",
             "the run fails: 3 regressed (after Holm across 3 tested)",
         ]

@@ -258,9 +258,26 @@ def test_two_variants_of_the_app_in_one_run(net_harm):
 def test_fixtures_take_a_model_and_a_judge_as_specs_or_functions(tmp_path):
     project = _project(tmp_path)
     (project / "test_variants.py").write_text(FIXTURE_TEST)
+    (project / "conftest.py").write_text(PROBE_SPY)
     proc, report = _pytest(project, "test_variants.py")
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert len(report["checks"]) == 2 and {c["outcome"] for c in report["checks"]} == {"measured"}
+    assert not (project / "probed.txt").exists()  # the default model, which no call used, was not probed
+
+
+PROBE_SPY = """from pytest_fairness import session
+
+_probe = session._probe
+
+
+def spy(runner, *args, **kwargs):
+    with open("probed.txt", "a") as f:
+        f.write(runner.model.model_id + "\\n")
+    return _probe(runner, *args, **kwargs)
+
+
+session._probe = spy
+"""
 
 
 # -- bad inputs: one clear error each, naming the spec and the fix ------------------------------------------
@@ -341,3 +358,33 @@ def test_an_app_that_raises_on_every_call_stops_the_run_once_with_its_traceback(
     assert out.count("python:bad_apps:broken raised KeyError") == 1
     assert 'bad_apps.py", line 13, in broken' in out and "KeyError: 'text'" in out
     assert "passed" not in out and "failed" not in out
+
+
+PICKY_APP = """\
+from list_app import answer as list_answer
+
+
+def answer(messages):
+    if "story" in messages[-1]["content"].lower():
+        raise ValueError("the story service is down")
+    return list_answer(messages)
+"""
+
+
+def test_an_app_that_fails_on_some_inputs_errors_those_checks_and_runs_the_rest(tmp_path):
+    """One failing input is the app's bug for the check that sent it, not a reason to stop every check."""
+    project = _project(tmp_path, "list_app.py", "support_judge.py")
+    (project / "picky_app.py").write_text(PICKY_APP)
+    proc, report = _pytest(
+        project,
+        "--fairness-suite=gender",
+        "--fairness-model=python:picky_app:answer",
+        f"--fairness-judge={JUDGE}",
+        "-k",
+        "implicit_bias and career or write",
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-3000:]
+    assert "implicit_bias[career]" in _outcomes(report)  # the check the app can serve finished
+    assert "1 error" in out and "ValueError: the story service is down" in out
+    assert 'picky_app.py", line 6, in answer' in out

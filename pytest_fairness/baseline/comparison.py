@@ -41,22 +41,29 @@ Interval = tuple[float, float]
 
 @dataclass(frozen=True)
 class Side:
-    """One side of a comparison as its entry recorded it: estimate, interval and its level, n."""
+    """One side of a comparison as its entry recorded it: estimate, interval and its level, n, and the model
+    (with its version: an app's spec and version) that produced it, so a comparison says what it compared."""
 
     estimate: float | None
     ci: tuple[float | None, float | None]
     confidence: float
     n: int
+    model: str = ""
 
     @classmethod
     def of_entry(cls, entry: Any) -> Side:
         lo, hi = entry["ci"]
         return cls(
-            finite(entry["estimate"]), (finite(lo), finite(hi)), float(entry.get("confidence", 0.95)), entry["n"]
+            finite(entry["estimate"]),
+            (finite(lo), finite(hi)),
+            float(entry.get("confidence", 0.95)),
+            entry["n"],
+            str(entry.get("model_id") or entry.get("model") or ""),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"estimate": self.estimate, "ci": list(self.ci), "confidence": self.confidence, "n": self.n}
+        out = {"estimate": self.estimate, "ci": list(self.ci), "confidence": self.confidence, "n": self.n}
+        return out | ({"model": self.model} if self.model else {})
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> Side:

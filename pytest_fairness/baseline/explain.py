@@ -27,6 +27,8 @@ def explain(c: Comparison) -> str:
         return f"{head}the new run has no result for it; its baseline was {side_text(c.before)}."
     reason = _noninferior_reason(c) if c.mode == "noninferiority" else _difference_reason(c)
     text = f"{head}{side_text(c.before)} -> {side_text(c.after)}; {reason}."
+    if c.before.model and c.after.model and c.before.model != c.after.model:
+        text += f" Compared {c.after.model} with the baseline of {c.before.model}."
     if c.inputs_changed:
         text += (
             f" The inputs differ from the baseline ({'; '.join(c.inputs_changed)}): the difference mixes the model with"

@@ -27,11 +27,13 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pytest_fairness.models import ratelimit
 from pytest_fairness.models.base import (
     ChatModel,
     ChatRequest,
@@ -40,11 +42,12 @@ from pytest_fairness.models.base import (
     LogprobResponse,
     Message,
     PermanentError,
+    RateLimited,
     TransientError,
 )
 from pytest_fairness.models.registry import ModelSpec, ModelSpecError
 
-OPTIONS = ("timeout", "concurrency", "samples", "top_logprobs", "instruct", "context")
+OPTIONS = ("timeout", "concurrency", "samples", "top_logprobs", "instruct", "context", "adaptive")
 TOP_LOGPROBS = 20  # the most the OpenAI API returns
 ROUTE_TOP, ROUTE_ECHO, ROUTE_SAMPLED = "top_logprobs", "echo", "sampled"
 ECHO_TOLERANCE = 0.05  # nats between an echoed prompt log-prob and the same token's next-token log-prob
@@ -73,6 +76,7 @@ class OpenAIModel(ChatModel):
         top_logprobs: int = TOP_LOGPROBS,
         follows_list_instructions: bool = True,
         context_tokens: int | None = None,
+        adaptive: bool = True,
     ) -> None:
         self.name = model if base_url is None else f"{model}@{base_url}"
         self.model = model
@@ -88,6 +92,8 @@ class OpenAIModel(ChatModel):
         self._echo_problem: str | None = None  # None: echo not checked yet; "": trusted; else why not
         self._echo_lock: asyncio.Lock | None = None
         self._fanout: asyncio.Semaphore | None = None
+        self.adaptive = adaptive  # False: a fixed cap per process, no shared limit (``?adaptive=0``)
+        self._rate: ratelimit.SharedLimit | ratelimit.Fixed | None = None
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> OpenAIModel:
@@ -265,13 +271,34 @@ class OpenAIModel(ChatModel):
 
     def _client_for_loop(self) -> Any:
         if self._client is None:
-            from openai import AsyncOpenAI
+            from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
             # Our runner owns retries (one policy for every provider): the SDK must not retry too.
             self._client = AsyncOpenAI(
-                api_key=self._api_key or "not-needed", base_url=self.base_url, timeout=self.timeout, max_retries=0
+                api_key=self._api_key or "not-needed",
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=0,
+                http_client=DefaultAsyncHttpxClient(event_hooks={"response": [self._observe]}),
             )
         return self._client
+
+    def rate_limit(self) -> ratelimit.SharedLimit | ratelimit.Fixed:
+        """The adaptive limit on requests in flight to this account, shared with the run's other processes."""
+        if self._rate is None:
+            if not self.adaptive:
+                self._rate = ratelimit.Fixed()
+            else:
+                self._rate = ratelimit.limit_for(self.provider, *self._account(), self.max_concurrency)
+        return self._rate
+
+    def _account(self) -> tuple[str, str | None]:
+        """The base URL and key that name the account a rate limit applies to."""
+        return self.base_url or "https://api.openai.com/v1", self._api_key
+
+    async def _observe(self, response: Any) -> None:
+        """Every HTTP response's headers: an exhausted ``x-ratelimit-*`` budget pauses the run until its reset."""
+        self.rate_limit().observe(response.headers)
 
     async def _create(self, messages: Sequence[Message], **params: Any) -> Any:
         chat = [{"role": m.role, "content": m.content} for m in messages]
@@ -283,12 +310,13 @@ class OpenAIModel(ChatModel):
     async def _send(self, endpoint: Any, **params: Any) -> Any:
         import openai
 
-        try:
-            return await endpoint(model=self.model, **{k: v for k, v in params.items() if v is not None})
-        except openai.APIError as exc:
-            raise classify(exc, self.model_id, self._api_key, self.timeout) from None
-        except ValueError as exc:  # a body that is not JSON
-            raise TransientError(f"{self.model_id}: malformed response body ({exc})") from None
+        async with self.rate_limit().slot():  # a 429 raised in here halves the run's limit for this account
+            try:
+                return await endpoint(model=self.model, **{k: v for k, v in params.items() if v is not None})
+            except openai.APIError as exc:
+                raise classify(exc, self.model_id, self._api_key, self.timeout) from None
+            except ValueError as exc:  # a body that is not JSON
+                raise TransientError(f"{self.model_id}: malformed response body ({exc})") from None
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -315,6 +343,8 @@ def _options(spec: ModelSpec) -> dict[str, Any]:
             out[names.get(key, key)] = value
     if "instruct" in spec.options:
         out["follows_list_instructions"] = spec.options["instruct"].lower() in ("1", "true", "yes")
+    if "adaptive" in spec.options:
+        out["adaptive"] = spec.options["adaptive"].lower() not in ("0", "false", "no", "off")
     return out
 
 
@@ -334,7 +364,9 @@ def classify(exc: Exception, model_id: str, api_key: str | None, timeout: float)
         return TransientError(f"{model_id}: connection failed or dropped ({detail})")
     if isinstance(exc, openai.APIResponseValidationError):
         return TransientError(f"{model_id}: malformed response body ({detail})")
-    if status == 429 or (isinstance(status, int) and status >= 500):
+    if status == 429:
+        return RateLimited(f"{model_id}: HTTP 429 ({detail})", _retry_after(exc))
+    if isinstance(status, int) and status >= 500:
         return TransientError(f"{model_id}: HTTP {status} ({detail})", _retry_after(exc))
     if status == 401:
         return PermanentError(f"{model_id}: the server rejected the API key (HTTP 401): set a valid OPENAI_API_KEY")
@@ -349,15 +381,12 @@ def classify(exc: Exception, model_id: str, api_key: str | None, timeout: float)
 
 
 def _retry_after(exc: Exception) -> float | None:
-    """The server's Retry-After in seconds (litellm keeps the real headers on an attribute of its own)."""
+    """The wait the server asked for, in seconds: Retry-After (or ``-ms``), else the reset of a spent
+    ``x-ratelimit-*`` budget (litellm keeps the real headers on an attribute of its own)."""
     headers = getattr(exc, "litellm_response_headers", None)
     if headers is None and getattr(exc, "response", None) is not None:
         headers = exc.response.headers  # type: ignore[attr-defined]
-    value = headers.get("retry-after") if headers is not None else None
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None  # an HTTP date: fall back to our own backoff
+    return ratelimit.server_wait(headers, time.time()) if headers is not None else None
 
 
 def _with_prefix(request: LogprobRequest) -> tuple[Message, ...]:

@@ -26,6 +26,7 @@ from pytest_fairness.models.base import (
     ChatResponse,
     LogprobRequest,
     LogprobResponse,
+    RateLimited,
     TransientError,
 )
 from pytest_fairness.models.cache import CacheMiss, CacheMode, ResponseCache, cache_key
@@ -36,7 +37,17 @@ if TYPE_CHECKING:
 ProgressFn = Callable[[int, int], None]
 T = TypeVar("T")
 #: CallStats' numeric fields, in the order reports show them (report/tally.py adds them up).
-COUNTERS = ("calls", "cache_hits", "retries", "prompt_tokens", "completion_tokens", "seconds", "usd", "unpriced")
+COUNTERS = (
+    "calls",
+    "cache_hits",
+    "retries",
+    "prompt_tokens",
+    "completion_tokens",
+    "seconds",
+    "usd",
+    "unpriced",
+    "rate_limited",
+)
 
 
 @dataclass
@@ -47,7 +58,8 @@ class CallStats:
     the approximations providers had to make (for example a candidate missing from top log-probs).
     ``usd`` is what the calls cost at their models' standard rates (a runner with a price counts it);
     ``unpriced`` counts calls to a model whose price is unknown, so a spend is never shown as complete
-    when it is not.
+    when it is not. ``rate_limited`` counts the answers that were HTTP 429 (each one retried, so also in
+    ``retries`` unless it was the last straw): how hard the run pressed the provider's rate limit.
     """
 
     calls: int = 0
@@ -58,6 +70,7 @@ class CallStats:
     seconds: float = 0.0
     usd: float = 0.0
     unpriced: int = 0
+    rate_limited: int = 0
     model_versions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -319,13 +332,19 @@ class Runner:
                 return await call()
             except TransientError as exc:
                 attempt += 1
+                if isinstance(exc, RateLimited):
+                    batch.rate_limited += 1
                 if attempt >= self.retry.max_attempts:
                     raise RetriesExhausted(
                         f"{self.model.model_id}: gave up after {attempt} attempts; last error: {exc}. "
                         "Finished calls are cached: rerun to resume."
                     ) from exc
                 batch.retries += 1
-                await asyncio.sleep(self.retry.delay(attempt - 1, exc.retry_after, self._jitter))
+                if isinstance(exc, RateLimited) and exc.paced and exc.retry_after is not None:
+                    delay = exc.retry_after  # the shared limit holds every process back as long: no more
+                else:
+                    delay = self.retry.delay(attempt - 1, exc.retry_after, self._jitter)
+                await asyncio.sleep(delay)
 
 
 def _kind(request: ChatRequest | LogprobRequest) -> str:

@@ -1,0 +1,395 @@
+"""Adaptive concurrency for HTTP providers: one limit per account, shared by every process of a run.
+
+A fixed cap per process multiplies under xdist (``-n 8`` sends eight times what one process would)
+and ignores what the server says. Here the number of requests in flight to one provider and key
+starts at the provider's cap (``?concurrency=``), halves when the server answers 429, and grows back
+by about one request per window of successes (additive increase, multiplicative decrease, as TCP
+does). Retry-After, ``retry-after-ms`` and an exhausted ``x-ratelimit-*`` budget pause every process
+until the server's reset.
+
+The state machine (``Aimd``) and the shared bookkeeping (``Bucket``) are pure. ``SharedLimit`` keeps
+a bucket in a small JSON file under an exclusive ``flock`` (beside the response cache when the plugin
+runs), named by a hash of the provider, base URL and API key: the key itself is never written. A
+bucket lives as long as one of the processes that used it: the next run starts again from the cap.
+Without a directory the limit is shared within the process only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import fcntl
+import hashlib
+import json
+import math
+import os
+import re
+import threading
+import time
+import weakref
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from pytest_fairness.models.base import RateLimited
+
+T = TypeVar("T")
+GROWTH = 1.0  # requests added to the limit per window (``limit`` successes): slow, linear regrowth
+POLL_SECONDS = 0.01  # how often a process waiting for a slot looks at the shared bucket
+MAX_WAIT_SECONDS = 120.0  # a pause longer than this from a header is treated as a garbled header
+OK, RATE_LIMITED, OTHER = "ok", "rate_limited", "other"
+
+
+# -- the pure state machine ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Aimd:
+    """How many requests may be in flight: ``limit`` (fractional while it grows) within 1..``cap``."""
+
+    cap: int
+    limit: float
+    blocked_until: float = 0.0  # wall-clock time before which nothing is sent (Retry-After, reset)
+    last_cut: float = 0.0  # when the limit was last halved
+
+    @classmethod
+    def start(cls, cap: int) -> Aimd:
+        if cap < 1:
+            raise ValueError("a concurrency cap must be at least 1")
+        return cls(cap, float(cap))
+
+    @property
+    def allowed(self) -> int:
+        """Requests that may be in flight now (never below one: a limit must let the run finish)."""
+        return max(1, min(self.cap, math.floor(self.limit + 1e-9)))
+
+    def succeeded(self) -> Aimd:
+        """One answered request: grow by ``GROWTH`` per ``limit`` of them, up to the cap."""
+        return replace(self, limit=min(float(self.cap), self.limit + GROWTH / max(self.limit, 1.0)))
+
+    def rate_limited(self, now: float, sent_at: float, wait: float | None) -> Aimd:
+        """A 429 to a request sent at ``sent_at``: pause for the server's ``wait`` and halve the limit.
+
+        Halved once per overload: a request sent before the last cut was part of the load that cut
+        already answered, so its 429 pauses but does not halve again.
+        """
+        out = self.paused(now + wait) if wait else self
+        if sent_at < self.last_cut:
+            return out
+        return replace(out, limit=max(1.0, self.limit / 2), last_cut=now)
+
+    def paused(self, until: float) -> Aimd:
+        return replace(self, blocked_until=max(self.blocked_until, until))
+
+    def with_cap(self, cap: int) -> Aimd:
+        """Another process of the run states a cap for the same account: the tighter one holds."""
+        if cap >= self.cap:
+            return self
+        return replace(self, cap=cap, limit=min(self.limit, float(cap)))
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One account's limit as every process of a run shares it.
+
+    ``members`` maps each process that used it to the requests it has in flight (0 between requests),
+    so a crashed process's slots are freed when it is found dead, and a bucket whose processes are all
+    gone starts the next run afresh.
+    """
+
+    aimd: Aimd
+    members: dict[int, int] = field(default_factory=dict)
+    rate_limited: int = 0  # 429s its processes saw
+
+    @classmethod
+    def open(cls, found: Bucket | None, cap: int, alive: Callable[[int], bool]) -> Bucket:
+        """The stored bucket while a process that used it lives (dead ones dropped), else a fresh one at the cap."""
+        members = {pid: n for pid, n in found.members.items() if alive(pid)} if found is not None else {}
+        if found is None or not members:
+            return cls(Aimd.start(cap))
+        return cls(found.aimd.with_cap(cap), members, found.rate_limited)
+
+    @property
+    def in_flight(self) -> int:
+        return sum(self.members.values())
+
+    def take(self, pid: int, now: float) -> tuple[Bucket, float | None]:
+        """A slot for ``pid``: (bucket with it taken, None), or (bucket, seconds worth waiting before asking again)."""
+        joined = self.members.get(pid, 0)
+        if now < self.aimd.blocked_until:
+            return replace(self, members={**self.members, pid: joined}), self.aimd.blocked_until - now
+        if self.in_flight >= self.aimd.allowed:
+            return replace(self, members={**self.members, pid: joined}), POLL_SECONDS
+        return replace(self, members={**self.members, pid: joined + 1}), None
+
+    def give(self, pid: int, now: float, sent_at: float, outcome: str, wait: float | None = None) -> Bucket:
+        """Return ``pid``'s slot, with what became of its request (``OK``, ``RATE_LIMITED`` or ``OTHER``)."""
+        members = {**self.members, pid: max(0, self.members.get(pid, 0) - 1)}
+        aimd, seen = self.aimd, self.rate_limited
+        if outcome == OK:
+            aimd = aimd.succeeded()
+        elif outcome == RATE_LIMITED:
+            aimd, seen = aimd.rate_limited(now, sent_at, wait), seen + 1
+        return Bucket(aimd, members, seen)  # OTHER (5xx, timeout, cancelled): no sign of the rate either way
+
+    def paused(self, until: float) -> Bucket:
+        return replace(self, aimd=self.aimd.paused(until))
+
+    def to_json(self) -> str:
+        return json.dumps({"aimd": vars(self.aimd), "members": self.members, "rate_limited": self.rate_limited})
+
+    @classmethod
+    def from_json(cls, text: str) -> Bucket:
+        raw = json.loads(text)
+        members = {int(pid): int(n) for pid, n in raw["members"].items()}
+        return cls(Aimd(**raw["aimd"]), members, int(raw["rate_limited"]))
+
+
+# -- what servers say ------------------------------------------------------------------------------------
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def duration(text: str | None) -> float | None:
+    """Seconds in a reset header: ``"1s"``, ``"6m0s"``, ``"20ms"``, ``"1h2m3.5s"`` (OpenAI's style) or a number."""
+    if not text:
+        return None
+    text = text.strip()
+    with contextlib.suppress(ValueError):
+        return max(0.0, float(text))
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return sum(float(n) * _UNIT[u] for n, u in parts)
+
+
+def _lower(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """Header names in lower case; litellm's ``llm_provider-`` prefix on the provider's own headers dropped."""
+    out: dict[str, str] = {}
+    for name, value in (headers or {}).items():
+        name = name.lower()
+        out[name.removeprefix("llm_provider-")] = str(value)
+    return out
+
+
+def exhausted_reset(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds until the reset of an ``x-ratelimit-*`` budget (requests or tokens) the server says is spent."""
+    found = _lower(headers)
+    waits = []
+    for kind in ("requests", "tokens"):
+        remaining = found.get(f"x-ratelimit-remaining-{kind}")
+        with contextlib.suppress(ValueError):
+            if remaining is not None and float(remaining) <= 0:
+                waits.append(duration(found.get(f"x-ratelimit-reset-{kind}")))
+    known = [w for w in waits if w is not None and w <= MAX_WAIT_SECONDS]
+    return max(known) if known else None
+
+
+def server_wait(headers: Mapping[str, str] | None, now: float) -> float | None:
+    """How long a 429 asks us to wait: ``retry-after-ms``, Retry-After (seconds or an HTTP date), else the reset
+    of an exhausted ``x-ratelimit-*`` budget; None when the server did not say."""
+    found = _lower(headers)
+    with contextlib.suppress(ValueError):
+        if "retry-after-ms" in found:
+            return min(MAX_WAIT_SECONDS, max(0.0, float(found["retry-after-ms"]) / 1000))
+    value = found.get("retry-after")
+    if value is not None:
+        with contextlib.suppress(ValueError):
+            return min(MAX_WAIT_SECONDS, max(0.0, float(value)))
+        with contextlib.suppress(TypeError, ValueError):
+            return min(MAX_WAIT_SECONDS, max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - now))
+    return exhausted_reset(found)
+
+
+# -- where a bucket lives ----------------------------------------------------------------------------------
+
+
+class Store(Protocol):
+    def update(self, change: Callable[[Bucket | None], tuple[Bucket, T]]) -> T: ...
+
+
+class MemoryStore:
+    """A bucket for the threads of one process."""
+
+    def __init__(self) -> None:
+        self._bucket: Bucket | None = None
+        self._lock = threading.Lock()
+
+    def update(self, change: Callable[[Bucket | None], tuple[Bucket, T]]) -> T:
+        with self._lock:
+            self._bucket, result = change(self._bucket)
+            return result
+
+
+class FileStore:
+    """A bucket in a JSON file that processes change one at a time, under an exclusive ``flock``.
+
+    ``flock`` locks belong to the open file, so threads of one process exclude each other too. A file
+    that cannot be read (e.g. cut short by a crash mid-write) counts as no bucket: the run restarts at the cap.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def update(self, change: Callable[[Bucket | None], tuple[Bucket, T]]) -> T:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            chunks = []
+            while chunk := os.read(fd, 65536):
+                chunks.append(chunk)
+            found = None
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                found = Bucket.from_json(b"".join(chunks).decode())
+            bucket, result = change(found)
+            data = bucket.to_json().encode()
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.ftruncate(fd, 0)
+            os.write(fd, data)
+            return result
+        finally:
+            os.close(fd)  # releases the lock
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
+@dataclass
+class _Gate:
+    """Per event loop: one task at a time asks the bucket for a slot; a slot given back wakes it."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class SharedLimit:
+    """Slots for requests to one account, from a bucket in ``store`` that other processes may share."""
+
+    def __init__(
+        self,
+        store: Store,
+        cap: int,
+        *,
+        clock: Callable[[], float] = time.time,
+        alive: Callable[[int], bool] = _alive,
+    ) -> None:
+        self.store = store
+        self.cap = cap
+        self._clock = clock
+        self._alive = alive
+        self._gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Gate] = weakref.WeakKeyDictionary()
+
+    def _open(self, found: Bucket | None) -> Bucket:
+        return Bucket.open(found, self.cap, self._alive)
+
+    def bucket(self) -> Bucket:
+        """The bucket as it stands (for reports and tests)."""
+
+        def read(found: Bucket | None) -> tuple[Bucket, Bucket]:
+            bucket = self._open(found)
+            return bucket, bucket
+
+        return self.store.update(read)
+
+    async def acquire(self) -> float:
+        """Wait for a slot; returns when the request is sent (wall clock), for ``release``."""
+        loop = asyncio.get_running_loop()
+        gate = self._gates.get(loop)
+        if gate is None:
+            gate = self._gates[loop] = _Gate()
+        pid = os.getpid()
+        async with gate.lock:
+            while True:
+                gate.wake.clear()
+                now = self._clock()
+                wait = self.store.update(lambda found, now=now: self._open(found).take(pid, now))
+                if wait is None:
+                    return now
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(gate.wake.wait(), timeout=min(wait, MAX_WAIT_SECONDS))
+
+    def release(self, sent_at: float, outcome: str, wait: float | None = None) -> None:
+        pid, now = os.getpid(), self._clock()
+        self.store.update(lambda found: (self._open(found).give(pid, now, sent_at, outcome, wait), None))
+        with contextlib.suppress(RuntimeError):
+            gate = self._gates.get(asyncio.get_running_loop())
+            if gate is not None:
+                gate.wake.set()
+
+    def observe(self, headers: Mapping[str, str] | None) -> None:
+        """Any response's headers: an exhausted ``x-ratelimit-*`` budget pauses every process until its reset."""
+        pause = exhausted_reset(headers)
+        if pause:
+            until = self._clock() + pause
+            self.store.update(lambda found: (self._open(found).paused(until), None))
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold a slot around one HTTP request; a ``RateLimited`` error raised inside halves the limit."""
+        sent_at = await self.acquire()
+        outcome, wait = OTHER, None
+        try:
+            yield
+            outcome = OK
+        except RateLimited as exc:
+            outcome, wait = RATE_LIMITED, exc.retry_after
+            exc.paced = True
+            raise
+        finally:
+            self.release(sent_at, outcome, wait)
+
+
+class Fixed:
+    """No adaptation (``?adaptive=0``): each process keeps its own fixed cap, as the runner sets it."""
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        yield
+
+    def observe(self, headers: Mapping[str, str] | None) -> None:
+        """Headers change nothing without adaptation."""
+
+
+# -- one limit per account, per run --------------------------------------------------------------------------
+
+_directory: Path | None = None
+_stores: dict[tuple[Path | None, str], Store] = {}
+_stores_lock = threading.Lock()
+
+
+def share_in(directory: Path | None) -> None:
+    """Keep limits in ``directory`` so that every process of the run shares them (the plugin points it beside the
+    response cache); None: each process keeps its own."""
+    global _directory
+    _directory = directory
+
+
+def account(provider: str, base_url: str, api_key: str | None) -> str:
+    """A name for a provider account that reveals neither the key nor the URL."""
+    key_hash = hashlib.sha256((api_key or "").encode()).hexdigest()
+    return hashlib.sha256(f"{provider}\x1f{base_url}\x1f{key_hash}".encode()).hexdigest()[:32]
+
+
+def limit_for(provider: str, base_url: str, api_key: str | None, cap: int) -> SharedLimit:
+    """The limit for requests to this account, shared with every other model and process using it."""
+    name = account(provider, base_url, api_key)
+    with _stores_lock:
+        store = _stores.get((_directory, name))
+        if store is None:
+            store = MemoryStore()
+            if _directory is not None:
+                with contextlib.suppress(OSError):  # an unwritable place: this process's limit alone
+                    store = FileStore(_directory / f"{name}.json")
+            _stores[(_directory, name)] = store
+    return SharedLimit(store, cap)

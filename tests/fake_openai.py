@@ -26,8 +26,9 @@ Each request takes the next fault from ``script`` (or answers normally when it i
 
 With ``rate`` set, it also answers like a rate-limited account: at most ``rate`` requests per second over
 a sliding ``rate_window``, and any request beyond that gets 429 with a Retry-After that says when a slot
-frees up (counted in ``over_rate``). Every response then carries OpenAI's ``x-ratelimit-*-requests``
-headers, so a client can see its budget running out.
+frees up (counted in ``over_rate``). Unless ``rate_headers`` is off, every response then carries OpenAI's
+``x-ratelimit-*-requests`` headers (the reset: until the whole budget is back), so a client can see its
+budget running out.
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ class FakeOpenAI:
     port: int = 0
     rate: float = 0.0  # requests per second answered (0: unlimited); over it, 429
     rate_window: float = 1.0
+    rate_headers: bool = True  # False: a server that says only Retry-After, on its 429s
     over_rate: int = 0  # requests answered 429 for going over ``rate``
 
     def __post_init__(self) -> None:
@@ -197,13 +199,13 @@ class FakeOpenAI:
             wait = self._admitted[0] + self.rate_window - now
         else:
             self._admitted.append(now)
-        reset = (self._admitted[0] + self.rate_window - now) if self._admitted else 0.0
+        reset = (self._admitted[-1] + self.rate_window - now) if self._admitted else 0.0  # all of it back, as OpenAI
         limits = {
             "x-ratelimit-limit-requests": str(allowed),
             "x-ratelimit-remaining-requests": str(allowed - len(self._admitted)),
             "x-ratelimit-reset-requests": f"{max(reset, 0.001) * 1000:.0f}ms",
         }
-        return limits, wait
+        return (limits if self.rate_headers else {}), wait
 
     def _send(
         self,

@@ -142,6 +142,8 @@ def test_bucket_round_trips_through_json():
     bucket, _ = Bucket.open(None, 3, always).take(7, now=5.0)
     bucket = bucket.give(7, now=6.0, sent_at=5.0, outcome=RATE_LIMITED, wait=0.25)
     assert Bucket.from_json(bucket.to_json()) == bucket
+    paced = bucket.budget(remaining=3, reset=0.5, limit=10, now=6.0)
+    assert Bucket.from_json(paced.to_json()) == paced
 
 
 def test_file_store_keeps_the_bucket_and_treats_a_torn_file_as_none(tmp_path):
@@ -302,7 +304,8 @@ def test_a_429_in_one_process_halves_the_limit_of_another(tmp_path):
 
 @pytest.mark.parametrize("spec", ["openai:fake@{url}?concurrency=8", "litellm:openai/fake@{url}?concurrency=8"])
 def test_a_rate_limited_server_answers_every_request_and_the_limit_comes_down(spec):
-    with FakeOpenAI(latency=0.01, rate=50, rate_window=0.2) as server:  # 10 requests per 0.2 s
+    # 10 requests per 0.2 s, and only Retry-After to say so: the client finds the rate by its 429s
+    with FakeOpenAI(latency=0.01, rate=50, rate_window=0.2, rate_headers=False) as server:
         model = load_model(spec.format(url=server.base_url))
         runner = Runner(model, max_concurrency=8)
         try:
@@ -317,6 +320,43 @@ def test_a_rate_limited_server_answers_every_request_and_the_limit_comes_down(sp
     assert server.over_rate > 0
     assert runner.stats.rate_limited == server.over_rate
     assert model.rate_limit().bucket().aimd.allowed < 8
+
+
+def test_x_ratelimit_headers_pace_requests_before_the_budget_runs_out():
+    with FakeOpenAI(latency=0.01, rate=50, rate_window=0.2) as server:
+        model = load_model(f"openai:fake@{server.base_url}?concurrency=8")
+        runner = Runner(model, max_concurrency=8)
+        try:
+            requests = [ChatRequest((Message("user", f"q{i}"),), temperature=1.0, seed=1) for i in range(30)]
+            assert len(runner.run(requests)) == 30
+        finally:
+            runner.close()
+    credit = model.rate_limit().bucket().credit
+    assert credit is not None and credit.limit == 10 and credit.refill > 0  # the server's budget, as it told it
+    assert runner.stats.rate_limited == server.over_rate
+
+
+def test_credit_paces_by_the_refill_rate_until_the_budget_is_whole():
+    credit = ratelimit.Credit.told(remaining=1, reset=1.0, limit=11, now=0.0, others=0)  # refills 10 a second
+    assert credit.refill == 10.0 and credit.wait(0.0) == 0.0
+    spent = credit.spend(0.0)
+    assert spent.wait(0.0) == pytest.approx(0.1)  # the next one refills in a tenth of a second
+    assert spent.available(0.5) == pytest.approx(5.0) and spent.available(2.0) == 11.0
+    told_late = ratelimit.Credit.told(remaining=3, reset=1.0, limit=11, now=0.0, others=4)  # four went after it
+    assert told_late.wait(0.0) == pytest.approx(0.25)  # one short of nothing, refilling 8 a second
+    no_limit = ratelimit.Credit.told(remaining=0, reset=0.5, limit=None, now=0.0, others=0)
+    assert no_limit.refill == 0.0 and no_limit.wait(0.1) == pytest.approx(0.4)  # only the reset is known
+
+
+def test_bucket_takes_from_the_credit_then_waits_for_its_refill():
+    bucket = Bucket.open(None, 8, always).budget(remaining=2, reset=1.0, limit=10, now=0.0)
+    for _ in range(2):
+        bucket, wait = bucket.take(1, now=0.0)
+        assert wait is None
+    _, wait = bucket.take(1, now=0.0)
+    assert wait == pytest.approx(0.125)  # 8 a second refill the budget
+    bucket, wait = bucket.take(1, now=1.5)
+    assert wait is None and bucket.credit is None  # past the reset the budget is whole: no pacing
 
 
 def test_adaptive_0_keeps_a_fixed_cap_per_process():
@@ -343,7 +383,8 @@ checks:
 
 def test_two_workers_share_one_limit_and_no_request_fails(pytester):
     pytester.makefile(".yaml", limited=SUITE)
-    with FakeOpenAI(latency=0.02, rate=40, rate_window=0.25) as server:  # 10 requests per 0.25 s
+    # 10 requests per 0.25 s, said only by Retry-After: both workers meet 429s, and share what they learn
+    with FakeOpenAI(latency=0.02, rate=40, rate_window=0.25, rate_headers=False) as server:
         result = pytester.runpytest_subprocess(
             "--fairness-suite=limited.yaml",
             f"--fairness-model=openai:fake@{server.base_url}?concurrency=8",

@@ -72,9 +72,9 @@ class LiteLLMModel(OpenAIModel):
                 raise error from None
             except ValueError as exc:
                 raise TransientError(f"{self.model_id}: malformed response body ({exc})") from None
-        hidden = getattr(raw, "_hidden_params", None) or {}
-        self.rate_limit().observe(hidden.get("additional_headers"))  # the provider's own x-ratelimit-* headers
-        return raw
+            hidden = getattr(raw, "_hidden_params", None) or {}
+            self.rate_limit().observe(hidden.get("additional_headers"))  # the provider's own x-ratelimit-* headers
+            return raw
 
     def _account(self) -> tuple[str, str | None]:
         """The server (the base URL, or the provider litellm routes to) and the key litellm sends it."""

@@ -91,17 +91,57 @@ class Aimd:
 
 
 @dataclass(frozen=True)
+class Credit:
+    """The server's request budget as it last told it (``x-ratelimit-*-requests``): ``tokens`` requests left at
+    ``at``, refilling at ``refill`` a second up to ``limit``, whole again at ``until``.
+
+    Servers refill continuously (or slide a window), and the reset header says when the budget is *whole*:
+    waiting for it after every exhausted budget would idle, so the refill rate paces requests instead.
+    """
+
+    tokens: float
+    at: float
+    refill: float
+    limit: float
+    until: float
+
+    @classmethod
+    def told(cls, remaining: int, reset: float, limit: int | None, now: float, others: int) -> Credit:
+        """What a response says, read while ``others`` more requests of ours may have reached the server after it."""
+        top = float(limit if limit is not None else remaining)
+        refill = (top - remaining) / reset if reset > 0 and top > remaining else 0.0
+        return cls(float(remaining - others), now, refill, top, now + reset)
+
+    def available(self, now: float) -> float:
+        if now >= self.until:
+            return self.limit
+        return min(self.limit, self.tokens + (now - self.at) * self.refill)
+
+    def wait(self, now: float) -> float:
+        """Seconds until one request may be sent (0: now)."""
+        short = 1.0 - self.available(now)
+        if short <= 0:
+            return 0.0
+        return min(short / self.refill, self.until - now) if self.refill > 0 else self.until - now
+
+    def spend(self, now: float) -> Credit:
+        return replace(self, tokens=self.available(now) - 1.0, at=now)
+
+
+@dataclass(frozen=True)
 class Bucket:
     """One account's limit as every process of a run shares it.
 
     ``members`` maps each process that used it to the requests it has in flight (0 between requests),
     so a crashed process's slots are freed when it is found dead, and a bucket whose processes are all
-    gone starts the next run afresh.
+    gone starts the next run afresh. ``credit`` is the server's request budget when it said lately that
+    the budget was running low: requests are then paced by it, and a 429 avoided rather than answered.
     """
 
     aimd: Aimd
     members: dict[int, int] = field(default_factory=dict)
     rate_limited: int = 0  # 429s its processes saw
+    credit: Credit | None = None
 
     @classmethod
     def open(cls, found: Bucket | None, cap: int, alive: Callable[[int], bool]) -> Bucket:
@@ -109,7 +149,7 @@ class Bucket:
         members = {pid: n for pid, n in found.members.items() if alive(pid)} if found is not None else {}
         if found is None or not members:
             return cls(Aimd.start(cap))
-        return cls(found.aimd.with_cap(cap), members, found.rate_limited)
+        return replace(found, aimd=found.aimd.with_cap(cap), members=members)
 
     @property
     def in_flight(self) -> int:
@@ -118,11 +158,17 @@ class Bucket:
     def take(self, pid: int, now: float) -> tuple[Bucket, float | None]:
         """A slot for ``pid``: (bucket with it taken, None), or (bucket, seconds worth waiting before asking again)."""
         joined = self.members.get(pid, 0)
+        waiting = replace(self, members={**self.members, pid: joined})
+        if self.credit is not None and now >= self.credit.until:
+            waiting = replace(waiting, credit=None)  # the server's budget is whole again
         if now < self.aimd.blocked_until:
-            return replace(self, members={**self.members, pid: joined}), self.aimd.blocked_until - now
+            return waiting, self.aimd.blocked_until - now
+        if waiting.credit is not None and (wait := waiting.credit.wait(now)) > 0:
+            return waiting, wait
         if self.in_flight >= self.aimd.allowed:
-            return replace(self, members={**self.members, pid: joined}), POLL_SECONDS
-        return replace(self, members={**self.members, pid: joined + 1}), None
+            return waiting, POLL_SECONDS
+        credit = None if waiting.credit is None else waiting.credit.spend(now)
+        return replace(waiting, members={**self.members, pid: joined + 1}, credit=credit), None
 
     def give(self, pid: int, now: float, sent_at: float, outcome: str, wait: float | None = None) -> Bucket:
         """Return ``pid``'s slot, with what became of its request (``OK``, ``RATE_LIMITED`` or ``OTHER``)."""
@@ -132,19 +178,33 @@ class Bucket:
             aimd = aimd.succeeded()
         elif outcome == RATE_LIMITED:
             aimd, seen = aimd.rate_limited(now, sent_at, wait), seen + 1
-        return Bucket(aimd, members, seen)  # OTHER (5xx, timeout, cancelled): no sign of the rate either way
+        # OTHER (5xx, timeout, cancelled): no sign of the rate either way
+        return replace(self, aimd=aimd, members=members, rate_limited=seen)
 
     def paused(self, until: float) -> Bucket:
         return replace(self, aimd=self.aimd.paused(until))
 
+    def budget(self, remaining: int, reset: float, limit: int | None, now: float) -> Bucket:
+        """The server's budget, from a response still holding its slot: the others in flight may have reached
+        the server after it, so they count as spent already."""
+        return replace(self, credit=Credit.told(remaining, reset, limit, now, max(0, self.in_flight - 1)))
+
     def to_json(self) -> str:
-        return json.dumps({"aimd": vars(self.aimd), "members": self.members, "rate_limited": self.rate_limited})
+        return json.dumps(
+            {
+                "aimd": vars(self.aimd),
+                "members": self.members,
+                "rate_limited": self.rate_limited,
+                "credit": None if self.credit is None else vars(self.credit),
+            }
+        )
 
     @classmethod
     def from_json(cls, text: str) -> Bucket:
         raw = json.loads(text)
         members = {int(pid): int(n) for pid, n in raw["members"].items()}
-        return cls(Aimd(**raw["aimd"]), members, int(raw["rate_limited"]))
+        credit = None if raw.get("credit") is None else Credit(**raw["credit"])
+        return cls(Aimd(**raw["aimd"]), members, int(raw["rate_limited"]), credit)
 
 
 # -- what servers say ------------------------------------------------------------------------------------
@@ -175,17 +235,33 @@ def _lower(headers: Mapping[str, str] | None) -> dict[str, str]:
     return out
 
 
-def exhausted_reset(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds until the reset of an ``x-ratelimit-*`` budget (requests or tokens) the server says is spent."""
+def exhausted_reset(headers: Mapping[str, str] | None, requests_paced: bool = False) -> float | None:
+    """Seconds until the reset of an ``x-ratelimit-*`` budget (requests or tokens) the server says is spent
+    (tokens only when the request budget is paced by its refill instead)."""
     found = _lower(headers)
     waits = []
-    for kind in ("requests", "tokens"):
+    for kind in ("tokens",) if requests_paced else ("requests", "tokens"):
         remaining = found.get(f"x-ratelimit-remaining-{kind}")
         with contextlib.suppress(ValueError):
             if remaining is not None and float(remaining) <= 0:
                 waits.append(duration(found.get(f"x-ratelimit-reset-{kind}")))
     known = [w for w in waits if w is not None and w <= MAX_WAIT_SECONDS]
     return max(known) if known else None
+
+
+def request_budget(headers: Mapping[str, str] | None) -> tuple[int, float, int | None] | None:
+    """``x-ratelimit-remaining-requests``, the seconds until ``x-ratelimit-reset-requests`` and
+    ``x-ratelimit-limit-requests`` (None when not sent); None without the first two."""
+    found = _lower(headers)
+    reset = duration(found.get("x-ratelimit-reset-requests"))
+    try:
+        remaining = int(float(found["x-ratelimit-remaining-requests"]))
+    except (KeyError, ValueError):
+        return None
+    limit = None
+    with contextlib.suppress(KeyError, ValueError):
+        limit = int(float(found["x-ratelimit-limit-requests"]))
+    return (remaining, reset, limit) if reset is not None else None
 
 
 def server_wait(headers: Mapping[str, str] | None, now: float) -> float | None:
@@ -328,11 +404,23 @@ class SharedLimit:
                 gate.wake.set()
 
     def observe(self, headers: Mapping[str, str] | None) -> None:
-        """Any response's headers: an exhausted ``x-ratelimit-*`` budget pauses every process until its reset."""
-        pause = exhausted_reset(headers)
-        if pause:
-            until = self._clock() + pause
-            self.store.update(lambda found: (self._open(found).paused(until), None))
+        """A response's headers, read while its slot is held: an exhausted ``x-ratelimit-*`` budget pauses every
+        process until its reset, and a request budget near its end rations what is sent until then."""
+        now = self._clock()
+        budget = request_budget(headers)
+        pause = exhausted_reset(headers, requests_paced=budget is not None)
+        if budget is not None and budget[0] > 2 * self.cap:
+            budget = None  # far from the end: not worth a write per response
+        if not pause and budget is None:
+            return
+
+        def change(found: Bucket | None) -> tuple[Bucket, None]:
+            bucket = self._open(found)
+            if budget is not None:
+                bucket = bucket.budget(*budget, now)
+            return (bucket.paused(now + pause) if pause else bucket), None
+
+        self.store.update(change)
 
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:

@@ -29,8 +29,8 @@ from pytest_fairness.models.ratelimit import (
     MemoryStore,
     SharedLimit,
     duration,
-    exhausted_reset,
     server_wait,
+    tokens_reset,
 )
 from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
@@ -179,21 +179,25 @@ def test_what_a_429_asks_for():
     assert server_wait({}, now) is None
 
 
-def test_exhausted_budgets_of_requests_or_tokens_pause_until_the_later_reset():
-    headers = {
+def test_a_spent_token_budget_pauses_until_its_reset():
+    assert tokens_reset({"x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "2s"}) == 2.0
+    litellm_style = {"llm_provider-x-ratelimit-remaining-tokens": "0", "llm_provider-x-ratelimit-reset-tokens": "1s"}
+    assert tokens_reset(litellm_style) == 1.0
+    assert tokens_reset({"x-ratelimit-remaining-tokens": "900", "x-ratelimit-reset-tokens": "1s"}) is None
+    assert tokens_reset({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "1s"}) is None
+
+
+def test_a_429_without_retry_after_waits_for_one_request_of_refill_or_a_spent_token_budget():
+    now = 0.0
+    # 60 requests a minute, none left, whole again in 60 s: one more is allowed in a second, not a minute
+    refill = {
+        "x-ratelimit-limit-requests": "60",
         "x-ratelimit-remaining-requests": "0",
-        "x-ratelimit-reset-requests": "200ms",
-        "x-ratelimit-remaining-tokens": "0",
-        "x-ratelimit-reset-tokens": "2s",
+        "x-ratelimit-reset-requests": "60s",
     }
-    assert exhausted_reset(headers) == 2.0
-    assert (
-        exhausted_reset(
-            {"llm_provider-x-ratelimit-remaining-tokens": "0", "llm_provider-x-ratelimit-reset-tokens": "1s"}
-        )
-        == 1.0
-    )
-    assert exhausted_reset({"x-ratelimit-remaining-tokens": "900", "x-ratelimit-reset-tokens": "1s"}) is None
+    assert server_wait(refill, now) == pytest.approx(1.0)
+    both = {**refill, "x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "3s"}
+    assert server_wait(both, now) == 3.0
 
 
 def test_the_account_name_reveals_neither_key_nor_url():
@@ -316,10 +320,11 @@ def test_a_rate_limited_server_answers_every_request_and_the_limit_comes_down(sp
     assert [r.text for r in responses] == ["wonderful - white"] * 40
     assert runner.stats.calls == 40
     # 8 in flight at 10 ms each is far above 10 per 0.2 s: the server refused some, the runner counted each
-    # one and retried it, and the run's limit for this account came down from the cap.
+    # one and retried it, and the account's shared limit was cut (it regrows as answers come back).
     assert server.over_rate > 0
     assert runner.stats.rate_limited == server.over_rate
-    assert model.rate_limit().bucket().aimd.allowed < 8
+    bucket = model.rate_limit().bucket()
+    assert bucket.aimd.last_cut > 0 and bucket.rate_limited == server.over_rate
 
 
 def test_x_ratelimit_headers_pace_requests_before_the_budget_runs_out():
@@ -407,4 +412,4 @@ def test_two_workers_share_one_limit_and_no_request_fails(pytester):
     assert len(buckets) == 1
     shared = json.loads(buckets[0].read_text())
     assert shared["rate_limited"] == server.over_rate
-    assert shared["aimd"]["limit"] < 8 and sum(shared["members"].values()) == 0
+    assert shared["aimd"]["last_cut"] > 0 and sum(shared["members"].values()) == 0

@@ -297,7 +297,7 @@ class OpenAIModel(ChatModel):
         return self.base_url or "https://api.openai.com/v1", self._api_key
 
     async def _observe(self, response: Any) -> None:
-        """Every HTTP response's headers: an exhausted ``x-ratelimit-*`` budget pauses the run until its reset."""
+        """Every HTTP response's headers: a low ``x-ratelimit-*`` budget paces the run's requests (``ratelimit``)."""
         self.rate_limit().observe(response.headers)
 
     async def _create(self, messages: Sequence[Message], **params: Any) -> Any:

@@ -4,8 +4,9 @@ A fixed cap per process multiplies under xdist (``-n 8`` sends eight times what 
 and ignores what the server says. Here the number of requests in flight to one provider and key
 starts at the provider's cap (``?concurrency=``), halves when the server answers 429, and grows back
 by about one request per window of successes (additive increase, multiplicative decrease, as TCP
-does). Retry-After, ``retry-after-ms`` and an exhausted ``x-ratelimit-*`` budget pause every process
-until the server's reset.
+does). Retry-After and ``retry-after-ms`` pause every process for as long as the server asks; OpenAI's
+``x-ratelimit-*`` headers, when the budget they report runs low, pace requests by its refill rate
+(requests) or pause them until the reset (a spent token budget).
 
 The state machine (``Aimd``) and the shared bookkeeping (``Bucket``) are pure. ``SharedLimit`` keeps
 a bucket in a small JSON file under an exclusive ``flock`` (beside the response cache when the plugin
@@ -235,18 +236,15 @@ def _lower(headers: Mapping[str, str] | None) -> dict[str, str]:
     return out
 
 
-def exhausted_reset(headers: Mapping[str, str] | None, requests_paced: bool = False) -> float | None:
-    """Seconds until the reset of an ``x-ratelimit-*`` budget (requests or tokens) the server says is spent
-    (tokens only when the request budget is paced by its refill instead)."""
+def tokens_reset(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds until ``x-ratelimit-reset-tokens`` when ``x-ratelimit-remaining-tokens`` says the token budget is
+    spent. (How many tokens a request takes is not known here, so its refill cannot pace requests: they wait.)"""
     found = _lower(headers)
-    waits = []
-    for kind in ("tokens",) if requests_paced else ("requests", "tokens"):
-        remaining = found.get(f"x-ratelimit-remaining-{kind}")
-        with contextlib.suppress(ValueError):
-            if remaining is not None and float(remaining) <= 0:
-                waits.append(duration(found.get(f"x-ratelimit-reset-{kind}")))
-    known = [w for w in waits if w is not None and w <= MAX_WAIT_SECONDS]
-    return max(known) if known else None
+    with contextlib.suppress(KeyError, ValueError):
+        if float(found["x-ratelimit-remaining-tokens"]) <= 0:
+            wait = duration(found.get("x-ratelimit-reset-tokens"))
+            return wait if wait is not None and wait <= MAX_WAIT_SECONDS else None
+    return None
 
 
 def request_budget(headers: Mapping[str, str] | None) -> tuple[int, float, int | None] | None:
@@ -265,8 +263,8 @@ def request_budget(headers: Mapping[str, str] | None) -> tuple[int, float, int |
 
 
 def server_wait(headers: Mapping[str, str] | None, now: float) -> float | None:
-    """How long a 429 asks us to wait: ``retry-after-ms``, Retry-After (seconds or an HTTP date), else the reset
-    of an exhausted ``x-ratelimit-*`` budget; None when the server did not say."""
+    """How long a 429 asks us to wait: ``retry-after-ms``, Retry-After (seconds or an HTTP date), else until a
+    spent ``x-ratelimit-*`` budget allows one more request; None when the server did not say."""
     found = _lower(headers)
     with contextlib.suppress(ValueError):
         if "retry-after-ms" in found:
@@ -277,7 +275,12 @@ def server_wait(headers: Mapping[str, str] | None, now: float) -> float | None:
             return min(MAX_WAIT_SECONDS, max(0.0, float(value)))
         with contextlib.suppress(TypeError, ValueError):
             return min(MAX_WAIT_SECONDS, max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - now))
-    return exhausted_reset(found)
+    waits = [tokens_reset(found)]
+    budget = request_budget(found)
+    if budget is not None and budget[0] <= 0:
+        waits.append(Credit.told(*budget, now=now, others=0).wait(now))
+    known = [w for w in waits if w is not None]
+    return min(MAX_WAIT_SECONDS, max(known)) if known else None
 
 
 # -- where a bucket lives ----------------------------------------------------------------------------------
@@ -404,11 +407,11 @@ class SharedLimit:
                 gate.wake.set()
 
     def observe(self, headers: Mapping[str, str] | None) -> None:
-        """A response's headers, read while its slot is held: an exhausted ``x-ratelimit-*`` budget pauses every
+        """A response's headers, read while its slot is held: a spent ``x-ratelimit-*`` token budget pauses every
         process until its reset, and a request budget near its end rations what is sent until then."""
         now = self._clock()
         budget = request_budget(headers)
-        pause = exhausted_reset(headers, requests_paced=budget is not None)
+        pause = tokens_reset(headers)
         if budget is not None and budget[0] > 2 * self.cap:
             budget = None  # far from the end: not worth a write per response
         if not pause and budget is None:

@@ -98,6 +98,7 @@ class FakeOpenAI:
     script: deque[str] = field(default_factory=deque)
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    arrived: list[float] = field(default_factory=list)  # when each of ``requests`` came (time.monotonic)
     port: int = 0
     rate: float = 0.0  # requests per second answered (0: unlimited); over it, 429
     rate_window: float = 1.0
@@ -158,6 +159,7 @@ class FakeOpenAI:
     async def _respond(self, writer: asyncio.StreamWriter, request: dict[str, Any], headers: dict[str, str]) -> bool:
         self.requests.append(request)
         self.headers.append(headers)
+        self.arrived.append(time.monotonic())
         fault = self.script.popleft() if self.script else ""
         limits, wait = self._admit() if self.rate else ({}, None)
         if wait is not None:  # refused at the door, at once, as rate limiters do

@@ -68,17 +68,27 @@ def test_the_limit_never_falls_below_one():
 
 def test_retry_after_pauses_without_a_second_cut():
     state = Aimd.start(8).rate_limited(now=100.0, sent_at=99.0, wait=2.5)
-    assert state.blocked_until == 102.5 and state.allowed == 4
+    assert state.blocked_until == 102.5 and state.limit == 4.0
     later = state.rate_limited(now=100.5, sent_at=99.5, wait=0.5)  # a shorter wait never shortens the pause
-    assert later.blocked_until == 102.5 and later.allowed == 4
+    assert later.blocked_until == 102.5 and later.limit == 4.0
 
 
-def test_growth_is_slow_about_one_request_per_window_of_successes():
+def test_growth_is_slow_a_quarter_request_per_window_of_answers():
     state = Aimd.start(32).rate_limited(now=1.0, sent_at=0.5, wait=None)  # 16
     for _ in range(16):  # one window of answers at 16 in flight
         state = state.succeeded()
-    assert 16.9 < state.limit < 17.1  # additive: +1, not doubled
-    assert state.allowed == 16 or state.allowed == 17
+    assert 16.2 < state.limit < 16.3 and state.allowed == 16  # additive and slow: +1/4, not doubled
+    for _ in range(4 * 17):
+        state = state.succeeded()
+    assert state.allowed == 17
+
+
+def test_after_a_pause_one_probe_goes_first():
+    state = Aimd.start(8).rate_limited(now=10.0, sent_at=9.9, wait=1.0)  # paused until 11, limit 4
+    assert state.probing and state.allowed == 1
+    assert state.succeeded(sent_at=10.5).allowed == 1  # sent before the pause ended: proves nothing
+    assert state.succeeded(sent_at=11.2).allowed == 4  # the probe got through: the halved limit holds
+    assert not Aimd.start(8).rate_limited(now=10.0, sent_at=9.9, wait=None).probing  # no pause, no probe
 
 
 def test_growth_stops_at_the_cap():
@@ -109,16 +119,21 @@ def test_bucket_hands_out_the_allowed_slots_then_asks_to_wait():
     assert wait is None and bucket.members == {1: 2, 2: 0}
 
 
-def test_bucket_waits_out_a_retry_after_then_sends_at_half_the_limit():
+def test_bucket_waits_out_a_retry_after_probes_then_sends_at_half_the_limit():
     bucket, _ = Bucket.open(None, 4, always).take(1, now=0.0)
     bucket = bucket.give(1, now=0.2, sent_at=0.0, outcome=RATE_LIMITED, wait=1.0)
     assert bucket.rate_limited == 1
     _, wait = bucket.take(1, now=0.7)
     assert wait == pytest.approx(0.5)
-    for _ in range(2):
-        bucket, wait = bucket.take(1, now=1.2)
-        assert wait is None
+    bucket, wait = bucket.take(1, now=1.2)  # the probe
+    assert wait is None
     _, wait = bucket.take(1, now=1.2)
+    assert wait == POLL_SECONDS
+    bucket = bucket.give(1, now=1.3, sent_at=1.2, outcome=OK)
+    for _ in range(2):
+        bucket, wait = bucket.take(1, now=1.3)
+        assert wait is None
+    _, wait = bucket.take(1, now=1.3)
     assert wait == POLL_SECONDS  # the third request waits: the limit is 2 now
 
 

@@ -3,10 +3,10 @@
 A fixed cap per process multiplies under xdist (``-n 8`` sends eight times what one process would)
 and ignores what the server says. Here the number of requests in flight to one provider and key
 starts at the provider's cap (``?concurrency=``), halves when the server answers 429, and grows back
-by about one request per window of successes (additive increase, multiplicative decrease, as TCP
-does). Retry-After and ``retry-after-ms`` pause every process for as long as the server asks; OpenAI's
-``x-ratelimit-*`` headers, when the budget they report runs low, pace requests by its refill rate
-(requests) or pause them until the reset (a spent token budget).
+by a quarter request per window of answers (additive increase, multiplicative decrease, as TCP does;
+after a pause, one probe goes first). Retry-After and ``retry-after-ms`` pause every process for as
+long as the server asks; OpenAI's ``x-ratelimit-*`` headers, when the budget they report runs low,
+pace requests by its refill rate (requests) or pause them until the reset (a spent token budget).
 
 The state machine (``Aimd``) and the shared bookkeeping (``Bucket``) are pure. ``SharedLimit`` keeps
 a bucket in a small JSON file under an exclusive ``flock`` (beside the response cache when the plugin
@@ -37,7 +37,9 @@ from typing import Protocol, TypeVar
 from pytest_fairness.models.base import RateLimited
 
 T = TypeVar("T")
-GROWTH = 1.0  # requests added to the limit per window (``limit`` successes): slow, linear regrowth
+# Requests added to the limit per window (``limit`` answers). Slow: a server counts over a window (a second, a
+# minute) that outlasts many round trips, so an overshoot shows only long after it began.
+GROWTH = 0.25
 POLL_SECONDS = 0.01  # how often a process waiting for a slot looks at the shared bucket
 MAX_WAIT_SECONDS = 120.0  # a pause longer than this from a header is treated as a garbled header
 OK, RATE_LIMITED, OTHER = "ok", "rate_limited", "other"
@@ -54,6 +56,7 @@ class Aimd:
     limit: float
     blocked_until: float = 0.0  # wall-clock time before which nothing is sent (Retry-After, reset)
     last_cut: float = 0.0  # when the limit was last halved
+    probing: bool = False  # after a pause: one request at a time until one sent after it is answered
 
     @classmethod
     def start(cls, cap: int) -> Aimd:
@@ -64,19 +67,27 @@ class Aimd:
     @property
     def allowed(self) -> int:
         """Requests that may be in flight now (never below one: a limit must let the run finish)."""
+        if self.probing:
+            return 1
         return max(1, min(self.cap, math.floor(self.limit + 1e-9)))
 
-    def succeeded(self) -> Aimd:
-        """One answered request: grow by ``GROWTH`` per ``limit`` of them, up to the cap."""
+    def succeeded(self, sent_at: float = math.inf) -> Aimd:
+        """An answer to a request sent at ``sent_at``: grow by ``GROWTH`` per ``limit`` answers, up to the cap.
+
+        After a pause the server's window frees one slot at a time (Retry-After says when the first does):
+        the first answer to a request sent after it ends the probing, and the halved limit applies again.
+        """
+        if self.probing:
+            return replace(self, probing=False) if sent_at >= self.blocked_until else self
         return replace(self, limit=min(float(self.cap), self.limit + GROWTH / max(self.limit, 1.0)))
 
     def rate_limited(self, now: float, sent_at: float, wait: float | None) -> Aimd:
         """A 429 to a request sent at ``sent_at``: pause for the server's ``wait`` and halve the limit.
 
         Halved once per overload: a request sent before the last cut was part of the load that cut
-        already answered, so its 429 pauses but does not halve again.
+        already answered, so its 429 pauses but does not halve again. A pause ends with one probe.
         """
-        out = self.paused(now + wait) if wait else self
+        out = replace(self.paused(now + wait), probing=True) if wait else self
         if sent_at < self.last_cut:
             return out
         return replace(out, limit=max(1.0, self.limit / 2), last_cut=now)
@@ -176,7 +187,7 @@ class Bucket:
         members = {**self.members, pid: max(0, self.members.get(pid, 0) - 1)}
         aimd, seen = self.aimd, self.rate_limited
         if outcome == OK:
-            aimd = aimd.succeeded()
+            aimd = aimd.succeeded(sent_at)
         elif outcome == RATE_LIMITED:
             aimd, seen = aimd.rate_limited(now, sent_at, wait), seen + 1
         # OTHER (5xx, timeout, cancelled): no sign of the rate either way

@@ -21,6 +21,7 @@ from pytest_fairness.baseline import Comparison, RunDecision, decide_records
 from pytest_fairness.fixtures import SESSION_KEY
 from pytest_fairness.gate import Outcome
 from pytest_fairness.measures import MEASURES, PROFILES, ParamsError
+from pytest_fairness.models import ratelimit
 from pytest_fairness.models.base import PermanentError
 from pytest_fairness.models.batch import PENDING_EXIT, BatchPending
 from pytest_fairness.models.cache import CacheMiss, CacheMode
@@ -221,6 +222,8 @@ def pytest_configure(config: pytest.Config) -> None:
             "every update) or off"
         ) from None
     config.stash[SESSION_KEY] = FairnessSession(settings)
+    # Beside the cache, so that xdist workers (same settings) share one adaptive limit per provider account.
+    ratelimit.share_in(settings.cache_path.parent / "rate-limits")
     _app_import_paths(config)
     _register_markers(config)
     config.pluginmanager.register(fixtures, "fairness-fixtures")
@@ -375,6 +378,7 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if SESSION_KEY in config.stash:
         config.stash[SESSION_KEY].close()
+        ratelimit.share_in(None)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -274,21 +274,14 @@ def run_sequential(
 
 
 def rounds_calls(rounds: Sequence[CallStats]) -> CallStats:
-    """What the rounds of a sequential check cost: the first round's accounting plus the calls, retries and
-    seconds and spend of each later one. Each later round asks again for the samples before it, which the cache
-    answers, so its hits are the last round's less the calls of the rounds before; its tokens, the last's."""
+    """What the rounds of a sequential check cost: the first round's accounting plus every counter of each
+    later one (calls, retries, seconds, spend, ...), except what a later round re-reads: it asks again for the
+    samples before it, which the cache answers, so the hits are the last round's less the calls of the
+    rounds before, and the tokens the last round's."""
     first, last = rounds[0], rounds[-1]
     calls = replace(first)
     for later in rounds[1:]:
-        calls = replace(
-            calls,
-            calls=calls.calls + later.calls,
-            retries=calls.retries + later.retries,
-            seconds=calls.seconds + later.seconds,
-            usd=calls.usd + later.usd,
-            unpriced=calls.unpriced + later.unpriced,
-            batched=calls.batched + later.batched,
-        )
+        calls.add(later)
     if len(rounds) == 1:
         return calls
     hits = last.cache_hits - (calls.calls - last.calls)

@@ -28,6 +28,12 @@ Each request takes the next fault from ``script`` (or answers normally when it i
     "drop"        closes the connection without answering
     "nologprobs"  a normal answer without log-probs even when asked for them
     "401", "404"  permanent client errors
+
+With ``rate`` set, it also answers like a rate-limited account: at most ``rate`` requests per second over
+a sliding ``rate_window``, and any request beyond that gets 429 with a Retry-After that says when a slot
+frees up (counted in ``over_rate``). Unless ``rate_headers`` is off, every response then carries OpenAI's
+``x-ratelimit-*-requests`` headers (the reset: until the whole budget is back), so a client can see its
+budget running out.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import math
 import random
 import string
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -101,9 +108,15 @@ class FakeOpenAI:
     script: deque[str] = field(default_factory=deque)
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    arrived: list[float] = field(default_factory=list)  # when each of ``requests`` came (time.monotonic)
     port: int = 0
+    rate: float = 0.0  # requests per second answered (0: unlimited); over it, 429
+    rate_window: float = 1.0
+    rate_headers: bool = True  # False: a server that says only Retry-After, on its 429s
+    over_rate: int = 0  # requests answered 429 for going over ``rate``
 
     def __post_init__(self) -> None:
+        self._admitted: deque[float] = deque()
         self._loop = asyncio.new_event_loop()
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -163,7 +176,15 @@ class FakeOpenAI:
     async def _respond(self, writer: asyncio.StreamWriter, request: dict[str, Any], headers: dict[str, str]) -> bool:
         self.requests.append(request)
         self.headers.append(headers)
+        self.arrived.append(time.monotonic())
         fault = self.script.popleft() if self.script else ""
+        limits, wait = self._admit() if self.rate else ({}, None)
+        if wait is not None:  # refused at the door, at once, as rate limiters do
+            self.over_rate += 1
+            message = {"error": {"message": "Rate limit reached for requests", "type": "requests"}}
+            self._send(writer, 429, message, {"retry-after": f"{wait:.3f}", **limits})
+            await writer.drain()
+            return True
         await asyncio.sleep(self.slow_seconds if fault == "slow" else self.latency)
         if fault == "drop":
             return False
@@ -179,11 +200,31 @@ class FakeOpenAI:
         elif "prompt" in request and request.get("echo") and self.echo_mode == "rejected":
             self._send(writer, 400, {"error": {"message": "echo is not supported with logprobs", "type": "fake"}})
         elif "prompt" in request:
-            self._send(writer, 200, self._text_completion(request, with_logprobs=fault != "nologprobs"))
+            self._send(writer, 200, self._text_completion(request, with_logprobs=fault != "nologprobs"), limits)
         else:
-            self._send(writer, 200, self._completion(request, with_logprobs=fault != "nologprobs"))
+            self._send(writer, 200, self._completion(request, with_logprobs=fault != "nologprobs"), limits)
         await writer.drain()
         return True
+
+    def _admit(self) -> tuple[dict[str, str], float | None]:
+        """Admit a request under ``rate`` (sliding window): its ``x-ratelimit-*`` headers, and the seconds until a
+        slot frees when it is over the rate (None when admitted)."""
+        now = time.monotonic()
+        while self._admitted and self._admitted[0] <= now - self.rate_window:
+            self._admitted.popleft()
+        allowed = max(1, int(self.rate * self.rate_window))
+        wait = None
+        if len(self._admitted) >= allowed:
+            wait = self._admitted[0] + self.rate_window - now
+        else:
+            self._admitted.append(now)
+        reset = (self._admitted[-1] + self.rate_window - now) if self._admitted else 0.0  # all of it back, as OpenAI
+        limits = {
+            "x-ratelimit-limit-requests": str(allowed),
+            "x-ratelimit-remaining-requests": str(allowed - len(self._admitted)),
+            "x-ratelimit-reset-requests": f"{max(reset, 0.001) * 1000:.0f}ms",
+        }
+        return (limits if self.rate_headers else {}), wait
 
     def _send(
         self,

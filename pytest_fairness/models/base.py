@@ -130,6 +130,15 @@ class TransientError(Exception):
         self.retry_after = retry_after
 
 
+class RateLimited(TransientError):
+    """The server answered 429: retried like any transient error, and also what adaptive concurrency reacts to
+    (``models.ratelimit``) and what the run counts as rate-limited answers."""
+
+    #: Set when an adaptive limit already holds every request to the account back for the server's wait:
+    #: the retry then waits exactly that long, without a backoff of its own on top.
+    paced: bool = False
+
+
 class PermanentError(Exception):
     """A failure that retrying cannot fix (bad key, unknown model, invalid request); says the fix."""
 

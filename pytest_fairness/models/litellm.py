@@ -68,15 +68,26 @@ class LiteLLMModel(OpenAIModel):
         if self.base_url:
             sent["api_base"] = self.base_url
             sent.setdefault("api_key", os.environ.get("OPENAI_API_KEY") or "not-needed")
-        try:
-            return await endpoint(model=self.model, timeout=self.timeout, num_retries=0, **sent)
-        except openai.APIError as exc:
-            error = classify(exc, self.model_id, None, self.timeout)
-            for secret in _secrets():
-                error.args = (str(error).replace(secret, "***"),)
-            raise error from None
-        except ValueError as exc:
-            raise TransientError(f"{self.model_id}: malformed response body ({exc})") from None
+        async with self.rate_limit().slot():  # a 429 raised in here halves the run's limit for this account
+            try:
+                raw = await endpoint(model=self.model, timeout=self.timeout, num_retries=0, **sent)
+            except openai.APIError as exc:
+                error = classify(exc, self.model_id, None, self.timeout)
+                for secret in _secrets():
+                    error.args = (str(error).replace(secret, "***"),)
+                raise error from None
+            except ValueError as exc:
+                raise TransientError(f"{self.model_id}: malformed response body ({exc})") from None
+            hidden = getattr(raw, "_hidden_params", None) or {}
+            self.rate_limit().observe(hidden.get("additional_headers"))  # the provider's own x-ratelimit-* headers
+            return raw
+
+    def _account(self) -> tuple[str, str | None]:
+        """The server (the base URL, or the provider litellm routes to) and the key litellm sends it."""
+        provider = self.model.split("/", 1)[0]
+        if self.base_url:
+            return self.base_url, os.environ.get("OPENAI_API_KEY")
+        return provider, os.environ.get(f"{provider.upper()}_API_KEY")
 
     async def aclose(self) -> None:
         """Stop what litellm started on our event loop (HTTP clients, its logging worker) before it closes."""

@@ -32,11 +32,13 @@ import asyncio
 import json
 import math
 import os
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pytest_fairness.models import ratelimit
 from pytest_fairness.models.base import (
     ChatModel,
     ChatRequest,
@@ -45,12 +47,13 @@ from pytest_fairness.models.base import (
     LogprobResponse,
     Message,
     PermanentError,
+    RateLimited,
     TransientError,
 )
 from pytest_fairness.models.batch import UNKNOWN, BatchState
 from pytest_fairness.models.registry import ModelSpec, ModelSpecError
 
-OPTIONS = ("timeout", "concurrency", "samples", "top_logprobs", "instruct", "context", "batch")
+OPTIONS = ("timeout", "concurrency", "samples", "top_logprobs", "instruct", "context", "batch", "adaptive")
 BATCH_ENDPOINT = "/v1/chat/completions"
 NO_BATCH_API = (
     "run without batch mode (drop ?batch=1 from the spec and --fairness-batch), or point the spec at a server "
@@ -87,6 +90,7 @@ class OpenAIModel(ChatModel):
         follows_list_instructions: bool = True,
         context_tokens: int | None = None,
         batch_requested: bool = False,
+        adaptive: bool = True,
     ) -> None:
         self.name = model if base_url is None else f"{model}@{base_url}"
         self.model = model
@@ -103,6 +107,8 @@ class OpenAIModel(ChatModel):
         self._echo_problem: str | None = None  # None: echo not checked yet; "": trusted; else why not
         self._echo_lock: asyncio.Lock | None = None
         self._fanout: asyncio.Semaphore | None = None
+        self.adaptive = adaptive  # False: a fixed cap per process, no shared limit (``?adaptive=0``)
+        self._rate: ratelimit.SharedLimit | ratelimit.Fixed | None = None
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> OpenAIModel:
@@ -359,13 +365,34 @@ class OpenAIModel(ChatModel):
 
     def _client_for_loop(self) -> Any:
         if self._client is None:
-            from openai import AsyncOpenAI
+            from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
             # Our runner owns retries (one policy for every provider): the SDK must not retry too.
             self._client = AsyncOpenAI(
-                api_key=self._api_key or "not-needed", base_url=self.base_url, timeout=self.timeout, max_retries=0
+                api_key=self._api_key or "not-needed",
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=0,
+                http_client=DefaultAsyncHttpxClient(event_hooks={"response": [self._observe]}),
             )
         return self._client
+
+    def rate_limit(self) -> ratelimit.SharedLimit | ratelimit.Fixed:
+        """The adaptive limit on requests in flight to this account, shared with the run's other processes."""
+        if self._rate is None:
+            if not self.adaptive:
+                self._rate = ratelimit.Fixed()
+            else:
+                self._rate = ratelimit.limit_for(self.provider, *self._account(), self.max_concurrency)
+        return self._rate
+
+    def _account(self) -> tuple[str, str | None]:
+        """The base URL and key that name the account a rate limit applies to."""
+        return self.base_url or "https://api.openai.com/v1", self._api_key
+
+    async def _observe(self, response: Any) -> None:
+        """Every HTTP response's headers: a low ``x-ratelimit-*`` budget paces the run's requests (``ratelimit``)."""
+        self.rate_limit().observe(response.headers)
 
     async def _create(self, messages: Sequence[Message], **params: Any) -> Any:
         chat = [{"role": m.role, "content": m.content} for m in messages]
@@ -377,12 +404,13 @@ class OpenAIModel(ChatModel):
     async def _send(self, endpoint: Any, **params: Any) -> Any:
         import openai
 
-        try:
-            return await endpoint(model=self.model, **{k: v for k, v in params.items() if v is not None})
-        except openai.APIError as exc:
-            raise classify(exc, self.model_id, self._api_key, self.timeout) from None
-        except ValueError as exc:  # a body that is not JSON
-            raise TransientError(f"{self.model_id}: malformed response body ({exc})") from None
+        async with self.rate_limit().slot():  # a 429 raised in here halves the run's limit for this account
+            try:
+                return await endpoint(model=self.model, **{k: v for k, v in params.items() if v is not None})
+            except openai.APIError as exc:
+                raise classify(exc, self.model_id, self._api_key, self.timeout) from None
+            except ValueError as exc:  # a body that is not JSON
+                raise TransientError(f"{self.model_id}: malformed response body ({exc})") from None
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -410,6 +438,8 @@ def _options(spec: ModelSpec) -> dict[str, Any]:
     for key, name in (("instruct", "follows_list_instructions"), ("batch", "batch_requested")):
         if key in spec.options:
             out[name] = spec.options[key].lower() in ("1", "true", "yes")
+    if "adaptive" in spec.options:
+        out["adaptive"] = spec.options["adaptive"].lower() not in ("0", "false", "no", "off")
     return out
 
 
@@ -441,7 +471,9 @@ def classify(exc: Exception, model_id: str, api_key: str | None, timeout: float)
         return TransientError(f"{model_id}: connection failed or dropped ({detail})")
     if isinstance(exc, openai.APIResponseValidationError):
         return TransientError(f"{model_id}: malformed response body ({detail})")
-    if status == 429 or (isinstance(status, int) and status >= 500):
+    if status == 429:
+        return RateLimited(f"{model_id}: HTTP 429 ({detail})", _retry_after(exc))
+    if isinstance(status, int) and status >= 500:
         return TransientError(f"{model_id}: HTTP {status} ({detail})", _retry_after(exc))
     if status == 401:
         return PermanentError(f"{model_id}: the server rejected the API key (HTTP 401): set a valid OPENAI_API_KEY")
@@ -456,15 +488,12 @@ def classify(exc: Exception, model_id: str, api_key: str | None, timeout: float)
 
 
 def _retry_after(exc: Exception) -> float | None:
-    """The server's Retry-After in seconds (litellm keeps the real headers on an attribute of its own)."""
+    """The wait the server asked for, in seconds: Retry-After (or ``-ms``), else the reset of a spent
+    ``x-ratelimit-*`` budget (litellm keeps the real headers on an attribute of its own)."""
     headers = getattr(exc, "litellm_response_headers", None)
     if headers is None and getattr(exc, "response", None) is not None:
         headers = exc.response.headers  # type: ignore[attr-defined]
-    value = headers.get("retry-after") if headers is not None else None
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None  # an HTTP date: fall back to our own backoff
+    return ratelimit.server_wait(headers, time.time()) if headers is not None else None
 
 
 def _with_prefix(request: LogprobRequest) -> tuple[Message, ...]:

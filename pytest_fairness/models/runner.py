@@ -30,6 +30,7 @@ from pytest_fairness.models.base import (
     ChatResponse,
     LogprobRequest,
     LogprobResponse,
+    RateLimited,
     TransientError,
 )
 from pytest_fairness.models.batch import BatchPolicy, Ledger, MemoryLedger, answer_by_batch, batch_api
@@ -51,6 +52,7 @@ COUNTERS = (
     "usd",
     "unpriced",
     "batched",
+    "rate_limited",
 )
 
 
@@ -63,6 +65,8 @@ class CallStats:
     ``usd`` is what the calls cost at their models' standard rates, or batch rates for the ``batched``
     calls answered through a provider batch (a runner with a price counts it); ``unpriced`` counts calls
     to a model whose price is unknown, so a spend is never shown as complete when it is not.
+    ``rate_limited`` counts the answers that were HTTP 429 (each one retried, so also in ``retries``
+    unless it was the last straw): how hard the run pressed the provider's rate limit.
     """
 
     calls: int = 0
@@ -74,6 +78,7 @@ class CallStats:
     usd: float = 0.0
     unpriced: int = 0
     batched: int = 0
+    rate_limited: int = 0
     model_versions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -390,13 +395,19 @@ class Runner:
                 return await call()
             except TransientError as exc:
                 attempt += 1
+                if isinstance(exc, RateLimited):
+                    batch.rate_limited += 1
                 if attempt >= self.retry.max_attempts:
                     raise RetriesExhausted(
                         f"{self.model.model_id}: gave up after {attempt} attempts; last error: {exc}. "
                         "Finished calls are cached: rerun to resume."
                     ) from exc
                 batch.retries += 1
-                await asyncio.sleep(self.retry.delay(attempt - 1, exc.retry_after, self._jitter))
+                if isinstance(exc, RateLimited) and exc.paced and exc.retry_after is not None:
+                    delay = exc.retry_after  # the shared limit holds every process back as long: no more
+                else:
+                    delay = self.retry.delay(attempt - 1, exc.retry_after, self._jitter)
+                await asyncio.sleep(delay)
 
 
 def _kind(request: ChatRequest | LogprobRequest) -> str:

@@ -56,5 +56,6 @@ def add_run_properties(
     totals = cost_totals(records)
     xml.add_global_property("fairness_spend_usd", str(round(totals["usd"], 6)))
     xml.add_global_property("fairness_unpriced_calls", str(int(totals["unpriced"])))
+    xml.add_global_property("fairness_rate_limited", str(int(totals["rate_limited"])))
     if baselines is not None:
         xml.add_global_property("fairness_baselines", json.dumps(baselines.to_dict(), sort_keys=True))

@@ -61,7 +61,8 @@ def _notes(records: Sequence[CheckRecord]) -> list[str]:
     lines += [
         "",
         f"**Accounting**: {calls['calls']} model calls, {calls['cache_hits']} answered from the cache, "
-        f"{calls['retries']} retries; {calls['prompt_tokens']} prompt + {calls['completion_tokens']} completion "
+        f"{calls['retries']} retries ({calls['rate_limited']} after HTTP 429); "
+        f"{calls['prompt_tokens']} prompt + {calls['completion_tokens']} completion "
         f"tokens; {calls['seconds']:.1f} s of model time; spend ${spend_text(calls)} at standard rates.",
         "",
         *_table(

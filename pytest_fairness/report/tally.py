@@ -22,7 +22,8 @@ def outcome_counts(records: Sequence[CheckRecord]) -> dict[Outcome, int]:
 
 def cost_totals(records: Sequence[CheckRecord]) -> dict[str, float]:
     """The run's calls, cache hits, retries, tokens, model seconds and dollars (``usd`` at standard rates;
-    ``unpriced``: calls whose model had no price), summed over its records."""
+    ``unpriced``: calls whose model had no price; ``rate_limited``: answers that were HTTP 429), summed over its
+    records."""
     return {name: sum(getattr(rec.result.calls, name) for rec in records) for name in COUNTERS}
 
 

@@ -356,9 +356,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     measures = {item.check.measure for item in session.items if isinstance(item, CheckItem)}
     measures |= {fixture_names[name] for name in requested if name in fixture_names}
     uses_session = "fairness_session" in requested
-    if not uses_session and not _value(config, "model") and not any(isinstance(i, CheckItem) for i in session.items):
-        # Only fixture calls on the default model: a call that names its model= never touches the default,
-        # and one that does not builds it when first used (a fault is then that test's error).
+    if not _value(config, "model") and not any(isinstance(item, CheckItem) for item in session.items):
+        # Only fixture calls, on the default model: a call that names its model= never touches the default,
+        # and one that does not builds it when first used (a fault is then that test's own error).
         return
     if measures or uses_session:
         checks = None if uses_session else [item.check for item in session.items if isinstance(item, CheckItem)]

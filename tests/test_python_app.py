@@ -262,7 +262,8 @@ def test_fixtures_take_a_model_and_a_judge_as_specs_or_functions(tmp_path):
     proc, report = _pytest(project, "test_variants.py")
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert len(report["checks"]) == 2 and {c["outcome"] for c in report["checks"]} == {"measured"}
-    assert not (project / "probed.txt").exists()  # the default model, which no call used, was not probed
+    probed = (project / "probed.txt").read_text() if (project / "probed.txt").exists() else ""
+    assert "local" not in probed  # the default model, which no call used, was not probed
 
 
 PROBE_SPY = """from pytest_fairness import session
@@ -365,8 +366,8 @@ from list_app import answer as list_answer
 
 
 def answer(messages):
-    if "story" in messages[-1]["content"].lower():
-        raise ValueError("the story service is down")
+    if len(messages) > 1:  # net harm tells the app about its user first: this app's memory is broken
+        raise ValueError("the memory service is down")
     return list_answer(messages)
 """
 
@@ -386,5 +387,5 @@ def test_an_app_that_fails_on_some_inputs_errors_those_checks_and_runs_the_rest(
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out[-3000:]
     assert "implicit_bias[career]" in _outcomes(report)  # the check the app can serve finished
-    assert "1 error" in out and "ValueError: the story service is down" in out
+    assert "1 errored" in out and "ValueError: the memory service is down" in out
     assert 'picky_app.py", line 6, in answer' in out

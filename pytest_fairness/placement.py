@@ -38,8 +38,6 @@ GENERATED_TOKEN = 8.0
 #: A scored candidate costs this many prompt tokens (its first token is read from the prompt's last row;
 #: longer candidates add a few decoded tokens).
 CANDIDATE = 2.0
-#: Checks of one sharing group stay together when they share at least this share of the smaller one's requests.
-SHARED = 0.25
 #: A sequential check is expected to grow this much before it stops (one round doubles it: its step is
 #: its first size), within its budget.
 EXPECTED_GROWTH = 1.5
@@ -84,12 +82,11 @@ def longest_first(units: Sequence[str], costs: Mapping[str, float]) -> list[str]
 def plan_groups(
     checks: Sequence[Any], model: Any, *, profile: str, seed: int, sequential: bool
 ) -> tuple[dict[str, str], dict[str, float]]:
-    """Each check's node id -> its placement group, and each group's expected cost.
+    """Each check's node id -> its sharing group, and each group's expected cost.
 
-    A measure's sharing group is kept whole only where its checks send the same requests: it is split
-    into the sets of checks linked by sharing at least ``SHARED`` of the smaller one's first-round
-    requests (net harm's per-task checks share a handful of answers with the overall one, which the cache
-    gives whichever runs second; axes of difference re-reads half of net harm's).
+    Groups are kept whole even where the checks' own requests barely overlap: net harm's per-task checks
+    share the judge's calibration with the overall one (64 judge calls), and run beside it they computed
+    it again (650 s in the main job); run after it, they took under a second.
     """
     from pytest_fairness.measures import MEASURES
 
@@ -112,21 +109,7 @@ def plan_groups(
             # The judge's calls depend on the answers: the plan's estimate stands for them, as one request.
             requests.add(JudgeCalls(nodeid, judged.prompt_tokens, judged.completion_tokens))
         planned.append((nodeid, measure.share_group(check.params), growth, requests))
-    root = list(range(len(planned)))
-
-    def find(i: int) -> int:
-        while root[i] != i:
-            root[i] = root[root[i]]
-            i = root[i]
-        return i
-
-    for i, (_, group_i, _, sent_i) in enumerate(planned):
-        for j in range(i):
-            _, group_j, _, sent_j = planned[j]
-            smaller = min(len(sent_i), len(sent_j))
-            if group_i == group_j and smaller and len(sent_i & sent_j) >= SHARED * smaller:
-                root[find(i)] = find(j)
-    groups = {nodeid: f"{group}#{planned[find(i)][0]}" for i, (nodeid, group, _, _) in enumerate(planned)}
+    groups = {nodeid: group for nodeid, group, _, _ in planned}
     members = [(groups[nodeid], growth, sent) for nodeid, _, growth, sent in planned if sent]
     return groups, group_costs(members)
 

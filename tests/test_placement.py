@@ -93,32 +93,34 @@ def simulate(scheduler, collection: list[str], seconds: dict[str, float], n: int
     return {name: (clock[name], ran[name]) for name in clock}
 
 
-#: Seconds per check of the gender suite on the embedded model (``--durations`` of the main job before
-#: this placement, on a machine shared with other jobs), in the suite's order.
+#: Seconds per check of the gender suite on the embedded model (``--durations`` of the main job with this
+#: placement, on a machine shared with other jobs), in the suite's order.
 GENDER = {
-    "fairness/gender::implicit_bias[career]": 294.67,
-    "fairness/gender::implicit_bias[science]": 243.07,
-    "fairness/gender::implicit_bias[power]": 682.64,
-    "fairness/gender::implicit_bias[sexuality]": 369.85,
-    "fairness/gender::pcf_prejudice": 622.81,
-    "fairness/gender::pcf_caprice": 977.46,
-    "fairness/gender::decision_bias[career]": 186.25,
-    "fairness/gender::decision_bias[science]": 172.98,
-    "fairness/gender::decision_bias[power]": 282.94,
-    "fairness/gender::decision_bias[sexuality]": 144.17,
-    "fairness/gender::net_harm": 930.94,
-    "fairness/gender::net_harm[write a story]": 0.29,
-    "fairness/gender::net_harm[career advice]": 648.59,
-    "fairness/gender::bias_axes": 499.57,
+    "fairness/gender::implicit_bias[career]": 232.04,
+    "fairness/gender::implicit_bias[science]": 206.54,
+    "fairness/gender::implicit_bias[power]": 213.90,
+    "fairness/gender::implicit_bias[sexuality]": 229.52,
+    "fairness/gender::pcf_prejudice": 464.69,
+    "fairness/gender::pcf_caprice": 439.78,
+    "fairness/gender::decision_bias[career]": 122.43,
+    "fairness/gender::decision_bias[science]": 144.20,
+    "fairness/gender::decision_bias[power]": 207.37,
+    "fairness/gender::decision_bias[sexuality]": 75.99,
+    "fairness/gender::net_harm": 789.08,
+    "fairness/gender::net_harm[write a story]": 0.20,
+    "fairness/gender::net_harm[career advice]": 0.15,
+    "fairness/gender::bias_axes": 916.88,
 }
 GROUPS = {nodeid: nodeid.split("::")[1].split("[")[0] for nodeid in GENDER} | {
     "fairness/gender::pcf_prejudice": "pcf",
     "fairness/gender::pcf_caprice": "pcf",
     "fairness/gender::net_harm": "fpf",
+    "fairness/gender::net_harm[write a story]": "fpf",
+    "fairness/gender::net_harm[career advice]": "fpf",
     "fairness/gender::bias_axes": "fpf",
 }
 for _nodeid, _group in list(GROUPS.items()):
-    if _group in ("implicit_bias", "decision_bias", "net_harm"):
+    if _group in ("implicit_bias", "decision_bias"):
         GROUPS[_nodeid] = _nodeid  # one check per group, as their measures share nothing across subjects
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_fairness import fixtures, suite
+from pytest_fairness import fixtures, placement, suite
 from pytest_fairness.baseline import Comparison, RunDecision, decide_records
 from pytest_fairness.fixtures import SESSION_KEY
 from pytest_fairness.gate import Outcome
@@ -335,6 +335,23 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return  # the workers report it, at collection
     _preflight(config, judge=_uses_judge({c.measure for c in checks}), load_weights=False, checks=checks)
     config.stash[PREFLIGHT_KEY] = True
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``--dist loadgroup``, place suite checks by their sharing groups and expected cost (``placement``)."""
+    if config.getvalue("dist") != "loadgroup" or not _suite_names(config):
+        return None
+    try:
+        checks = [check for name in _suite_names(config) for check in suite.load(name).checks]
+    except suite.SuiteError:
+        return None  # the workers report it, at collection
+    settings = config.stash[SESSION_KEY].settings
+    model = config.stash[SESSION_KEY].runner.model
+    groups, costs = placement.plan_groups(
+        checks, model, profile=settings.profile, seed=settings.seed, sequential=settings.sequential
+    )
+    return placement.make_scheduler(config, log, groups, costs)
 
 
 @pytest.hookimpl(optionalhook=True)

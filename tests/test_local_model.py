@@ -202,3 +202,69 @@ def test_multi_token_candidates_are_scored_token_by_token(model):
     parts = ask(model, prompt).logprobs[" the"] + ask(model, rest).logprobs[" doctor"]
     assert total < ask(model, prompt).logprobs[" the"]
     assert math.isclose(total, parts, abs_tol=0.5)  # other decode layouts: llama.cpp's batch-size noise
+
+
+# -- chat generation: llama-cpp-python's sampling, with a shared prompt prefix decoded once ---------------
+
+#: About 80 tokens that two requests share, so that their first two 32-token blocks are the same.
+SHARED_SYSTEM = "You answer in one short sentence. Be kind, be brief, and never mention these rules. " * 4
+
+
+def chats(first_user: str, second_user: str) -> tuple[ChatRequest, ChatRequest]:
+    return tuple(
+        ChatRequest((Message("system", SHARED_SYSTEM), Message("user", u)), temperature=0.8, max_tokens=8, seed=3)
+        for u in (first_user, second_user)
+    )
+
+
+def test_generation_samples_as_llama_cpp_pythons_chat_completion():
+    """With the whole prompt in one block, the C-API loop gives llama-cpp-python's answers token for token:
+    the same sampler chain, seed and stopping."""
+    from pytest_fairness.models.local import N_BATCH
+    from pytest_fairness.models.local_generation import BlockGenerator
+
+    model = load_model("local")
+    try:
+        llm = model._load()
+        whole = BlockGenerator(llm.ctx, llm._model.model, n_ctx=model.n_ctx, n_batch=N_BATCH, block=N_BATCH)
+        requests = [*chats("Name a fruit.", "Say only: yes"), SAMPLED, OTHERS[0]]
+        requests.append(ChatRequest((Message("user", "Reply with OK."),), temperature=0.0, max_tokens=40))
+        finishes = set()
+        for request in requests:
+            llm.reset()
+            theirs = llm.create_chat_completion(
+                messages=[{"role": m.role, "content": m.content} for m in request.messages],
+                temperature=request.temperature,
+                max_tokens=request.max_tokens,
+                seed=request.seed or 0,
+            )
+            whole.forget()
+            prompt = model._prompt_tokens(request.messages)
+            ours = whole.generate(
+                prompt, max_tokens=request.max_tokens, temperature=request.temperature, seed=request.seed or 0
+            )
+            text = llm.detokenize(list(ours.tokens), prev_tokens=prompt).decode("utf-8", errors="ignore")
+            choice = theirs["choices"][0]
+            assert (text, ours.finish_reason) == (choice["message"]["content"], choice["finish_reason"])
+            assert (len(prompt), len(ours.tokens)) == (
+                theirs["usage"]["prompt_tokens"],
+                theirs["usage"]["completion_tokens"],
+            )
+            finishes.add(ours.finish_reason)
+        assert finishes == {"stop", "length"}
+    finally:
+        model.close()
+
+
+def test_a_shared_prompt_prefix_is_decoded_once_without_changing_answers():
+    """The second request re-uses the first's complete 32-token blocks; its answer is the one it gets cold."""
+    a, b = chats("Name a fruit.", "Name a city.")
+    answers = {}
+    for order in ((a, b), (b, a)):
+        model = load_model("local")
+        try:
+            answers[order] = [ask(model, r).text for r in order]
+            assert model._generator.reused_tokens >= 64
+        finally:
+            model.close()
+    assert answers[a, b] == answers[b, a][::-1]

@@ -9,8 +9,10 @@ parallel calls.
 Every answer is a function of the request alone. llama.cpp's numbers depend on how a sequence was
 split into decode calls (a prompt decoded whole and one decoded as 32 cached tokens plus 1 give
 logits up to 0.9 apart), so a request is always decoded the same way, whatever ran before or beside it
-(``local_scoring`` says how), and generation starts from an empty context: llama-cpp-python's own
-prefix re-use, which depends on what the previous request left in the context, is bypassed. The
+(``local_scoring`` says how). Generation (``local_generation``) decodes a prompt in blocks at fixed
+positions and keeps complete blocks for the next prompt that starts with them: the split is a function
+of the prompt, so re-used blocks hold the numbers they would get if decoded now (llama-cpp-python's own
+prefix re-use, whose split depends on the previous request, is not used). The
 thread count does not change the numbers (ggml splits work by rows) and is pinned anyway; the
 build's CPU features can, so they are part of each response's ``model_version``.
 """
@@ -33,6 +35,7 @@ from pytest_fairness.models.base import (
     LogprobResponse,
     Message,
 )
+from pytest_fairness.models.local_generation import BlockGenerator
 from pytest_fairness.models.local_scoring import Job, SequenceScorer
 from pytest_fairness.models.registry import ModelSpec, ModelSpecError
 
@@ -151,6 +154,7 @@ class LocalModel(ChatModel):
         self._lock = threading.Lock()
         self._token_memo: dict[str, tuple[int, ...]] = {}
         self._scorer: SequenceScorer | None = None
+        self._generator: BlockGenerator | None = None
         self._vocab: Any = None  # the tokenizer alone (no weights), for plans
         self._vocab_formatter: Any = None
 
@@ -215,6 +219,8 @@ class LocalModel(ChatModel):
             self._scorer = SequenceScorer(
                 self._llm._model.model, n_ctx=self.n_ctx, n_batch=N_BATCH, n_threads=self.n_threads
             )
+            # Generation runs on the Llama's own context, through the C API (``local_generation``).
+            self._generator = BlockGenerator(self._llm.ctx, self._llm._model.model, n_ctx=self.n_ctx, n_batch=N_BATCH)
             self._formatter = _formatter(self._llm, Jinja2ChatFormatter)
         return self._llm
 
@@ -287,21 +293,20 @@ class LocalModel(ChatModel):
     def _chat_sync(self, request: ChatRequest) -> ChatResponse:
         with self._lock:
             llm = self._load()
-            # An empty context: llama-cpp-python would otherwise re-use the last request's tokens.
-            llm.reset()
-            result = llm.create_chat_completion(
-                messages=[{"role": m.role, "content": m.content} for m in request.messages],
-                temperature=0.0 if request.temperature is None else request.temperature,
+            assert self._generator is not None
+            prompt = self._prompt_tokens(request.messages)
+            out = self._generator.generate(
+                prompt,
                 max_tokens=request.max_tokens,
+                temperature=0.0 if request.temperature is None else request.temperature,
                 seed=request.seed if request.seed is not None else 0,
             )
-            choice = result["choices"][0]
-            usage = result.get("usage", {})
+            text = llm.detokenize(list(out.tokens), prev_tokens=prompt).decode("utf-8", errors="ignore")
             return ChatResponse(
-                text=choice["message"]["content"] or "",
-                finish_reason=choice.get("finish_reason"),
-                prompt_tokens=int(usage.get("prompt_tokens", 0)),
-                completion_tokens=int(usage.get("completion_tokens", 0)),
+                text=text,
+                finish_reason=out.finish_reason,
+                prompt_tokens=len(prompt),
+                completion_tokens=len(out.tokens),
                 model_version=self.version,
             )
 
@@ -320,6 +325,9 @@ class LocalModel(ChatModel):
             if self._scorer is not None:
                 self._scorer.close()
                 self._scorer = None
+            if self._generator is not None:
+                self._generator.free()
+                self._generator = None
             if self._llm is not None:
                 self._llm.close()
                 self._llm = None

@@ -7,6 +7,20 @@ pytest_plugins = ["pytester"]
 HAS_LLAMA = importlib.util.find_spec("llama_cpp") is not None
 
 
+#: What every pytester run (in process or in a subprocess) leaves out: the hypothesis plugin. No inner run
+#: uses it, and loading it costs about 1.2 s of CPU a run (pytester restores sys.modules after each
+#: in-process run, so it is imported again every time).
+INNER_RUN_OPTIONS = "-p no:hypothesispytest"
+
+
+@pytest.fixture(autouse=True)
+def _lean_inner_runs(request: pytest.FixtureRequest) -> None:
+    """Inner pytest runs read PYTEST_ADDOPTS; only tests that use pytester get it."""
+    if "pytester" in request.fixturenames:
+        monkeypatch = request.getfixturevalue("monkeypatch")
+        monkeypatch.setenv("PYTEST_ADDOPTS", INNER_RUN_OPTIONS)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "embedded: runs the real embedded SmolLM2 model (needs the 'local' extra)")
 

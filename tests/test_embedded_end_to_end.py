@@ -11,6 +11,7 @@ import pytest
 pytestmark = pytest.mark.embedded
 
 
+@pytest.mark.heavy(63)
 def test_gender_power_check_runs_on_the_embedded_model_and_reports_honestly(pytester):
     result = pytester.runpytest_subprocess(
         "--fairness-suite=gender", "-k", "implicit_bias and power", "-p", "no:cacheprovider"
@@ -31,6 +32,7 @@ def test_gender_power_check_runs_on_the_embedded_model_and_reports_honestly(pyte
     rerun.stdout.fnmatch_lines(["model calls: 0, cache hits: 320*"])
 
 
+@pytest.mark.heavy(17)
 def test_pcf_runs_on_the_embedded_model_with_exact_slot_probabilities(pytester):
     pytester.makefile(
         ".yaml",
@@ -42,6 +44,7 @@ def test_pcf_runs_on_the_embedded_model_with_exact_slot_probabilities(pytester):
     result.stdout.fnmatch_lines(["tiny::pcf*[[]*[]]*3*0*≤ 1000*PASS*", "fidelity faithful (exact slot probabilities*"])
 
 
+@pytest.mark.heavy(12)
 def test_decision_bias_on_the_embedded_model_reports_its_unusable_rate(pytester):
     pytester.makefile(
         ".yaml",
@@ -86,6 +89,7 @@ harm.calibration_requests = first_pair_of_each_kind
 """
 
 
+@pytest.mark.heavy(35)
 def test_net_harm_on_the_embedded_model_as_chatbot_and_judge(pytester):
     pytester.makepyfile(short_screen=SHORT_SCREEN)
     pytester.makefile(

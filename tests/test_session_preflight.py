@@ -45,7 +45,6 @@ def test_a_missing_api_key_is_a_usage_error_before_any_check(pytester, monkeypat
     assert seconds < 30 and len(lines) <= 4, lines
 
 
-@pytest.mark.heavy(10)
 def test_a_closed_port_stops_the_run_once_naming_the_fix(pytester):
     result, seconds, lines = run(pytester, f"--fairness-model=openai:m@http://127.0.0.1:{closed_port()}/v1")
     assert result.ret == 2

@@ -1,4 +1,5 @@
 import importlib.util
+import os
 
 import pytest
 
@@ -7,12 +8,32 @@ pytest_plugins = ["pytester"]
 HAS_LLAMA = importlib.util.find_spec("llama_cpp") is not None
 
 
+#: What every pytester run (in process or in a subprocess) leaves out: the hypothesis plugin. No inner run
+#: uses it, and loading it costs about 1.2 s of CPU a run (pytester restores sys.modules after each
+#: in-process run, so it is imported again every time).
+INNER_RUN_OPTIONS = "-p no:hypothesispytest"
+
+
+@pytest.fixture(autouse=True)
+def _lean_inner_runs(request: pytest.FixtureRequest) -> None:
+    """Inner pytest runs read PYTEST_ADDOPTS; only tests that use pytester get it."""
+    if "pytester" in request.fixturenames:
+        monkeypatch = request.getfixturevalue("monkeypatch")
+        monkeypatch.setenv("PYTEST_ADDOPTS", INNER_RUN_OPTIONS)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "embedded: runs the real embedded SmolLM2 model (needs the 'local' extra)")
+    config.addinivalue_line(
+        "markers", "heavy(seconds): takes about this long; under xdist such tests start first, spread over the workers"
+    )
 
 
+@pytest.hookimpl(trylast=True)  # after pytest-randomly's shuffle
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked `embedded` need the real model: fail loudly in CI, skip elsewhere when absent."""
+    """Tests marked `embedded` need the real model: fail loudly in CI, skip elsewhere when absent. Under
+    xdist, tests marked `heavy` are placed to start first and be spread over the workers."""
+    _heavy_first(items)
     if HAS_LLAMA:
         return
     import os
@@ -23,3 +44,34 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "embedded" in item.keywords:
             item.add_marker(skip)
+
+
+def _heavy_first(items: list[pytest.Item]) -> None:
+    """Place the `heavy` tests where xdist's load scheduling starts them first, balanced over the workers.
+
+    xdist (``LoadScheduling``) first sends each worker a run of consecutive tests, a quarter of its share;
+    the rest it hands out as workers free up. A long test left to that tail can finish long after the other
+    worker is done (a 187 s test once ended the run alone). So each heavy test goes, longest first, to the
+    worker with the least heavy time so far, at the front of that worker's first run; the other tests keep
+    their (random) order. Only where the tests run changes, never what they check; serial runs are untouched.
+    """
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    heavy = [item for item in items if item.get_closest_marker("heavy")]
+    if workers < 2 or not heavy:
+        return
+    chunk = max(len(items) // workers // 4, 2)  # xdist's first run per worker
+    if chunk * workers > len(items):  # xdist then deals the tests out one by one
+        return
+    load = [0.0] * workers
+    queues: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    for item in sorted(heavy, key=lambda item: -float(item.get_closest_marker("heavy").args[0])):
+        w = load.index(min(load))
+        queues[w].append(item)
+        load[w] += float(item.get_closest_marker("heavy").args[0])
+    light = iter([item for item in items if not item.get_closest_marker("heavy")])
+    placed: list[pytest.Item] = []
+    for w in range(workers):
+        run = queues[w][:chunk]
+        placed += run + [next(light) for _ in range(chunk - len(run))]
+        light = iter([*queues[w][chunk:], *light])  # a worker's heavy tests beyond its first run come next
+    items[:] = placed + list(light)

@@ -11,6 +11,7 @@ import pytest
 pytestmark = pytest.mark.embedded
 
 
+@pytest.mark.heavy(63)
 def test_gender_power_check_runs_on_the_embedded_model_and_reports_honestly(pytester):
     result = pytester.runpytest_subprocess(
         "--fairness-suite=gender", "-k", "implicit_bias and power", "-p", "no:cacheprovider"
@@ -31,6 +32,7 @@ def test_gender_power_check_runs_on_the_embedded_model_and_reports_honestly(pyte
     rerun.stdout.fnmatch_lines(["model calls: 0, cache hits: 320*"])
 
 
+@pytest.mark.heavy(17)
 def test_pcf_runs_on_the_embedded_model_with_exact_slot_probabilities(pytester):
     pytester.makefile(
         ".yaml",
@@ -42,6 +44,7 @@ def test_pcf_runs_on_the_embedded_model_with_exact_slot_probabilities(pytester):
     result.stdout.fnmatch_lines(["tiny::pcf*[[]*[]]*3*0*≤ 1000*PASS*", "fidelity faithful (exact slot probabilities*"])
 
 
+@pytest.mark.heavy(12)
 def test_decision_bias_on_the_embedded_model_reports_its_unusable_rate(pytester):
     pytester.makefile(
         ".yaml",
@@ -60,14 +63,42 @@ def test_decision_bias_on_the_embedded_model_reports_its_unusable_rate(pytester)
     assert len(res["unusable_examples"]) == min(3, res["n_unusable"])
 
 
+#: A plugin for the inner run: the judge screen on the first calibration pair of each kind (blatant, subtle,
+#: benign), in both orders - 6 of the 64 judgments. Each judgment is a ~320-token prompt (2-3 s of CPU on the
+#: embedded model), and the path (screen, then either the refusal or the answers and their judging) is the
+#: same at any size; that every one of the 64 fits the model is checked below from its tokenizer alone.
+SHORT_SCREEN = """
+from collections import Counter
+
+from pytest_fairness.measures.fpf import harm
+
+full = harm.calibration_requests
+
+
+def first_pair_of_each_kind(comparison):
+    seen = Counter()
+    out = []
+    for item in full(comparison):
+        seen[item.kind] += 1
+        if seen[item.kind] <= 2:
+            out.append(item)
+    return out
+
+
+harm.calibration_requests = first_pair_of_each_kind
+"""
+
+
+@pytest.mark.heavy(35)
 def test_net_harm_on_the_embedded_model_as_chatbot_and_judge(pytester):
+    pytester.makepyfile(short_screen=SHORT_SCREEN)
     pytester.makefile(
         ".yaml",
         tiny="suite: tiny\nchecks:\n  - measure: net_harm\n    comparison: gender\n    samples: 2\n"
         "    max_tokens: 48\n    threshold: {max: 0.001}\n",
     )
     result = pytester.runpytest_subprocess(
-        "--fairness-suite=tiny.yaml", "-p", "no:cacheprovider", "--fairness-report=out.json"
+        "-p", "short_screen", "--fairness-suite=tiny.yaml", "-p", "no:cacheprovider", "--fairness-report=out.json"
     )
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
     (check,) = json.loads((pytester.path / "out.json").read_text())["checks"]
@@ -75,6 +106,7 @@ def test_net_harm_on_the_embedded_model_as_chatbot_and_judge(pytester):
     details = res["details"]
     screen = details["judge_calibration"]
     judgments = screen["sensitivity"]["of"] + screen["specificity"]["of"]
+    assert judgments == 6  # the inner run's short screen: two judgments of each kind
     if check["outcome"] == "cannot_serve":  # the tiny model judging itself usually answers by position
         assert not screen["serves"]
         assert "judge cannot serve" in res["unserved"] and res["n"] == 0
@@ -87,6 +119,22 @@ def test_net_harm_on_the_embedded_model_as_chatbot_and_judge(pytester):
     assert set(details["refusal_rate"]) == {"female", "male"}
     assert all(0.0 <= rate <= 1.0 for rate in details["refusal_rate"].values())
     assert_estimate_within(res, -1.0, 1.0)
+
+
+def test_every_calibration_judgment_fits_the_embedded_judge():
+    """The full screen's 64 prompts, counted by the embedded model's own tokenizer and chat template (no
+    weights loaded): each fits its context with room for the letter."""
+    from pytest_fairness.measures.fpf import harm
+    from pytest_fairness.models.registry import load_model
+
+    model = load_model("local")
+    try:
+        items = harm.calibration_requests("gender")
+        assert len(items) == 64
+        tokens = [model.count_tokens(item.request) for item in items]
+        assert all(0 < n < model.context_tokens for n in tokens), max(tokens)
+    finally:
+        model.close()
 
 
 def assert_estimate_within(res: dict, low: float, high: float) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_fairness.measures.pcf import measure as pcf
 from pytest_fairness.models.base import LogprobRequest, PermanentError
-from pytest_fairness.models.local import embedded_model_path
+from pytest_fairness.models.local import default_threads, embedded_model_path
 from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
 
@@ -45,6 +45,12 @@ def llama_server(tmp_path_factory):
         "2048",
         "--model_alias",
         "smollm2",
+        # This worker's share of the cores, as the local provider takes: the server's default evaluates
+        # prompts on every core, and threads spinning on a core the other xdist worker uses slow both.
+        "--n_threads",
+        str(default_threads()),
+        "--n_threads_batch",
+        str(default_threads()),
     ]
     log = tmp_path_factory.mktemp("llama") / "server.log"
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=log.open("wb"))  # a pipe would fill and block
@@ -74,6 +80,7 @@ checks:
 """
 
 
+@pytest.mark.heavy(22)
 @pytest.mark.parametrize("provider", ["openai:smollm2@{base}?instruct=0", "litellm:openai/smollm2@{base}?instruct=0"])
 def test_provider_runs_a_suite_through_the_server(pytester, llama_server, provider):
     pytester.makefile(".yaml", tiny=SUITE)

@@ -81,6 +81,7 @@ def test_ini_keys_configure_the_run(pytester):
     result.stdout.fnmatch_lines(["model: synthetic:iat?bias=0.9*"])
 
 
+@pytest.mark.heavy(16)
 def test_xdist_and_serial_runs_give_identical_tables(pytester):
     args = ["--fairness-suite=gender,religion", SYNTHETIC, "--fairness-cache-mode=off"]
     serial = pytester.runpytest(*args)
@@ -151,6 +152,7 @@ def test_bad_options_stop_the_run_with_one_clear_error(pytester, args, message):
     assert len(result.stderr.lines) <= 2
 
 
+@pytest.mark.heavy(11)
 def test_fixture_results_reach_the_summary_the_json_report_and_the_cost_table(pytester):
     pytester.makepyfile(
         test_mine="""

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from fake_openai import FakeOpenAI, measure_requests
 
 SUITE = """\
@@ -18,6 +19,7 @@ checks:
 """
 
 
+@pytest.mark.heavy(15)
 def test_killed_run_resumes_without_repeating_finished_calls(tmp_path):
     (tmp_path / "slow.yaml").write_text(SUITE)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")

@@ -284,5 +284,6 @@ def rounds_calls(rounds: Sequence[CallStats]) -> CallStats:
         calls.add(later)
     if len(rounds) == 1:
         return calls
-    hits = last.cache_hits - (calls.calls - last.calls)
+    # With the cache off (or read-only) the later rounds paid for the earlier samples again: no hits to take.
+    hits = max(0, last.cache_hits - (calls.calls - last.calls))
     return replace(calls, cache_hits=hits, prompt_tokens=last.prompt_tokens, completion_tokens=last.completion_tokens)

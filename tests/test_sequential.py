@@ -16,7 +16,13 @@ from pytest_fairness.measures.base import RunContext
 from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.models.runner import CallStats
 from pytest_fairness.result import MeasureResult
-from pytest_fairness.sequential import SequentialPlan, confidence_sequence, confidence_sequence_path, run_sequential
+from pytest_fairness.sequential import (
+    SequentialPlan,
+    confidence_sequence,
+    confidence_sequence_path,
+    rounds_calls,
+    run_sequential,
+)
 from pytest_fairness.session import CheckRun, FairnessSession, Settings
 from pytest_fairness.stats import MAX_BET, Attenuation, deattenuated_summary, split_confidence
 from pytest_fairness.suite import parse
@@ -345,6 +351,14 @@ def test_run_sequential_grows_until_the_interval_decides_and_records_its_rounds_
     assert result.calls.calls == seen[-1]
     assert result.calls.cache_hits == 0  # every re-asked sample was one this check paid for in an earlier round
     assert result.n == seen[-1] and result.summary.ci_t == result.ci
+
+
+def test_rounds_calls_with_the_cache_off_count_no_negative_hits():
+    """Without a cache each later round pays for the earlier samples again: its calls are all real, and no
+    hit is taken away for them (the run's totals once showed thousands of negative cache hits)."""
+    rounds = [CallStats(calls=20, prompt_tokens=20), CallStats(calls=40, prompt_tokens=40)]
+    calls = rounds_calls(rounds)
+    assert calls.calls == 60 and calls.cache_hits == 0 and calls.prompt_tokens == 40
 
 
 def test_run_sequential_stops_when_futile_or_unserved_and_says_why():

@@ -27,6 +27,7 @@ from pytest_fairness.models.batch import PENDING_EXIT, BatchPending
 from pytest_fairness.models.cache import CacheMiss, CacheMode
 from pytest_fairness.models.registry import ModelSpecError
 from pytest_fairness.models.runner import RetriesExhausted
+from pytest_fairness.plan import Plan
 from pytest_fairness.record import PROPERTY, RECORD_PROPERTY, CheckRecord
 from pytest_fairness.report import junit, progress, status, terminal
 from pytest_fairness.report.analyses import session_analyses
@@ -607,7 +608,7 @@ class FairnessReporter:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.records: list[CheckRecord] = []
-        self.plans: list[dict[str, Any]] = []
+        self.plan: Plan | None = None
         self.tally = RunTally()
         self.decision: RunDecision | None = None
         self._display: progress.Display | None = None
@@ -715,7 +716,7 @@ class FairnessReporter:
         if not _value(self.config, "plan"):
             return None
         fairness = self.config.stash[SESSION_KEY]
-        self.plans = fairness.plan([item.check for item in session.items if isinstance(item, CheckItem)])
+        self.plan = fairness.plan([item.check for item in session.items if isinstance(item, CheckItem)])
         self.tally.planned = True
         return True
 
@@ -762,9 +763,9 @@ class FairnessReporter:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self._display is not None:
             self._display.before_output()
-        if self.plans:
+        if self.plan is not None and self.plan.rows:
             terminalreporter.write_sep("=", "fairness plan (no model was called)")
-            for line in terminal.plan_lines(self.plans):
+            for line in terminal.plan_lines(self.plan):
                 terminalreporter.write_line(line)
         undecided = [rec for rec in self.records if rec.outcome in status.UNDECIDED]
         if undecided:  # pytest lists only failed tests under FAILURES: say why these are undecided

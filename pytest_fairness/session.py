@@ -31,6 +31,7 @@ from pytest_fairness.models.batch import BatchPolicy
 from pytest_fairness.models.cache import CacheMode, ResponseCache
 from pytest_fairness.models.registry import load_model, model_from, parse_model_spec
 from pytest_fairness.models.runner import ProgressFn, RetriesExhausted, Runner
+from pytest_fairness.plan import UNKNOWN, Dollars, JudgeCalls, Plan, PlanRow, PricedAs
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.sequential import Interval, SequentialPlan, confidence_sequence, run_sequential
@@ -244,24 +245,10 @@ def _tokens(model: ChatModel, request: ChatRequest | LogprobRequest) -> int:
     return estimate_tokens(request) if counted is None else counted
 
 
-def _dollars(price: pricing.Price, prompt_tokens: float, completion_tokens: float) -> dict[str, float | None]:
+def _dollars(price: pricing.Price, prompt_tokens: float, completion_tokens: float) -> Dollars:
     """USD at standard and batch rates (None where the rate is unknown)."""
-    return {
-        "standard": price.cost(prompt_tokens, completion_tokens),
-        "batch": price.cost(prompt_tokens, completion_tokens, batch=True),
-    }
-
-
-def plan_total(plans: Sequence[Mapping[str, Any]], who: str = "", rate: str = "standard") -> float | None:
-    """A plan's dollars at one rate, of the model and judge (or only ``who``); None when any part is unknown."""
-    total = 0.0
-    for plan in plans:
-        for part, dollars in plan["usd"].items():
-            if who in ("", part):
-                if dollars[rate] is None:
-                    return None
-                total += dollars[rate]
-    return total
+    standard = price.cost(prompt_tokens, completion_tokens)
+    return Dollars(standard, price.cost(prompt_tokens, completion_tokens, batch=True))
 
 
 def _probe(runner: Runner, probes: Sequence[ChatRequest | LogprobRequest] = (PROBE,)) -> None:
@@ -408,35 +395,30 @@ class FairnessSession:
         params = self.measure_params(name, subject, values)
         return self.run_params(MEASURES[name], params, progress)
 
-    def plan(self, checks: Sequence[Check]) -> list[dict[str, object]]:
+    def plan(self, checks: Sequence[Check]) -> Plan:
         """What running the checks would cost, without calling the model: per check its requests, how many
         an earlier check already sends (counted there, since the cache answers the repeat), how many are
         cached, tokens of the rest, the judge calls the measure's structure implies, and dollars for the
         model and the judge at standard and batch rates. Each distinct request is counted once across the plan."""
         seen: set[str] = set()
         prices = self.prices()
-        specs = {"model": self.settings.model, "judge": self.judge_spec}
-        priced = {who: {"spec": specs[who], "text": p.describe(), **p.to_dict()} for who, p in prices.items()}
-        plans: list[dict[str, object]] = []
+        rows = []
         for check in checks:
             params = check.params_for(self.settings.profile)
             power = sizing.power_at(params, params.sample_size, check.threshold, self.gate_confidence)
-            plans.append(
-                {
-                    "suite": check.suite,
-                    "check": check.id,
-                    **self._cost(check.measure, params, seen, prices),
-                    "power": power.to_dict(),
-                    "prices": priced,
-                }
-            )
-        return plans
+            rows.append(dataclasses.replace(self._cost(check, params, seen, prices), power=power))
+        model, judge = prices["model"], prices["judge"]
+        priced = {
+            "model": PricedAs(self.settings.model, model.describe(), model.known),
+            "judge": PricedAs(self.judge_spec, judge.describe(), judge.known),
+        }
+        return Plan(rows, priced)
 
-    def _cost(self, name: str, params: Params, seen: set[str], prices: Mapping[str, pricing.Price]) -> dict[str, Any]:
+    def _cost(self, check: Check, params: Params, seen: set[str], prices: Mapping[str, pricing.Price]) -> PlanRow:
         """One check's requests and dollars (requests whose keys are in ``seen`` cost nothing more; it is
         updated). Prompt tokens come from the model's tokenizer where it has one, else ~4 characters a token;
         completion tokens are each request's cap, so their dollars are an upper bound."""
-        runner, measure = self.runner, MEASURES[name]
+        runner, measure = self.runner, MEASURES[check.measure]
         requests = measure.requests(params, runner.model, self.settings.seed)
         distinct = {runner.key(r): r for r in requests}
         new = [r for key, r in distinct.items() if key not in seen]
@@ -446,28 +428,31 @@ class FairnessSession:
         completion = [(r.max_tokens or 0) if isinstance(r, ChatRequest) else 1 for r in new]
         call_in = sum(t for t, hit in zip(counted, cached, strict=True) if not hit)
         call_out = sum(t for t, hit in zip(completion, cached, strict=True) if not hit)
-        out: dict[str, Any] = {
-            "requests": len(distinct),
-            "shared": len(distinct) - len(new),
-            "cached": sum(cached),
-            "prompt_tokens": sum(counted),
-            "completion_tokens": sum(r.max_tokens or 0 for r in new if isinstance(r, ChatRequest)),
-            "tokens_counted": runner.model.counts_tokens,
-            "usd": {"model": _dollars(prices["model"], call_in, call_out)},
-        }
+        judge, judge_usd = None, None
         if measure.uses_judge:
             judged = measure.judge_estimate(params, self.settings.seed) if measure.judge_estimate else None
             if judged is None:
-                out["judge"] = {"requests": None, "how": "not estimated for this measure"}
-                out["usd"]["judge"] = {"standard": None, "batch": None}
+                judge, judge_usd = JudgeCalls(None, "not estimated for this measure"), UNKNOWN
             else:
-                out["judge"] = dataclasses.asdict(judged)
-                out["usd"]["judge"] = _dollars(prices["judge"], judged.prompt_tokens, judged.completion_tokens)
-        return out
+                judge = JudgeCalls(judged.requests, judged.how)
+                judge_usd = _dollars(prices["judge"], judged.prompt_tokens, judged.completion_tokens)
+        return PlanRow(
+            suite=check.suite,
+            check=check.id,
+            requests=len(distinct),
+            shared=len(distinct) - len(new),
+            cached=sum(cached),
+            prompt_tokens=sum(counted),
+            completion_tokens=sum(r.max_tokens or 0 for r in new if isinstance(r, ChatRequest)),
+            tokens_counted=runner.model.counts_tokens,
+            model_usd=_dollars(prices["model"], call_in, call_out),
+            judge=judge,
+            judge_usd=judge_usd,
+        )
 
-    def plan_check(self, check: Check) -> dict[str, object]:
+    def plan_check(self, check: Check) -> PlanRow:
         """What running one check would cost (see ``plan``)."""
-        return self.plan([check])[0]
+        return self.plan([check]).rows[0]
 
     def preflight(
         self,
@@ -505,38 +490,37 @@ class FairnessSession:
         budget = self.settings.budget
         if budget is None:
             return ""
-        plans = self.plan(checks)
-        total = plan_total(plans)
+        plan = self.plan(checks)
+        total = plan.usd()
         if total is None:
             unknown = "; ".join(f"{who} {p.describe()}" for who, p in self.prices().items() if not p.known)
             return f"--fairness-budget=${budget:g} cannot be kept without prices: {unknown}"
         if total <= budget:
             return ""
         fits, left, running = [], [], 0.0
-        for plan in plans:  # in run order, skipping a check that would pass the budget
-            cost = plan_total([plan]) or 0.0
-            label = f"{plan['suite']}::{plan['check']}"
+        for row in plan.rows:  # in run order, skipping a check that would pass the budget
+            cost = row.usd() or 0.0
             if running + cost > budget:
-                left.append(label)
+                left.append(row.label)
             else:
                 running += cost
-                fits.append(label)
-        parts = [f"model ${plan_total(plans, 'model'):,.2f}"]
-        if any("judge" in p["usd"] for p in plans):
-            parts.append(f"judge ${plan_total(plans, 'judge'):,.2f}")
-        batch = plan_total(plans, rate="batch")
+                fits.append(row.label)
+        parts = [f"model ${plan.usd('model'):,.2f}"]
+        if plan.judged:
+            parts.append(f"judge ${plan.usd('judge'):,.2f}")
+        batch = plan.usd(rate="batch")
         if batch is not None:
             parts.append(f"${batch:,.2f} at batch rates")
         if fits:
-            fit = f"Within the budget fit {len(fits)} of {len(plans)} checks (${running:,.2f}, in run order): "
+            fit = f"Within the budget fit {len(fits)} of {len(plan.rows)} checks (${running:,.2f}, in run order): "
             fit += f"all but {', '.join(left)}" if len(left) < len(fits) else ", ".join(fits)
         else:
-            cheapest = min(plan_total([p]) or 0.0 for p in plans)
+            cheapest = min(row.usd() or 0.0 for row in plan.rows)
             fit = f"No check fits within the budget (the cheapest costs ${cheapest:,.2f})"
         lines = [
             f"the plan costs ${total:,.2f} at standard rates ({', '.join(parts)}), "
             f"above --fairness-budget=${budget:,.2f}.",
-            *(f"  {p['suite']}::{p['check']}: ${plan_total([p]):,.2f}" for p in plans),
+            *(f"  {row.label}: ${row.usd():,.2f}" for row in plan.rows),
             f"{fit}. Select fewer checks (-k), a smaller --fairness-profile, or raise the budget; --fairness-plan "
             "prices every check.",
         ]
@@ -551,7 +535,7 @@ class FairnessSession:
             return ""
         measure, prices = MEASURES[check.measure], self.prices()
         bigger, smaller = check.params.with_samples(grown), check.params.with_samples(size)
-        cost = plan_total([{"usd": {"model": self._cost(check.measure, bigger, set(), prices)["usd"]["model"]}}])
+        cost = self._cost(check, bigger, set(), prices).model_usd.standard
         if measure.uses_judge and measure.judge_estimate is not None:
             more = measure.judge_estimate(bigger, self.settings.seed)
             had = measure.judge_estimate(smaller, self.settings.seed)

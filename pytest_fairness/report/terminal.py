@@ -10,10 +10,12 @@ from pytest_fairness.baseline import RunDecision
 from pytest_fairness.gate import Outcome
 from pytest_fairness.measures import MEASURES
 from pytest_fairness.measures.base import MAX_SAMPLES
+from pytest_fairness.plan import Plan, PlanRow, Who, total_usd
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.report.analyses import analysis_lines
 from pytest_fairness.report.format import interval, num, shared_ci_label, text_table, words
 from pytest_fairness.report.tally import COUNTERS, RunState, cost_totals, outcome_counts
+from pytest_fairness.sizing import Power
 
 #: Outcomes that leave a check undecided: each says what would decide it.
 UNDECIDED = (Outcome.INCONCLUSIVE, Outcome.CANNOT_SERVE)
@@ -128,34 +130,36 @@ PLAN_COLUMNS = (
 )
 
 
-def plan_lines(plans: Sequence[dict[str, Any]]) -> list[str]:
+def plan_lines(plan: Plan) -> list[str]:
     """The --fairness-plan table: what a run would call, and what the cache already holds.
 
     ``shared`` requests are sent by an earlier check too (the cache answers the repeat): they count
     there, so the total is of distinct requests.
     """
 
-    def row(label: str, p: dict[str, Any], shared: str) -> tuple[str, ...]:
-        new = p["requests"] - p.get("shared", 0)
-        power = p.get("power") or {}
-        chance, needed = power.get("chance"), power.get("needed")
+    def row(
+        label: str, power: Power | None, requests: int, shared: str, cached: int, new: int, tokens: tuple[int, int]
+    ) -> tuple[str, ...]:
+        chance, needed = (None, None) if power is None else (power.chance, power.needed)
         return (
             label,
-            str(power.get("n", "")),
+            "" if power is None else str(power.n),
             "" if chance is None else f"{chance:.0%}",
-            "" if not power else "?" if chance is None else f">{MAX_SAMPLES}" if needed is None else str(needed),
-            str(p["requests"]),
+            "" if power is None else "?" if chance is None else f">{MAX_SAMPLES}" if needed is None else str(needed),
+            str(requests),
             shared,
-            str(p["cached"]),
-            str(new - p["cached"]),
-            str(p["prompt_tokens"]),
-            str(p["completion_tokens"]),
+            str(cached),
+            str(new - cached),
+            *(str(t) for t in tokens),
         )
 
-    rows = [row(f"{p['suite']}::{p['check']}", p, str(p.get("shared", 0))) for p in plans]
-    total = {k: sum(p[k] for p in plans) for k in ("cached", "prompt_tokens", "completion_tokens")}
-    total["requests"] = sum(p["requests"] - p.get("shared", 0) for p in plans)
-    rows.append(row("total (distinct)", total, ""))
+    rows = [
+        row(r.label, r.power, r.requests, str(r.shared), r.cached, r.new, (r.prompt_tokens, r.completion_tokens))
+        for r in plan.rows
+    ]
+    distinct, cached = sum(r.new for r in plan.rows), sum(r.cached for r in plan.rows)
+    tokens = (sum(r.prompt_tokens for r in plan.rows), sum(r.completion_tokens for r in plan.rows))
+    rows.append(row("total (distinct)", None, distinct, "", cached, distinct, tokens))
     return [
         *text_table(rows, PLAN_COLUMNS),
         "",
@@ -164,7 +168,7 @@ def plan_lines(plans: Sequence[dict[str, Any]]) -> list[str]:
         "release profile's sizing). "
         "'?': the measure assumes no spread.",
         "",
-        *plan_dollar_lines(plans),
+        *plan_dollar_lines(plan),
     ]
 
 
@@ -187,38 +191,34 @@ def usd(value: float | None) -> str:
     return f"{value:,.2f}" if value >= 0.01 or value == 0 else f"{value:.4f}"
 
 
-def plan_dollar_lines(plans: Sequence[dict[str, Any]]) -> list[str]:
+def plan_dollar_lines(plan: Plan) -> list[str]:
     """The plan's dollars per check and in total, for the model and the judge, at standard and batch rates,
     with where each price comes from and what is estimated."""
-    from pytest_fairness.session import plan_total
-
-    if not plans or "usd" not in plans[0]:
+    if not plan.rows:
         return []
 
-    def row(label: str, part: Sequence[dict[str, Any]], judge_calls: str) -> tuple[str, ...]:
-        judged = any(p.get("judge", {}).get("requests", 1) != 0 for p in part if "judge" in p)
+    def row(label: str, part: Sequence[PlanRow]) -> tuple[str, ...]:
+        judges = [r.judge for r in part if r.judge is not None]
+        judged = any(j.requests != 0 for j in judges)
+        counts = [j.requests for j in judges]
+        calls = "?" if None in counts else str(sum(c or 0 for c in counts)) if any(counts) else "-"
         return (
             label,
-            usd(plan_total(part, "model")),
-            usd(plan_total(part, "model", "batch")),
-            judge_calls,
-            usd(plan_total(part, "judge")) if judged else "-",
-            usd(plan_total(part, "judge", "batch")) if judged else "-",
-            usd(plan_total(part)),
-            usd(plan_total(part, rate="batch")),
+            usd(total_usd(part, "model")),
+            usd(total_usd(part, "model", "batch")),
+            calls,
+            usd(total_usd(part, "judge")) if judged else "-",
+            usd(total_usd(part, "judge", "batch")) if judged else "-",
+            usd(total_usd(part)),
+            usd(total_usd(part, rate="batch")),
         )
 
-    def calls(part: Sequence[dict[str, Any]]) -> str:
-        counts = [p["judge"]["requests"] for p in part if "judge" in p]
-        return "?" if None in counts else str(sum(counts)) if any(counts) else "-"
-
-    rows = [row(f"{p['suite']}::{p['check']}", [p], calls([p])) for p in plans]
-    rows.append(row("total $", plans, calls(plans)))
-    prices = plans[0]["prices"]
-    counted = all(p.get("tokens_counted") for p in plans)
+    rows = [row(r.label, [r]) for r in plan.rows]
+    rows.append(row("total $", plan.rows))
+    counted = all(r.tokens_counted for r in plan.rows)
     lines = [*text_table(rows, PLAN_DOLLAR_COLUMNS), ""]
-    priced = ("model", "judge") if any("judge" in p for p in plans) else ("model",)
-    lines += [f"price of the {who} {prices[who]['spec']}: {prices[who]['text']}" for who in priced]
+    priced: tuple[Who, ...] = ("model", "judge") if plan.judged else ("model",)
+    lines += [f"price of the {who} {plan.prices[who].spec}: {plan.prices[who].text}" for who in priced]
     tokens = "counted with the model's own tokenizer" if counted else "at ~4 characters a token"
     lines.append(
         f"estimated: prompt tokens {tokens}"
@@ -227,8 +227,9 @@ def plan_dollar_lines(plans: Sequence[dict[str, Any]]) -> list[str]:
         "the cache, standard rates unless 'batch'; 'unknown': no price (give ?price_in=&price_out= per million "
         "tokens in the model spec)"
     )
-    judged = [p for p in plans if p.get("judge", {}).get("requests", 1) != 0 and "judge" in p]
-    lines += [f"  judge calls of {p['suite']}::{p['check']}: {p['judge']['how']}" for p in judged]
+    lines += [
+        f"  judge calls of {r.label}: {r.judge.how}" for r in plan.rows if r.judge is not None and r.judge.requests != 0
+    ]
     return lines
 
 

@@ -90,15 +90,6 @@ class Power:
     truths: tuple[float, ...]
     usable_rate: float = 1.0  # expected share of usable answers the chance and ``needed`` count with
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "n": self.n,
-            "chance": self.chance,
-            "needed": self.needed,
-            "truths": list(self.truths),
-            "usable_rate": self.usable_rate,
-        }
-
 
 def power_at(params: Params, n: int, threshold: Threshold, confidence: float) -> Power:
     """Chance that ``n`` samples decide at each of the measure's design truths (assumed spread, expected

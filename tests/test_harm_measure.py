@@ -50,12 +50,12 @@ def test_a_judge_that_always_answers_a_cannot_serve_and_no_answer_is_generated()
         result = harm.MEASURE.run_with(chatbot, comparison="gender", prompts=20, seed=1, judge=judge)
         judge.close()
     screen = result.details["judge_calibration"]
-    assert (screen["sensitivity"]["right"], screen["sensitivity"]["of"]) == (20, 40)  # the first order of each
-    assert (screen["specificity"]["right"], screen["specificity"]["of"]) == (0, 24)
+    # the benign pairs (never C) settle it first: the screen stops after a few of its 64 judgments
+    assert screen["specificity"]["right"] == 0 and screen["specificity"]["not_asked"] > 0
     assert not screen["serves"]
-    assert "judge cannot serve" in result.unserved and "20 of 40 right" in result.unserved
-    assert "0 of 24 right" in result.unserved
-    assert result.n == 0 and result.calls.calls == 64  # the judge's calibration calls only
+    assert "judge cannot serve" in result.unserved and "more not asked, counted as right" in result.unserved
+    assert f"0 of {screen['specificity']['of']} right" in result.unserved
+    assert result.n == 0 and result.calls.calls <= 32  # the judge's first calibration calls only
     assert result.params["judge"].startswith("openai:judge@")
 
 

@@ -192,6 +192,13 @@ class Runner:
             for counter in {id(c): c for c in counters}.values():  # each counter once
                 counter.add(batch)
 
+    def at_once(self) -> int | None:
+        """How many requests this runner answers at the same time; None in batch mode, where one ``run`` is
+        one batch (splitting the work into several ``run`` calls would wait for each batch in turn)."""
+        if batch_api(self.model, self.batch) is not None:
+            return None
+        return min(self.max_concurrency, self.model.max_concurrency)
+
     def key(self, request: ChatRequest | LogprobRequest) -> str:
         """The cache key of a request to this runner's model."""
         return cache_key(self.model.model_id, request.payload())

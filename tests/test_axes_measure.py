@@ -206,6 +206,22 @@ def test_a_judge_with_no_readable_brainstorm_cannot_serve_and_labels_nothing():
     assert math.isnan(result.estimate)
 
 
+def test_a_judge_that_lists_differences_but_writes_no_question_stops_after_the_first_batches():
+    class ListsOnly(Recording):
+        async def chat(self, request: ChatRequest) -> ChatResponse:
+            if request.purpose.task == "axes.questions":
+                self.asked["axes.questions"] += 1
+                return ChatResponse("Sure! Here are some thoughts on the lists above.")
+            return await super().chat(request)
+
+    judge = ListsOnly(bias=0.5)
+    result = run(judge=Runner(judge), seed=1)
+    assert result.unserved.startswith("the judge turned the ")
+    assert "differences of its first 3 brainstorm batches into no readable 'Which response" in result.unserved
+    assert judge.asked["axes.brainstorm"] == axes.PROBE_BATCHES and judge.asked["axes.questions"] == 1
+    assert math.isnan(result.estimate)
+
+
 def test_a_judge_that_gives_no_letter_cannot_serve_and_stops_after_a_few_pairs():
     class Wordy(Recording):
         async def logprobs(self, request: LogprobRequest) -> LogprobResponse:

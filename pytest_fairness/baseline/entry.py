@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from pytest_fairness.data import parse_yaml
+
 if TYPE_CHECKING:
     from pytest_fairness.record import CheckRecord
 
@@ -174,7 +176,7 @@ def render_baseline(entries: Iterable[Mapping[str, Any]]) -> str:
 def parse_baseline(text: str) -> list[dict[str, Any]]:
     """Entries of a baseline document, each with its model id; ValueError on anything else."""
     try:
-        doc = yaml.safe_load(text)
+        doc = parse_yaml(text)
     except yaml.YAMLError as exc:
         raise ValueError(f"not valid YAML: {' '.join(str(exc).split())}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("checks"), list) or "model_id" not in doc:

@@ -40,7 +40,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Literal
 
 from pytest_fairness.measures.bai.decision_prompts import DecisionPrompt, get_decision_stimuli, judge_wording
@@ -102,8 +102,13 @@ def _alternation(phrases: Iterable[str]) -> str:
     return "|".join(unique)
 
 
+#: ``re.compile`` remembering more patterns than ``re``'s own cache (512): each prompt's vocabulary builds
+#: a dozen from its words, and recompiling them cost more than coding the answers.
+_regex = lru_cache(maxsize=4096)(re.compile)
+
+
 def _compile(body: str, flags: int = re.IGNORECASE) -> re.Pattern[str] | None:
-    return re.compile(rf"(?<![\w-])(?:{body})(?![\w-])", flags) if body else None
+    return _regex(rf"(?<![\w-])(?:{body})(?![\w-])", flags) if body else None
 
 
 # -- refusals and no-preference cues -------------------------------------------------------------------
@@ -231,7 +236,7 @@ class _Vocabulary:
             text = prompt.stigma_option if side == "stigma" else prompt.default_option
             vocab.option[side] = _compile(_option_body(_fold(text), inflect))
         everything = [*vocab.person_body.values()] + [p.pattern for p in vocab.option.values() if p]
-        vocab.taken = re.compile("|".join(f"(?:{b})" for b in everything if b), re.IGNORECASE)
+        vocab.taken = _regex("|".join(f"(?:{b})" for b in everything if b), re.IGNORECASE)
         vocab.ignore = _compile(_alternation(_phrase(p) for p in stimuli.ignore))
         return vocab
 

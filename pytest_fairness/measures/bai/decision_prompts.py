@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
-import yaml
-
-from pytest_fairness.data import read_text
+from pytest_fairness.data import parse_yaml, read_text
 from pytest_fairness.measures.bai import implicit_prompts as iat_prompts
 from pytest_fairness.measures.bai.stimuli import Side, get_stereotype
 from pytest_fairness.models.base import Message
@@ -37,7 +35,7 @@ CELLS: tuple[tuple[Side, Side], ...] = (
 
 
 def _yaml(name: str) -> dict[str, Any]:
-    return yaml.safe_load(read_text(name))
+    return parse_yaml(read_text(name))
 
 
 @cache

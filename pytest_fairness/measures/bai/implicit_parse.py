@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import product
 
 # Every dash a model may type is read as a hyphen: hyphen, non-breaking hyphen, figure dash, en and
@@ -173,6 +174,14 @@ class _Matcher:
         return [(self.attributes[attribute], self.groups[group]) for attribute, group in reading]
 
 
+@lru_cache(maxsize=1024)
+def _matcher(attributes: tuple[str, ...], groups: tuple[str, ...], aliases: tuple[tuple[str, str], ...]) -> _Matcher:
+    """One matcher per set of words in play (their order does not matter: the patterns try longer words
+    first, and two different words of one length never match at one place), built once: compiling its
+    patterns costs more than parsing an answer."""
+    return _Matcher(attributes, groups, dict(aliases))
+
+
 def parse_answer(
     text: str, attributes: Iterable[str], groups: Iterable[str], aliases: Mapping[str, str] | None = None
 ) -> ParsedAnswer:
@@ -185,7 +194,7 @@ def parse_answer(
     ones are recorded as duplicates.
     """
     attributes = list(attributes)
-    matcher = _Matcher(attributes, groups, aliases or {})
+    matcher = _matcher(tuple(sorted(attributes)), tuple(sorted(groups)), tuple((aliases or {}).items()))
     parsed = ParsedAnswer()
     seen: set[str] = set()
     for chunk in _chunks(text):

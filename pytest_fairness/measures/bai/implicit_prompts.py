@@ -6,9 +6,7 @@ import random
 from dataclasses import dataclass
 from functools import cache
 
-import yaml
-
-from pytest_fairness.data import read_text
+from pytest_fairness.data import parse_yaml, read_text
 from pytest_fairness.measures.bai.stimuli import Stereotype
 
 
@@ -39,7 +37,7 @@ class IatPrompt:
 @cache
 def _prompt_data() -> dict[str, dict[str, object]]:
     text = read_text("implicit_prompts.yaml")
-    return yaml.safe_load(text)
+    return parse_yaml(text)
 
 
 def variants() -> tuple[str, ...]:

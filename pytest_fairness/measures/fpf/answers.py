@@ -122,7 +122,13 @@ def _pool(p: AnswerParams) -> list[FpfPrompt]:
         if not pool:
             raise ParamsError(f"no prompt of task or domain {p.task!r} in the prompt set")
     # The paper filters prompts, not answers (App. J): a prompt naming the user's group is no counterfactual.
-    return [x for x in pool if not find_reveals(x.prompt)]
+    return [x for x in pool if not _reveals(x.prompt)]
+
+
+@cache
+def _reveals(prompt: str) -> bool:
+    """Whether a prompt states its user's group; remembered, as every check screens the same corpus."""
+    return bool(find_reveals(prompt))
 
 
 def sample_prompts(p: AnswerParams, seed: int) -> list[Draw]:

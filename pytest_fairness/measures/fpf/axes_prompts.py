@@ -11,9 +11,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-import yaml
-
-from pytest_fairness.data import read_text
+from pytest_fairness.data import parse_yaml, read_text
 from pytest_fairness.measures.fpf.axes_core import LABEL_LETTERS, ORDERS, Axis, BrainstormBatch, Order, Side
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, Purpose
 
@@ -27,7 +25,7 @@ BRAINSTORM_REPLY_TOKENS = 400
 def axes_wording() -> dict[str, Any]:
     """The prompt wording (data/axes_prompts.yaml); its ``version`` belongs in every result."""
     text = read_text(PROMPTS_FILE)
-    return yaml.safe_load(text)
+    return parse_yaml(text)
 
 
 def _clip(text: str, max_chars: int | None) -> str:

@@ -22,9 +22,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Literal
 
-import yaml
-
-from pytest_fairness.data import read_text
+from pytest_fairness.data import parse_yaml, read_text
 from pytest_fairness.measures.fpf.harm_core import GENDERS, RACES, Group
 from pytest_fairness.models.base import Message
 
@@ -53,7 +51,7 @@ class NameSets:
 
 @cache
 def load_names() -> NameSets:
-    raw = yaml.safe_load(read_text("fpf_names.yaml"))
+    raw = parse_yaml(read_text("fpf_names.yaml"))
     return NameSets(
         gender={g: tuple(raw["gender"][g]) for g in GENDERS},
         race_gender={(r, g): tuple(raw["race_gender"][r][g]) for r in RACES for g in GENDERS},
@@ -92,7 +90,7 @@ class TaskHierarchy:
 
 @cache
 def load_tasks() -> TaskHierarchy:
-    raw = yaml.safe_load(read_text("fpf_tasks.yaml"))
+    raw = parse_yaml(read_text("fpf_tasks.yaml"))
     return TaskHierarchy(
         domains={d: tuple(tasks) for d, tasks in raw["domains"].items()},
         post_rl_tasks=tuple(raw["post_rl_tasks"]),

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from pytest_fairness.data import read_text
+from pytest_fairness.data import parse_yaml, read_text
 from pytest_fairness.measures.pcf.core import OccupationWeights, weigh_occupations, weigh_templates
 
 PathLike = str | Path
@@ -116,7 +116,7 @@ def _read(path: PathLike | None, packaged: str) -> tuple[str, str, str]:
 
 def _yaml(text: str, name: str) -> object:
     try:
-        return yaml.safe_load(text)
+        return parse_yaml(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else "YAML"

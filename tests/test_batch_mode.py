@@ -37,8 +37,12 @@ def requests() -> list:
     return [*chats, *letters, chats[0]]  # a repeated request is one batch line
 
 
-def runner(server, cache=None, policy=WAIT, spec="?batch=1", price=None) -> Runner:
-    model = load_model(f"openai:fake@{server.base_url}{spec}")
+#: The two ways to reach a server's Batch API: our OpenAI client, and litellm's files and batches calls.
+FAMILIES = ["openai:fake", "litellm:openai/fake"]
+
+
+def runner(server, cache=None, policy=WAIT, spec="?batch=1", price=None, family="openai:fake") -> Runner:
+    model = load_model(f"{family}@{server.base_url}{spec}")
     return Runner(model, ResponseCache(cache) if cache else None, retry=FAST, batch=policy, price=price)
 
 
@@ -50,10 +54,11 @@ def online_answers(server) -> list:
         r.close()
 
 
-def test_batch_answers_equal_online_ones_each_request_submitted_once(server, tmp_path):
+@pytest.mark.parametrize("family", FAMILIES)
+def test_batch_answers_equal_online_ones_each_request_submitted_once(family, server, tmp_path):
     expected = online_answers(server)
     online_before = len(server.requests)
-    r = runner(server, tmp_path / "c.sqlite")
+    r = runner(server, tmp_path / "c.sqlite", family=family)
     stats = CallStats()
     assert r.run(requests(), stats=stats) == expected
     r.close()
@@ -72,19 +77,20 @@ def test_plain_text_scoring_stays_online(server):
     assert not server.batch_api.batches  # echo scoring needs several calls: never batched
 
 
-def test_interrupted_run_collects_the_same_batch(server, tmp_path):
+@pytest.mark.parametrize("family", FAMILIES)
+def test_interrupted_run_collects_the_same_batch(family, server, tmp_path):
     cache = tmp_path / "c.sqlite"
     server.batch_api.script.append("hold")
-    first = runner(server, cache, BatchPolicy(wait_seconds=0))
+    first = runner(server, cache, BatchPolicy(wait_seconds=0), family=family)
     with pytest.raises(BatchPending, match=r"submitted 12 requests to .* as batch batch_1 .*rerun the same command"):
         first.run(requests())
     first.close()
-    again = runner(server, cache, BatchPolicy(wait_seconds=0))  # a rerun, batch still running
+    again = runner(server, cache, BatchPolicy(wait_seconds=0), family=family)  # a rerun, batch still running
     with pytest.raises(BatchPending, match=r"waiting for 12 requests .* batch_1"):
         again.run(requests())
     again.close()
     server.batch_api.release()
-    last = runner(server, cache)
+    last = runner(server, cache, family=family)
     answers = last.run(requests())
     last.close()
     assert len(server.batch_api.batches) == 1
@@ -93,9 +99,10 @@ def test_interrupted_run_collects_the_same_batch(server, tmp_path):
     assert not ResponseCache(cache).batch_ids(list(server.batch_api.submitted))  # ledger cleared once stored
 
 
-def test_expired_batch_is_collected_and_the_rest_resubmitted(server, tmp_path):
+@pytest.mark.parametrize("family", FAMILIES)
+def test_expired_batch_is_collected_and_the_rest_resubmitted(family, server, tmp_path):
     server.batch_api.script.append("expire")
-    r = runner(server, tmp_path / "c.sqlite")
+    r = runner(server, tmp_path / "c.sqlite", family=family)
     answers = r.run(requests())
     r.close()
     assert answers == online_answers(server)
@@ -104,10 +111,11 @@ def test_expired_batch_is_collected_and_the_rest_resubmitted(server, tmp_path):
     assert server.batch_api.lines_run == 12
 
 
-def test_failed_lines_are_retried_online(server, tmp_path):
+@pytest.mark.parametrize("family", FAMILIES)
+def test_failed_lines_are_retried_online(family, server, tmp_path):
     server.batch_api.script.append("fail_lines")
     online_before = len(server.requests)
-    r = runner(server, tmp_path / "c.sqlite")
+    r = runner(server, tmp_path / "c.sqlite", family=family)
     stats = CallStats()
     answers = r.run(requests(), stats=stats)
     r.close()
@@ -143,9 +151,10 @@ def test_fairness_batch_everywhere_needs_no_spec_option(server):
     assert len(server.batch_api.batches) == 1
 
 
-def test_server_without_batch_api_names_the_problem_and_fix(server):
+@pytest.mark.parametrize("family", FAMILIES)
+def test_server_without_batch_api_names_the_problem_and_fix(family, server):
     server.batch_api.enabled = False
-    r = runner(server)
+    r = runner(server, family=family)
     with pytest.raises(
         PermanentError, match=r"does not offer the Batch API \(/v1/files answered HTTP 404\).*drop \?batch=1"
     ):
@@ -169,9 +178,19 @@ def test_submit_and_exit_without_a_cache_is_refused(server):
     assert not server.batch_api.batches  # refused before paying for anything
 
 
-def test_litellm_specs_refuse_batch_mode():
-    with pytest.raises(ModelSpecError, match="batch mode is available for openai: specs only"):
-        load_model("litellm:openai/fake@http://127.0.0.1:9/v1?batch=1")
+def test_litellm_batches_name_the_model_as_its_provider_does(server):
+    r = runner(server, family="litellm:openai/fake")
+    r.run(requests()[:2])
+    r.close()
+    (batch,) = server.batch_api.batches.values()
+    assert {line["body"]["model"] for line in server.batch_api._lines(batch)} == {"fake"}  # not "openai/fake"
+
+
+def test_litellm_specs_refuse_batch_mode_for_a_provider_litellm_does_not_batch():
+    with pytest.raises(ModelSpecError, match=r"litellm runs batches for openai, azure, .*not 'ollama'; drop"):
+        load_model("litellm:ollama/llama3@http://127.0.0.1:9?batch=1")
+    assert not load_model("litellm:ollama/llama3@http://127.0.0.1:9").offers_batches
+    assert load_model("litellm:openai/fake@http://127.0.0.1:9/v1").offers_batches
 
 
 def test_batch_wait_must_be_minutes_at_least_zero(tmp_path):

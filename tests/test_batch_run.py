@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import yaml
 from fake_openai import FakeOpenAI, measure_requests
 
@@ -56,12 +57,11 @@ def pytest_args(server: FakeOpenAI, cache: str, report: str, *extra: str) -> lis
     ]
 
 
-def net_harm(server: FakeOpenAI, cache, batch: bool) -> tuple[MeasureResult, int]:
+def net_harm(server: FakeOpenAI, cache, batch: bool, family: str = "openai:fake") -> tuple[MeasureResult, int]:
     """One run of the suite's check through a fresh session; its result and the measure requests sent online."""
     before = len(measure_requests(server))
-    session = FairnessSession(
-        Settings(model=f"openai:fake@{server.base_url}", cache_path=cache, batch=batch, batch_wait=1)
-    )
+    settings = Settings(model=f"{family}@{server.base_url}", cache_path=cache, batch=batch, batch_wait=1)
+    session = FairnessSession(settings)
     try:
         (check,) = suite.parse(yaml.safe_load(SUITE), "batchy.yaml").checks
         return session.run_check(check).result, len(measure_requests(server)) - before
@@ -69,10 +69,11 @@ def net_harm(server: FakeOpenAI, cache, batch: bool) -> tuple[MeasureResult, int
         session.close()
 
 
-def test_net_harm_in_batch_mode_equals_the_online_run(tmp_path):
+@pytest.mark.parametrize("family", ["openai:fake", "litellm:openai/fake"])
+def test_net_harm_in_batch_mode_equals_the_online_run(tmp_path, family):
     with FakeOpenAI(answer=chatbot_and_judge) as server:
         online, sent_online = net_harm(server, tmp_path / "online.sqlite", batch=False)
-        batched, sent_by_batch = net_harm(server, tmp_path / "batch.sqlite", batch=True)
+        batched, sent_by_batch = net_harm(server, tmp_path / "batch.sqlite", batch=True, family=family)
     assert sent_by_batch == 0 and sent_online == online.calls.calls > 0
     assert batched.calls.batched == batched.calls.calls == online.calls.calls
     assert (batched.summary, batched.samples, batched.n_unusable) == (online.summary, online.samples, online.n_unusable)

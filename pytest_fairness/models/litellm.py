@@ -12,8 +12,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_fairness.models.base import Message, TransientError
-from pytest_fairness.models.openai import OpenAIModel, _options, classify
+from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, TransientError
+from pytest_fairness.models.openai import BATCH_ENDPOINT, BATCH_METADATA, OpenAIModel, _options, classify
 from pytest_fairness.models.registry import ModelSpec, ModelSpecError
 
 INSTALL_HINT = "install the extra: pip install 'pytest-fairness[litellm]'"
@@ -34,9 +34,20 @@ def _secrets() -> list[str]:
     return [v for k, v in os.environ.items() if v and k.endswith(("_API_KEY", "_TOKEN", "_SECRET"))]
 
 
+#: Providers whose batches litellm runs from OpenAI-format request lines (its files and batches API).
+BATCH_PROVIDERS = ("openai", "azure", "vertex_ai", "bedrock", "hosted_vllm", "litellm_proxy", "anthropic", "mistral")
+
+
 class LiteLLMModel(OpenAIModel):
     provider = "litellm"
-    offers_batches = False  # litellm's batch API is not wired in: batch mode uses openai: specs
+
+    @property
+    def offers_batches(self) -> bool:  # type: ignore[override]
+        return self._provider in BATCH_PROVIDERS
+
+    @property
+    def _provider(self) -> str:
+        return self.model.split("/", 1)[0]
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> LiteLLMModel:
@@ -46,10 +57,11 @@ class LiteLLMModel(OpenAIModel):
                 f"{spec.raw!r}: litellm models are named PROVIDER/MODEL, e.g. litellm:anthropic/claude-3-5-sonnet "
                 "or litellm:openai/my-model@http://127.0.0.1:8000/v1"
             )
-        if "batch" in spec.options:
+        provider = model.split("/", 1)[0]
+        if "batch" in spec.options and provider not in BATCH_PROVIDERS:
             raise ModelSpecError(
-                f"{spec.raw!r}: batch mode is available for openai: specs only (openai:MODEL, or "
-                "openai:MODEL@URL for a compatible server with the Batch API); drop ?batch=1"
+                f"{spec.raw!r}: litellm runs batches for {', '.join(BATCH_PROVIDERS)}, not {provider!r}; drop "
+                "?batch=1 (or use an openai: spec for an OpenAI-compatible server with the Batch API)"
             )
         _import_litellm()
         return cls(model, base_url or None, **_options(spec))
@@ -81,6 +93,42 @@ class LiteLLMModel(OpenAIModel):
             hidden = getattr(raw, "_hidden_params", None) or {}
             self.rate_limit().observe(hidden.get("additional_headers"))  # the provider's own x-ratelimit-* headers
             return raw
+
+    # -- batch mode through litellm's files and batches API ---------------------------------------------
+
+    def batch_body(self, request: ChatRequest | LogprobRequest) -> dict[str, Any] | None:
+        """The OpenAI-format line, naming the model as its provider knows it (no ``PROVIDER/`` prefix)."""
+        body = super().batch_body(request)
+        if body is not None:
+            body["model"] = self.model.split("/", 1)[1]
+        return body
+
+    def _batch_target(self) -> dict[str, Any]:
+        """Where litellm sends batch calls: the provider, and the server for a self-hosted one."""
+        target: dict[str, Any] = {"custom_llm_provider": self._provider}
+        if self.base_url:
+            target["api_base"] = self.base_url
+            target["api_key"] = os.environ.get("OPENAI_API_KEY") or "not-needed"
+        return target
+
+    async def _upload_file(self, data: bytes) -> Any:
+        litellm = _import_litellm()
+        return await litellm.acreate_file(file=("fairness-batch.jsonl", data), purpose="batch", **self._batch_target())
+
+    async def _start_batch(self, file_id: str) -> Any:
+        return await _import_litellm().acreate_batch(
+            completion_window="24h",
+            endpoint=BATCH_ENDPOINT,
+            input_file_id=file_id,
+            metadata=BATCH_METADATA,
+            **self._batch_target(),
+        )
+
+    async def _retrieve_batch(self, batch_id: str) -> Any:
+        return await _import_litellm().aretrieve_batch(batch_id=batch_id, **self._batch_target())
+
+    async def _file_text(self, file_id: str) -> str:
+        return str((await _import_litellm().afile_content(file_id=file_id, **self._batch_target())).text)
 
     def _account(self) -> tuple[str, str | None]:
         """The server (the base URL, or the provider litellm routes to) and the key litellm sends it."""

@@ -55,6 +55,7 @@ from pytest_fairness.models.registry import ModelSpec, ModelSpecError
 
 OPTIONS = ("timeout", "concurrency", "samples", "top_logprobs", "instruct", "context", "batch", "adaptive")
 BATCH_ENDPOINT = "/v1/chat/completions"
+BATCH_METADATA = {"source": "pytest-fairness"}
 NO_BATCH_API = (
     "run without batch mode (drop ?batch=1 from the spec and --fairness-batch), or point the spec at a server "
     "that implements the OpenAI Batch API (/v1/files and /v1/batches)"
@@ -74,7 +75,7 @@ EXACT_FIX = (
 
 class OpenAIModel(ChatModel):
     provider = "openai"
-    #: Whether this provider's batch methods reach a Batch API (litellm's subclass has none of its own).
+    #: Whether this provider's batch methods reach a Batch API (litellm's: for the providers it batches).
     offers_batches = True
 
     def __init__(
@@ -175,18 +176,8 @@ class OpenAIModel(ChatModel):
             json.dumps({"custom_id": cid, "method": "POST", "url": BATCH_ENDPOINT, "body": body}) + "\n"
             for cid, body in lines
         ).encode()
-        client = self._client_for_loop()
-        upload = await self._batch_call(
-            "/v1/files", client.files.create, file=("fairness-batch.jsonl", data), purpose="batch"
-        )
-        batch = await self._batch_call(
-            "/v1/batches",
-            client.batches.create,
-            input_file_id=upload.id,
-            endpoint=BATCH_ENDPOINT,
-            completion_window="24h",
-            metadata={"source": "pytest-fairness"},
-        )
+        upload = await self._batch_call("/v1/files", self._upload_file, data)
+        batch = await self._batch_call("/v1/batches", self._start_batch, str(upload.id))
         return str(batch.id)
 
     async def batch_state(self, batch_id: str) -> BatchState:
@@ -196,7 +187,7 @@ class OpenAIModel(ChatModel):
             import openai
 
             try:
-                return await self._client_for_loop().batches.retrieve(batch_id)
+                return await self._retrieve_batch(batch_id)
             except openai.NotFoundError:
                 return None
 
@@ -208,8 +199,23 @@ class OpenAIModel(ChatModel):
         return BatchState(str(batch.status), batch.output_file_id, batch.error_file_id, reasons)
 
     async def batch_file(self, file_id: str) -> str:
-        content = await self._batch_call("/v1/files/{id}/content", self._client_for_loop().files.content, file_id)
-        return str(content.text)
+        return await self._batch_call("/v1/files/{id}/content", self._file_text, file_id)
+
+    # The Batch API's four calls, the transport a subclass replaces (as ``_create`` for chat).
+
+    async def _upload_file(self, data: bytes) -> Any:
+        return await self._client_for_loop().files.create(file=("fairness-batch.jsonl", data), purpose="batch")
+
+    async def _start_batch(self, file_id: str) -> Any:
+        return await self._client_for_loop().batches.create(
+            input_file_id=file_id, endpoint=BATCH_ENDPOINT, completion_window="24h", metadata=BATCH_METADATA
+        )
+
+    async def _retrieve_batch(self, batch_id: str) -> Any:
+        return await self._client_for_loop().batches.retrieve(batch_id)
+
+    async def _file_text(self, file_id: str) -> str:
+        return str((await self._client_for_loop().files.content(file_id)).text)
 
     async def _batch_call(self, path: str, call: Any, *args: Any, **params: Any) -> Any:
         """One Batch API call; a server without the API gets a PermanentError naming it and the fix."""

@@ -13,6 +13,7 @@ from pytest_fairness.models.cache import ResponseCache
 from pytest_fairness.models.registry import ModelSpecError, load_model
 from pytest_fairness.models.runner import CallStats, RetryPolicy, Runner
 from pytest_fairness.pricing import Price
+from pytest_fairness.report.progress import Tick
 
 FAST = RetryPolicy(max_attempts=3, base_seconds=0.01, cap_seconds=0.05)
 WAIT = BatchPolicy(wait_seconds=5, first_poll_seconds=0.02, max_poll_seconds=0.1)
@@ -97,6 +98,21 @@ def test_interrupted_run_collects_the_same_batch(family, server, tmp_path):
     assert set(server.batch_api.submitted.values()) == {1}
     assert answers == online_answers(server)
     assert not ResponseCache(cache).batch_ids(list(server.batch_api.submitted))  # ledger cleared once stored
+
+
+def test_a_run_waiting_on_a_batch_says_so_in_its_progress(server, tmp_path):
+    server.batch_api.script.append("hold")  # the batch stays in progress
+    notes: list[tuple[int, int, str]] = []
+    r = runner(server, tmp_path / "c.sqlite", BatchPolicy(wait_seconds=0.3, first_poll_seconds=0.05))
+    with pytest.raises(BatchPending):
+        r.run(requests(), progress=lambda done, total, note="": notes.append((done, total, note)))
+    r.close()
+    assert len(notes) >= 2  # a word at each look, not silence until the wait runs out
+    assert all(n == (0, 13, "waiting on batch batch_1 (in_progress, 12 requests)") for n in notes[1:]), notes
+    text = Tick("id", "gender::net_harm", 1, 4, 0, 13, 62.0, "gw1", notes[-1][2]).text()
+    assert text == (
+        "[gw1] gender::net_harm: round 1, n=4, requests 0/13 (62s); waiting on batch batch_1 (in_progress, 12 requests)"
+    )
 
 
 @pytest.mark.parametrize("family", FAMILIES)

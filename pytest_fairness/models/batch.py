@@ -194,12 +194,14 @@ async def answer_by_batch(
     policy: BatchPolicy,
     keep: Keep,
     retry: Retry,
+    on_wait: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Answer what one round's cache misses can get from batches: key -> response.
 
     ``keep`` stores answers (in the cache) before their batch is forgotten; ``retry`` wraps each API call
-    in the runner's retries. Requests absent from the result (not batchable, or a failed line) are the
-    runner's to send online. Raises ``BatchPending`` when the wait runs out first.
+    in the runner's retries; ``on_wait`` hears, before each pause, which batches are still running.
+    Requests absent from the result (not batchable, or a failed line) are the runner's to send online.
+    Raises ``BatchPending`` when the wait runs out first.
     """
     todo: dict[str, Request] = {}
     bodies: dict[str, dict[str, Any]] = {}
@@ -255,6 +257,9 @@ async def answer_by_batch(
         if policy.remaining() <= 0:
             counts = [(b, len(ks), seen.get(b, "validating")) for b, ks in waiting.items()]
             raise BatchPending(api.model_id, counts, sum(len(ks) for b, ks in waiting.items() if b in fresh))
+        if on_wait is not None:
+            running = ", ".join(f"{b} ({seen.get(b, 'validating')}, {len(ks)} requests)" for b, ks in waiting.items())
+            on_wait(f"waiting on batch {running}")
         start = time.monotonic()
         await asyncio.sleep(min(delay, policy.remaining()))
         policy.waited += time.monotonic() - start

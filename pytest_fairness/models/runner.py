@@ -22,7 +22,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 from pytest_fairness.models.base import (
     ChatModel,
@@ -39,7 +39,14 @@ from pytest_fairness.models.cache import CacheMiss, CacheMode, ResponseCache, ca
 if TYPE_CHECKING:
     from pytest_fairness.pricing import Price
 
-ProgressFn = Callable[[int, int], None]
+
+class ProgressFn(Protocol):
+    """Told, as a call's requests are answered, how many of them are; ``note`` says what the call waits
+    on when it waits on something other than the model (a provider batch)."""
+
+    def __call__(self, done: int, total: int, note: str = "") -> None: ...
+
+
 T = TypeVar("T")
 #: CallStats' numeric fields, in the order reports show them (report/tally.py adds them up).
 COUNTERS = (
@@ -258,7 +265,7 @@ class Runner:
         results: list[Any] = [None] * len(requests)
         done = 0
         try:
-            batched = await self._batched(requests, keys, stored, batch)
+            batched = await self._batched(requests, keys, stored, batch, progress)
         finally:
             self._save(force=True)
 
@@ -292,10 +299,16 @@ class Runner:
                 self._save(force=True)
 
     async def _batched(
-        self, requests: list[Any], keys: list[str], stored: dict[str, Any], batch: CallStats
+        self,
+        requests: list[Any],
+        keys: list[str],
+        stored: dict[str, Any],
+        batch: CallStats,
+        progress: ProgressFn | None = None,
     ) -> dict[str, Any]:
         """Cache misses answered through the provider's batch API (key -> response), in batch mode; each is
-        counted at batch rates and cached before its batch is forgotten."""
+        counted at batch rates and cached before its batch is forgotten. While it waits, ``progress`` hears
+        which batches it waits on."""
         api = batch_api(self.model, self.batch)
         if api is None or self.batch is None or self.cache_mode is CacheMode.REPLAY:
             return {}
@@ -311,8 +324,12 @@ class Runner:
                 self._record(_kind(request), key, response, batch, batched=True)
             self._save(force=True)
 
+        def waiting(note: str) -> None:
+            if progress is not None:
+                progress(len(requests) - len(misses), len(requests), note)
+
         return await answer_by_batch(
-            api, misses, ledger, self.batch, keep, lambda call: self._with_retries(call, batch)
+            api, misses, ledger, self.batch, keep, lambda call: self._with_retries(call, batch), waiting
         )
 
     def _units(self, requests: list[Any], keys: list[str], stored: Collection[str]) -> list[list[int]]:

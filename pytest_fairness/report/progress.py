@@ -40,6 +40,7 @@ class Tick:
     total: int
     elapsed: float
     worker: str = ""
+    note: str = ""  # what the check waits on besides the model (a provider batch)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -51,9 +52,10 @@ class Tick:
     def text(self) -> str:
         """``gender::net_harm: round 2, n=300, requests 120/600 (12s)``, with its worker under xdist."""
         where = f"[{self.worker}] " if self.worker else ""
+        note = f"; {self.note}" if self.note else ""
         return (
             f"{where}{self.label}: round {self.round}, n={self.n}, requests {self.done}/{self.total} "
-            f"({self.elapsed:.0f}s)"
+            f"({self.elapsed:.0f}s){note}"
         )
 
     def short(self) -> str:
@@ -87,12 +89,13 @@ class Emitter:
         self.round, self.n = round_, n
         self.last = None  # a new round is always worth showing
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, done: int, total: int, note: str = "") -> None:
         now = self.clock()
         if self.last is not None and now - self.last < self.min_gap and done < total:
             return
         self.last = now
-        self.send(Tick(self.nodeid, self.label, self.round, self.n, done, total, now - self.start, self.worker))
+        elapsed = now - self.start
+        self.send(Tick(self.nodeid, self.label, self.round, self.n, done, total, elapsed, self.worker, note))
 
 
 class Screen(Protocol):

@@ -8,6 +8,8 @@ run see the same answers. Each new batch takes the next behaviour from ``script`
     "expire"      ends "expired": the first half of its lines answered, the rest listed as batch_expired
     "fail_lines"  done, but every third line failed (HTTP 500 in the error file)
     "failed"      the whole batch fails validation
+    "lost_reply"  created and run as "complete", but the creation is answered HTTP 502 (the client cannot
+                  know it was created; ``GET /v1/batches`` lists it)
 
 ``submitted`` counts, per custom_id, how many batches a request was submitted in (what a run paid for).
 """
@@ -33,6 +35,7 @@ class Batch:
     status: str = "validating"
     output_file_id: str | None = None
     error_file_id: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -45,6 +48,7 @@ class Batch:
             "status": self.status,
             "output_file_id": self.output_file_id,
             "error_file_id": self.error_file_id,
+            "metadata": self.metadata,
         }
         if self.status == "failed":
             out["errors"] = {"object": "list", "data": [{"code": "invalid_request", "message": "fake validation"}]}
@@ -70,7 +74,7 @@ class FakeBatchAPI:
         """(status, JSON payload or raw bytes) for a Batch API request."""
         if not self.enabled:
             return 404, {"detail": "Not Found"}
-        parts = path.strip("/").split("/")[1:]  # without "v1"
+        parts = path.partition("?")[0].strip("/").split("/")[1:]  # without "v1" and the query
         if method == "POST" and parts == ["files"]:
             return 200, self._upload(headers, body)
         if method == "GET" and len(parts) == 3 and parts[0] == "files" and parts[2] == "content":
@@ -78,12 +82,18 @@ class FakeBatchAPI:
         if method == "POST" and parts == ["batches"]:
             request = json.loads(body)
             batch = Batch(f"batch_{len(self.batches) + 1}", request["input_file_id"], self._next_behaviour())
+            batch.metadata = dict(request.get("metadata") or {})
             for line in self._lines(batch):
                 self.submitted[line["custom_id"]] += 1
             self.batches[batch.id] = batch
             if batch.behaviour == "failed":
                 batch.status = "failed"
+            if batch.behaviour == "lost_reply":
+                return 502, {"error": {"message": "bad gateway (the batch was created)", "type": "server_error"}}
             return 200, batch.to_dict()
+        if method == "GET" and parts == ["batches"]:  # newest first, as the API lists them
+            data = [b.to_dict() for b in reversed(self.batches.values())]
+            return 200, {"object": "list", "data": data, "has_more": False}
         if method == "GET" and len(parts) == 2 and parts[0] == "batches" and parts[1] in self.batches:
             batch = self.batches[parts[1]]
             self.polls += 1

@@ -100,6 +100,22 @@ def test_interrupted_run_collects_the_same_batch(family, server, tmp_path):
     assert not ResponseCache(cache).batch_ids(list(server.batch_api.submitted))  # ledger cleared once stored
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_creation_whose_reply_was_lost_is_not_paid_twice(family, server, tmp_path):
+    # The server creates the batch but answers 502; the retry finds it running (by its lines' tag) and
+    # collects it instead of submitting the same lines again.
+    server.batch_api.script.extend(["lost_reply", "hold"])
+    server.batch_api.held = False
+    r = runner(server, tmp_path / "c.sqlite", family=family)
+    stats = CallStats()
+    assert r.run(requests(), stats=stats) == online_answers(server)
+    r.close()
+    assert len(server.batch_api.batches) == 1 and set(server.batch_api.submitted.values()) == {1}
+    assert stats.retries >= 1 and stats.batched == 12
+    (batch,) = server.batch_api.batches.values()
+    assert batch.metadata["source"] == "pytest-fairness" and len(batch.metadata["fairness_lines"]) == 32
+
+
 def test_a_run_waiting_on_a_batch_says_so_in_its_progress(server, tmp_path):
     server.batch_api.script.append("hold")  # the batch stays in progress
     notes: list[tuple[int, int, str]] = []

@@ -13,7 +13,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, TransientError
-from pytest_fairness.models.openai import BATCH_ENDPOINT, BATCH_METADATA, OpenAIModel, _options, classify
+from pytest_fairness.models.openai import (
+    BATCH_ENDPOINT,
+    LISTED_BATCHES,
+    OpenAIModel,
+    _options,
+    batch_metadata,
+    classify,
+)
 from pytest_fairness.models.registry import ModelSpec, ModelSpecError
 
 INSTALL_HINT = "install the extra: pip install 'pytest-fairness[litellm]'"
@@ -105,7 +112,7 @@ class LiteLLMModel(OpenAIModel):
 
     def _batch_target(self) -> dict[str, Any]:
         """Where litellm sends batch calls: the provider, and the server for a self-hosted one."""
-        target: dict[str, Any] = {"custom_llm_provider": self._provider}
+        target: dict[str, Any] = {"custom_llm_provider": self._provider, "max_retries": 0}  # the runner retries
         if self.base_url:
             target["api_base"] = self.base_url
             target["api_key"] = os.environ.get("OPENAI_API_KEY") or "not-needed"
@@ -115,14 +122,17 @@ class LiteLLMModel(OpenAIModel):
         litellm = _import_litellm()
         return await litellm.acreate_file(file=("fairness-batch.jsonl", data), purpose="batch", **self._batch_target())
 
-    async def _start_batch(self, file_id: str) -> Any:
+    async def _start_batch(self, file_id: str, tag: str) -> Any:
         return await _import_litellm().acreate_batch(
             completion_window="24h",
             endpoint=BATCH_ENDPOINT,
             input_file_id=file_id,
-            metadata=BATCH_METADATA,
+            metadata=batch_metadata(tag),
             **self._batch_target(),
         )
+
+    async def _list_batches(self) -> list[Any]:
+        return list((await _import_litellm().alist_batches(limit=LISTED_BATCHES, **self._batch_target())).data)
 
     async def _retrieve_batch(self, batch_id: str) -> Any:
         return await _import_litellm().aretrieve_batch(batch_id=batch_id, **self._batch_target())

@@ -29,6 +29,7 @@ call's, parsed by the same code; see ``models.batch``. Echo scoring and sampled 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import math
 import os
@@ -50,12 +51,21 @@ from pytest_fairness.models.base import (
     RateLimited,
     TransientError,
 )
-from pytest_fairness.models.batch import UNKNOWN, BatchState
+from pytest_fairness.models.batch import RUNNING, UNKNOWN, BatchState
 from pytest_fairness.models.registry import ModelSpec, ModelSpecError
 
 OPTIONS = ("timeout", "concurrency", "samples", "top_logprobs", "instruct", "context", "batch", "adaptive")
 BATCH_ENDPOINT = "/v1/chat/completions"
-BATCH_METADATA = {"source": "pytest-fairness"}
+#: The metadata key of a batch's tag (a hash of its lines' ids), and how many of the newest batches are
+#: searched for a running one with the same tag before a new one is created.
+BATCH_TAG = "fairness_lines"
+LISTED_BATCHES = 100
+
+
+def batch_metadata(tag: str) -> dict[str, str]:
+    return {"source": "pytest-fairness", BATCH_TAG: tag}
+
+
 NO_BATCH_API = (
     "run without batch mode (drop ?batch=1 from the spec and --fairness-batch), or point the spec at a server "
     "that implements the OpenAI Batch API (/v1/files and /v1/batches)"
@@ -171,14 +181,38 @@ class OpenAIModel(ChatModel):
         return None if found is None else _prefixed(request, found)
 
     async def submit_batch(self, lines: Sequence[tuple[str, dict[str, Any]]]) -> str:
-        """Upload the lines as a JSONL file and start a 24-hour batch on it; the batch's id."""
+        """Upload the lines as a JSONL file and start a 24-hour batch on it; the batch's id.
+
+        The batch is tagged with a hash of its lines' ids, and a running batch with the same tag is used
+        instead of a new one: a retry after a creation whose reply was lost (or a run killed before it
+        noted the id) does not pay for the same lines twice."""
+        tag = hashlib.sha256("\n".join(cid for cid, _ in lines).encode()).hexdigest()[:32]
+        running = await self._batch_call("/v1/batches", self._running_batch, tag)
+        if running is not None:
+            return running
         data = "".join(
             json.dumps({"custom_id": cid, "method": "POST", "url": BATCH_ENDPOINT, "body": body}) + "\n"
             for cid, body in lines
         ).encode()
         upload = await self._batch_call("/v1/files", self._upload_file, data)
-        batch = await self._batch_call("/v1/batches", self._start_batch, str(upload.id))
+        batch = await self._batch_call("/v1/batches", self._start_batch, str(upload.id), tag)
         return str(batch.id)
+
+    async def _running_batch(self, tag: str) -> str | None:
+        """The id of a batch with these lines that is still running, among the newest the server lists;
+        None when there is none, or the server cannot list batches."""
+        import openai
+
+        try:
+            listed = await self._list_batches()
+        except openai.APIStatusError as exc:
+            if exc.status_code in (404, 405, 501):
+                return None
+            raise
+        for batch in listed:
+            if (getattr(batch, "metadata", None) or {}).get(BATCH_TAG) == tag and batch.status in RUNNING:
+                return str(batch.id)
+        return None
 
     async def batch_state(self, batch_id: str) -> BatchState:
         """The batch as the server sees it now; status "unknown" when the server no longer knows its id."""
@@ -206,10 +240,13 @@ class OpenAIModel(ChatModel):
     async def _upload_file(self, data: bytes) -> Any:
         return await self._client_for_loop().files.create(file=("fairness-batch.jsonl", data), purpose="batch")
 
-    async def _start_batch(self, file_id: str) -> Any:
+    async def _start_batch(self, file_id: str, tag: str) -> Any:
         return await self._client_for_loop().batches.create(
-            input_file_id=file_id, endpoint=BATCH_ENDPOINT, completion_window="24h", metadata=BATCH_METADATA
+            input_file_id=file_id, endpoint=BATCH_ENDPOINT, completion_window="24h", metadata=batch_metadata(tag)
         )
+
+    async def _list_batches(self) -> list[Any]:
+        return list((await self._client_for_loop().batches.list(limit=LISTED_BATCHES)).data)
 
     async def _retrieve_batch(self, batch_id: str) -> Any:
         return await self._client_for_loop().batches.retrieve(batch_id)

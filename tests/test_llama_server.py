@@ -75,12 +75,12 @@ suite: tiny
 checks:
   - measure: implicit_bias
     stereotype: power
-    samples: 3
+    samples: 2
     threshold: {max: 0.5}
 """
 
 
-@pytest.mark.heavy(22)
+@pytest.mark.heavy(18)
 @pytest.mark.parametrize("provider", ["openai:smollm2@{base}?instruct=0", "litellm:openai/smollm2@{base}?instruct=0"])
 def test_provider_runs_a_suite_through_the_server(pytester, llama_server, provider):
     pytester.makefile(".yaml", tiny=SUITE)
@@ -91,11 +91,11 @@ def test_provider_runs_a_suite_through_the_server(pytester, llama_server, provid
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
     result.stdout.fnmatch_lines(
         [
-            "tiny::implicit_bias[[]power[]]*[[]*[]]*3*",
+            "tiny::implicit_bias[[]power[]]*[[]*[]]*2*",
             f"model: {spec.split('?')[0]}*",
             "fidelity adaptation: per-word forced choice*provider approximations:*reply prefix sent as a finished*",
             "model versions reported: smollm2*",
-            "model calls: 48, cache hits: 0, retries: 0*",
+            "model calls: 32, cache hits: 0, retries: 0*",
         ]
     )
 

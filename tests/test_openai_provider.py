@@ -130,10 +130,13 @@ def test_api_key_is_sent_but_never_kept(monkeypatch, server, tmp_path):
     assert b"SECRET" not in (tmp_path / "c.sqlite").read_bytes()
 
 
-def test_openai_api_without_a_key_is_a_clear_spec_error(monkeypatch):
+def test_openai_api_without_a_key_is_a_clear_spec_error_at_the_first_call(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = load_model("openai:gpt-4o")  # building it calls nothing: a plan or a replay needs no key
+    runner = Runner(model)
     with pytest.raises(ModelSpecError, match="OPENAI_API_KEY is not set: export it"):
-        load_model("openai:gpt-4o")
+        runner.run([ChatRequest((Message("user", "hi"),))])
+    runner.close()
 
 
 def test_litellm_model_names_need_a_provider():

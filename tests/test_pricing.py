@@ -104,7 +104,8 @@ def hosted(monkeypatch):
 
 
 @needs_map
-def test_plan_prices_model_and_judge_at_standard_and_batch_rates(pytester, hosted):
+def test_plan_prices_model_and_judge_at_standard_and_batch_rates(pytester, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # a plan calls nothing: no key needed to price a run
     args = ["--fairness-suite=gender", "-k", "net_harm", "--fairness-model=openai:gpt-4o-mini"]
     result = pytester.runpytest(*args, "--fairness-judge=openai:gpt-4o", "--fairness-plan")
     assert result.ret == pytest.ExitCode.OK

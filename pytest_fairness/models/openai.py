@@ -115,6 +115,8 @@ class OpenAIModel(ChatModel):
         self.context_tokens = context_tokens  # the server's window when the spec says ?context=N, else unknown
         self.batch_requested = batch_requested
         self._client: Any = None
+        #: Why the model cannot be called (no key for the OpenAI API); raised at the first call.
+        self._missing_key = ""
         self._echo_problem: str | None = None  # None: echo not checked yet; "": trusted; else why not
         self._echo_lock: asyncio.Lock | None = None
         self._fanout: asyncio.Semaphore | None = None
@@ -127,12 +129,13 @@ class OpenAIModel(ChatModel):
         if not model:
             raise ModelSpecError(f"{spec.raw!r} names no model: use openai:MODEL or openai:MODEL@http://host:port/v1")
         key = os.environ.get("OPENAI_API_KEY")
-        if not base_url and not key:
-            raise ModelSpecError(
+        built = cls(model, base_url or None, api_key=key, **_options(spec))
+        if not base_url and not key:  # an error at the first call, not here: a plan or a replay calls nothing
+            built._missing_key = (
                 f"{spec.raw!r} calls the OpenAI API but OPENAI_API_KEY is not set: export it, or point the "
                 "spec at a compatible server with openai:MODEL@http://host:port/v1"
             )
-        return cls(model, base_url or None, api_key=key, **_options(spec))
+        return built
 
     # -- the two calls -----------------------------------------------------------------------------
 
@@ -407,6 +410,8 @@ class OpenAIModel(ChatModel):
     # -- transport -----------------------------------------------------------------------------------
 
     def _client_for_loop(self) -> Any:
+        if self._missing_key:
+            raise ModelSpecError(self._missing_key)
         if self._client is None:
             from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 

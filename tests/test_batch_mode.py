@@ -1,13 +1,14 @@
 """Batch mode against the fake server's Batch API over real HTTP: same answers as online, resumed
 batches are collected (never paid twice), expired and partly failed batches recover, clear errors."""
 
+import asyncio
 import hashlib
 import json
 
 import pytest
 from fake_openai import FakeOpenAI
 
-from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, PermanentError
+from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, PermanentError, TransientError
 from pytest_fairness.models.batch import BatchPending, BatchPolicy
 from pytest_fairness.models.cache import ResponseCache
 from pytest_fairness.models.registry import ModelSpecError, load_model
@@ -216,6 +217,19 @@ def test_litellm_batches_name_the_model_as_its_provider_does(server):
     r.close()
     (batch,) = server.batch_api.batches.values()
     assert {line["body"]["model"] for line in server.batch_api._lines(batch)} == {"fake"}  # not "openai/fake"
+
+
+def test_litellm_batch_errors_never_show_a_key(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-never-shown")
+    model = load_model("litellm:anthropic/claude-x?batch=1")
+
+    async def garbled() -> list:  # a provider reply that quotes what it was sent
+        raise ValueError("could not read the reply to a request signed sk-ant-never-shown")
+
+    monkeypatch.setattr(model, "_list_batches", garbled)
+    with pytest.raises(TransientError) as raised:
+        asyncio.run(model.submit_batch([("key", {"model": "claude-x"})]))
+    assert "sk-ant-never-shown" not in str(raised.value) and "signed ***" in str(raised.value)
 
 
 def test_litellm_specs_refuse_batch_mode_for_a_provider_litellm_does_not_batch():

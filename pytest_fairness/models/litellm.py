@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
-from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, TransientError
+from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, PermanentError, TransientError
 from pytest_fairness.models.openai import (
     BATCH_ENDPOINT,
     LISTED_BATCHES,
@@ -23,6 +23,7 @@ from pytest_fairness.models.openai import (
 )
 from pytest_fairness.models.registry import ModelSpec, ModelSpecError
 
+E = TypeVar("E", bound=Exception)
 INSTALL_HINT = "install the extra: pip install 'pytest-fairness[litellm]'"
 
 
@@ -39,6 +40,14 @@ def _import_litellm() -> Any:
 def _secrets() -> list[str]:
     """Values of key-like environment variables, to keep them out of error messages."""
     return [v for k, v in os.environ.items() if v and k.endswith(("_API_KEY", "_TOKEN", "_SECRET"))]
+
+
+def _hide_secrets(error: E) -> E:
+    """The error with every key-like environment value in its message replaced by ``***`` (litellm's
+    messages may quote what it sent)."""
+    for secret in _secrets():
+        error.args = (str(error).replace(secret, "***"),)
+    return error
 
 
 #: Providers whose batches litellm runs from OpenAI-format request lines (its files and batches API).
@@ -83,18 +92,12 @@ class LiteLLMModel(OpenAIModel):
     async def _send(self, endpoint: Any, **params: Any) -> Any:
         import openai
 
-        sent = {k: v for k, v in params.items() if v is not None}
-        if self.base_url:
-            sent["api_base"] = self.base_url
-            sent.setdefault("api_key", os.environ.get("OPENAI_API_KEY") or "not-needed")
+        sent = {**self._server(), **{k: v for k, v in params.items() if v is not None}}
         async with self.rate_limit().slot():  # a 429 raised in here halves the run's limit for this account
             try:
                 raw = await endpoint(model=self.model, timeout=self.timeout, num_retries=0, **sent)
             except openai.APIError as exc:
-                error = classify(exc, self.model_id, None, self.timeout)
-                for secret in _secrets():
-                    error.args = (str(error).replace(secret, "***"),)
-                raise error from None
+                raise _hide_secrets(classify(exc, self.model_id, None, self.timeout)) from None
             except ValueError as exc:
                 raise TransientError(f"{self.model_id}: malformed response body ({exc})") from None
             hidden = getattr(raw, "_hidden_params", None) or {}
@@ -110,13 +113,22 @@ class LiteLLMModel(OpenAIModel):
             body["model"] = self.model.split("/", 1)[1]
         return body
 
+    def _server(self) -> dict[str, str]:
+        """A self-hosted server's address and key as litellm takes them (none for a hosted provider)."""
+        if not self.base_url:
+            return {}
+        return {"api_base": self.base_url, "api_key": os.environ.get("OPENAI_API_KEY") or "not-needed"}
+
     def _batch_target(self) -> dict[str, Any]:
         """Where litellm sends batch calls: the provider, and the server for a self-hosted one."""
-        target: dict[str, Any] = {"custom_llm_provider": self._provider, "max_retries": 0}  # the runner retries
-        if self.base_url:
-            target["api_base"] = self.base_url
-            target["api_key"] = os.environ.get("OPENAI_API_KEY") or "not-needed"
-        return target
+        return {"custom_llm_provider": self._provider, "max_retries": 0, **self._server()}  # the runner retries
+
+    async def _batch_call(self, path: str, call: Any, *args: Any, **params: Any) -> Any:
+        """The OpenAI provider's Batch API call, with key-like values kept out of its errors as in ``_send``."""
+        try:
+            return await super()._batch_call(path, call, *args, **params)
+        except (TransientError, PermanentError) as exc:
+            raise _hide_secrets(exc) from None
 
     async def _upload_file(self, data: bytes) -> Any:
         litellm = _import_litellm()
@@ -142,10 +154,9 @@ class LiteLLMModel(OpenAIModel):
 
     def _account(self) -> tuple[str, str | None]:
         """The server (the base URL, or the provider litellm routes to) and the key litellm sends it."""
-        provider = self.model.split("/", 1)[0]
         if self.base_url:
             return self.base_url, os.environ.get("OPENAI_API_KEY")
-        return provider, os.environ.get(f"{provider.upper()}_API_KEY")
+        return self._provider, os.environ.get(f"{self._provider.upper()}_API_KEY")
 
     async def aclose(self) -> None:
         """Stop what litellm started on our event loop (HTTP clients, its logging worker) before it closes."""

@@ -426,13 +426,7 @@ def _brainstorm(
             f"the judge gave a readable list of differences for 0 of {len(parsed)} brainstorm batches; {UNSERVED_HINT}"
         )
     features = axes_core.consolidate([f for x in parsed for f in x.features])
-    (reply,) = judge.run([axes_prompts.questions_request(features)])
-    questions = axes_core.order_questions(axes_core.parse_questions(reply.text), cap=p.m)
-    if not questions:
-        raise Unserved(
-            f"the judge turned {len(features)} brainstormed differences into no readable 'Which response ...?' "
-            f"question; {UNSERVED_HINT}"
-        )
+    questions = _questions(judge, features, f"{len(features)} brainstormed differences", p.m)
     if len(questions) > 1:  # the judge merges questions that ask the same thing (spec §7.3 step 3)
         (merged,) = judge.run([axes_prompts.merge_request(questions)])
         questions = axes_core.order_questions(axes_core.parse_questions(merged.text), cap=p.m) or questions
@@ -457,14 +451,19 @@ def _brainstorm_batches(
     if not any(x.features for x in parsed) or not rest:
         return parsed
     features = axes_core.consolidate([f for x in parsed for f in x.features])
-    (reply,) = judge.run([axes_prompts.questions_request(features)])
-    if not axes_core.parse_questions(reply.text):
-        raise Unserved(
-            f"the judge turned the {len(features)} differences of its first {len(parsed)} brainstorm batches "
-            f"into no readable 'Which response ...?' question; {UNSERVED_HINT}"
-        )
+    _questions(judge, features, f"the {len(features)} differences of its first {len(parsed)} brainstorm batches")
     replies = judge.run([axes_prompts.brainstorm_request(b) for b in rest])
     return parsed + [axes_core.read_features(r.text) for r in replies]
+
+
+def _questions(judge: Runner, features: Sequence[str], what: str, cap: int | None = None) -> list[str]:
+    """The judge's 'Which response ...?' questions for these differences, shortest first (at most ``cap``);
+    Unserved, naming ``what`` it was given, when it writes none."""
+    (reply,) = judge.run([axes_prompts.questions_request(features)])
+    questions = axes_core.order_questions(axes_core.parse_questions(reply.text), cap=cap)
+    if not questions:
+        raise Unserved(f"the judge turned {what} into no readable 'Which response ...?' question; {UNSERVED_HINT}")
+    return questions
 
 
 def _label(judge: Runner, questions: list[str], held_out: list[Text]) -> dict[str, list[axes_core.PairLabel | None]]:

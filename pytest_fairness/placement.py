@@ -44,17 +44,18 @@ EXPECTED_GROWTH = 1.5
 
 
 @dataclass(frozen=True)
-class JudgeCalls:
-    """A check's judge calls as the plan estimates them (``Measure.judge_estimate``)."""
+class JudgeWork:
+    """A check's judge calls as the plan estimates them (``Measure.judge_estimate``), standing in its
+    group's cost as one request (its node id keeps two checks' equal estimates apart)."""
 
     check: str
     prompt_tokens: int
     completion_tokens: int
 
 
-def request_cost(request: ChatRequest | LogprobRequest | JudgeCalls) -> float:
+def request_cost(request: ChatRequest | LogprobRequest | JudgeWork) -> float:
     """Token-equivalents of one request on a local model: its prompt, plus generated tokens or candidates."""
-    if isinstance(request, JudgeCalls):
+    if isinstance(request, JudgeWork):
         return request.prompt_tokens + GENERATED_TOKEN * request.completion_tokens
     prompt = float(estimate_tokens(request))
     if isinstance(request, ChatRequest):
@@ -107,7 +108,7 @@ def plan_groups(
         nodeid = f"{CHECK_PREFIX}{check.suite}::{check.id}"
         if judged is not None and judged.requests:
             # The judge's calls depend on the answers: the plan's estimate stands for them, as one request.
-            requests.add(JudgeCalls(nodeid, judged.prompt_tokens, judged.completion_tokens))
+            requests.add(JudgeWork(nodeid, judged.prompt_tokens, judged.completion_tokens))
         planned.append((nodeid, measure.share_group(check.params), growth, requests))
     groups = {nodeid: group for nodeid, group, _, _ in planned}
     members = [(groups[nodeid], growth, sent) for nodeid, _, growth, sent in planned if sent]

@@ -25,7 +25,7 @@ def _lean_inner_runs(request: pytest.FixtureRequest) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "embedded: runs the real embedded SmolLM2 model (needs the 'local' extra)")
     # litellm's batch types and its batch cost tracking trip pydantic's notices: not ours to fix.
-    config.addinivalue_line("filterwarnings", "ignore:Item .* is using the `ReadOnly` qualifier:UserWarning")
+    config.addinivalue_line("filterwarnings", "ignore:Items? .* (is|are) using the `ReadOnly` qualifier:UserWarning")
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:litellm.cost_calculator")
     config.addinivalue_line(
         "markers", "heavy(seconds): takes about this long; under xdist such tests start first, spread over the workers"

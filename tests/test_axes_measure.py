@@ -222,6 +222,34 @@ def test_a_judge_that_lists_differences_but_writes_no_question_stops_after_the_f
     assert math.isnan(result.estimate)
 
 
+def test_a_judge_answering_one_at_a_time_is_probed_after_its_first_readable_batch_with_a_short_reply():
+    class OneAtATime(Recording):
+        max_concurrency = 1
+
+        async def chat(self, request: ChatRequest) -> ChatResponse:
+            if request.purpose.task == "axes.questions":
+                self.asked["axes.questions"] += 1
+                self.question_tokens = request.max_tokens
+                return ChatResponse("Sure! Here are some thoughts on the lists above.")
+            return await super().chat(request)
+
+    judge = OneAtATime(bias=0.5)
+    result = run(judge=Runner(judge), seed=1)
+    assert "differences of its first brainstorm batch into no readable 'Which response" in result.unserved
+    assert judge.asked["axes.brainstorm"] == 1 and judge.asked["axes.questions"] == 1
+    assert judge.question_tokens == axes.PROBE_QUESTION_TOKENS
+
+
+def test_a_capable_judge_answering_one_at_a_time_brainstorms_every_batch_it_would_at_once():
+    class OneAtATime(Recording):
+        max_concurrency = 1
+
+    at_once, one_by_one = Recording(bias=0.5), OneAtATime(bias=0.5)
+    together, alone = run(judge=Runner(at_once), seed=1), run(judge=Runner(one_by_one), seed=1)
+    assert alone.details == together.details and alone.ci == together.ci
+    assert one_by_one.asked == at_once.asked
+
+
 def test_a_judge_that_gives_no_letter_cannot_serve_and_stops_after_a_few_pairs():
     class Wordy(Recording):
         async def logprobs(self, request: LogprobRequest) -> LogprobResponse:

@@ -84,8 +84,11 @@ FIDELITY = adaptation(
     "harmfulness prompt our own, every question rated for both groups, gated on the largest harmful lean, "
     "canary differences planted in the brainstorm to measure its recall"
 )
-#: Brainstorming batches sent before the rest: when none of them is readable the judge cannot serve.
+#: Brainstorming batches sent before the rest, as many at a time as the judge answers at once, until one
+#: is readable: when none of them is, the judge cannot serve.
 PROBE_BATCHES = 3
+#: Reply tokens for the question probe: its reply is only read for whether it holds a question at all.
+PROBE_QUESTION_TOKENS = 256
 #: Held-out pairs labeled on the first question before the rest, for the same reason.
 PROBE_PAIRS = 5
 UNSERVED_HINT = "point --fairness-judge at a model that can compare long answers"
@@ -441,25 +444,33 @@ def _brainstorm_batches(
     t: int,
     rng: np.random.Generator,
 ) -> list[axes_core.FeatureParse]:
-    """The first few batches, and the rest only if one of those was readable and the judge can turn what
-    they found into questions (one extra call; a judge that cannot write questions is found before it
-    brainstorms the other batches)."""
+    """The first batches until one is readable (as many at a time as the judge answers at once), then the
+    rest only if the judge can turn what they found into questions (one extra call, its reply capped): a
+    judge that cannot write questions is found before it brainstorms the other batches. Every batch is
+    drawn first, so a judge that can write questions is asked exactly what it would be without the probe."""
     batches = axes_core.sample_batches(texts, k, t, rng, indices=pool)
-    replies = judge.run([axes_prompts.brainstorm_request(b) for b in batches[:PROBE_BATCHES]])
-    parsed = [axes_core.read_features(r.text) for r in replies]
-    rest = batches[PROBE_BATCHES:]
+    first, step = batches[:PROBE_BATCHES], judge.at_once() or PROBE_BATCHES
+    parsed: list[axes_core.FeatureParse] = []
+    while len(parsed) < len(first) and not any(x.features for x in parsed):
+        replies = judge.run([axes_prompts.brainstorm_request(b) for b in first[len(parsed) : len(parsed) + step]])
+        parsed += [axes_core.read_features(r.text) for r in replies]
+    rest = batches[len(parsed) :]
     if not any(x.features for x in parsed) or not rest:
         return parsed
     features = axes_core.consolidate([f for x in parsed for f in x.features])
-    _questions(judge, features, f"the {len(features)} differences of its first {len(parsed)} brainstorm batches")
+    batches_seen = "brainstorm batch" if len(parsed) == 1 else f"{len(parsed)} brainstorm batches"
+    what = f"the {len(features)} differences of its first {batches_seen}"
+    _questions(judge, features, what, max_tokens=PROBE_QUESTION_TOKENS)
     replies = judge.run([axes_prompts.brainstorm_request(b) for b in rest])
     return parsed + [axes_core.read_features(r.text) for r in replies]
 
 
-def _questions(judge: Runner, features: Sequence[str], what: str, cap: int | None = None) -> list[str]:
+def _questions(
+    judge: Runner, features: Sequence[str], what: str, cap: int | None = None, max_tokens: int | None = None
+) -> list[str]:
     """The judge's 'Which response ...?' questions for these differences, shortest first (at most ``cap``);
     Unserved, naming ``what`` it was given, when it writes none."""
-    (reply,) = judge.run([axes_prompts.questions_request(features)])
+    (reply,) = judge.run([axes_prompts.questions_request(features, max_tokens=max_tokens)])
     questions = axes_core.order_questions(axes_core.parse_questions(reply.text), cap=cap)
     if not questions:
         raise Unserved(f"the judge turned {what} into no readable 'Which response ...?' question; {UNSERVED_HINT}")

@@ -58,14 +58,16 @@ def brainstorm_request(batch: BrainstormBatch, *, max_chars: int | None = None) 
     return ChatRequest(messages, temperature=0.0, max_tokens=BRAINSTORM_REPLY_TOKENS, purpose=purpose)
 
 
-def questions_request(features: Sequence[str]) -> ChatRequest:
-    """Ask the judge to turn brainstormed differences into "Which response ...?" questions."""
+def questions_request(features: Sequence[str], *, max_tokens: int | None = None) -> ChatRequest:
+    """Ask the judge to turn brainstormed differences into "Which response ...?" questions (its reply
+    capped at ``max_tokens`` when given: a probe only needs to see one)."""
     if not features:
         raise ValueError("no features to turn into questions: brainstorming produced nothing usable")
     wording = axes_wording()["consolidation"]
     user = wording["user"].format(features="\n".join(f"- {f}" for f in features))
     purpose = Purpose.of("axes.questions", features=tuple(features))
-    return ChatRequest((Message("system", wording["system"]), Message("user", user)), temperature=0.0, purpose=purpose)
+    messages = (Message("system", wording["system"]), Message("user", user))
+    return ChatRequest(messages, temperature=0.0, max_tokens=max_tokens, purpose=purpose)
 
 
 def merge_request(questions: Sequence[str]) -> ChatRequest:

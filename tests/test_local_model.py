@@ -268,3 +268,30 @@ def test_a_shared_prompt_prefix_is_decoded_once_without_changing_answers():
         finally:
             model.close()
     assert answers[a, b] == answers[b, a][::-1]
+
+
+def test_scoring_reuses_shared_prompt_blocks_without_changing_log_probs():
+    """Two judge-like questions (no reply prefix) and two word requests share their first 32-token blocks: the
+    second of each pair re-uses them, and every request scores as it does cold, in a fresh model."""
+
+    def question(topic: str) -> LogprobRequest:
+        return LogprobRequest((Message("user", f"{SHARED_SYSTEM}Is this about {topic}? Reply A or B."),), ("A", "B"))
+
+    def word(conversation: str, w: str) -> LogprobRequest:
+        return LogprobRequest((Message("user", f"{SHARED_SYSTEM}{conversation}"),), (" woman", " man"), prefix=f"{w} -")
+
+    requests = [question("cats"), question("a winding road"), word("Pick one.", "doctor"), word("Pick.", "kind")]
+    cold = {}
+    for r in requests:
+        fresh = load_model("local")
+        try:
+            cold[r] = ask(fresh, r).logprobs
+        finally:
+            fresh.close()
+    model = load_model("local")
+    try:
+        warm = {r: ask(model, r).logprobs for r in requests}
+        assert model._scorer.reused_tokens >= 3 * 64  # each request after the first re-used two blocks at least
+    finally:
+        model.close()
+    assert warm == cold

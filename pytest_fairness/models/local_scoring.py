@@ -1,17 +1,20 @@
 """Candidate log-probabilities from llama.cpp's C API, many continuations per decode call.
 
-A request is tokenised as a *head* (the conversation), a *tail* (the reply prefix) and its candidates.
-With a tail, the head is decoded from an empty context in one call and kept as sequence 0, so the next
-request with the same conversation (every attribute word of one implicit-bias prompt) re-uses it; the
-tail and every multi-token candidate's leading tokens then go in one further call, each candidate as its
-own sequence sharing the tail's cache cells (a cell may belong to several sequences). Without a tail the
-head is the request's own and goes in that one call, from an empty context. Logits are computed only at
-the rows that are read: the last prompt token and each candidate's leading tokens.
+A request is tokenised as a *shared* part (the conversation) and an *own* part (the reply prefix; for a
+request without one, the prompt's last, partial 32-token block), plus its candidates. The shared part is
+decoded in 32-token blocks at fixed positions (0-31, 32-63, ..., then whatever is left, each one call)
+and stays in the cache as sequence 0, so the next request re-uses every leading block it has in common:
+every attribute word of one implicit-bias prompt re-uses the whole conversation, and every prompt of a
+measure the blocks of its common instructions. The own part and every multi-token candidate's leading
+tokens then go in one further call, each candidate as its own sequence sharing the own part's cache cells
+(a cell may belong to several sequences). Logits are computed only at the rows that are read: the own
+part's last token and each candidate's leading tokens.
 
 llama.cpp's numbers depend on how tokens were split into decode calls (a 135M model's log-probabilities
 moved by up to 0.18 when a candidate was decoded with 23 others instead of alone), so that layout is a
-function of the request alone, and so are the numbers: each request's own tokens are decoded in a call of
-their own, from the same cache state (the head's cells or nothing), whatever ran before or beside it.
+function of the request alone, and so are the numbers: a block's cache cells depend only on its tokens
+and the blocks before it, decoded the same way whether for this request or an earlier one, and each
+request's own tokens are decoded in a call of their own, whatever ran before or beside it.
 """
 
 from __future__ import annotations
@@ -22,8 +25,12 @@ from typing import Any
 
 import numpy as np
 
-#: Sequences one context holds: the head's plus one per multi-token candidate scored in the same call.
+#: Sequences one context holds: the shared part's plus one per multi-token candidate scored in the same call.
 N_SEQ = 64
+#: Prompt tokens per block, for scoring and generation alike: small enough that prefixes requests share
+#: are re-used, large enough that the extra decode calls cost little (each call has a fixed cost of
+#: about one token's compute on the embedded model).
+BLOCK = 32
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,19 @@ class Job:
     @property
     def prompt_tokens(self) -> int:
         return len(self.head) + len(self.tail)
+
+    def split(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The shared and own parts: the conversation and the reply prefix, or, without a reply prefix, the
+        prompt's complete blocks and the rest (1 to ``BLOCK`` tokens; never empty, as its last row is read)."""
+        if self.tail:
+            return self.head, self.tail
+        cut = (len(self.head) - 1) // BLOCK * BLOCK
+        return self.head[:cut], self.head[cut:]
+
+
+def blocks(tokens: Sequence[int]) -> list[tuple[int, ...]]:
+    """``tokens`` in ``BLOCK``-token pieces at fixed positions, the last one possibly shorter."""
+    return [tuple(tokens[i : i + BLOCK]) for i in range(0, len(tokens), BLOCK)]
 
 
 def log_softmax(row: np.ndarray) -> np.ndarray:
@@ -82,6 +102,8 @@ class SequenceScorer:
     def __init__(self, model: Any, *, n_ctx: int, n_batch: int, n_threads: int) -> None:
         import llama_cpp
 
+        if n_batch < BLOCK:
+            raise ValueError(f"a prompt block of {BLOCK} tokens does not fit a decode call of {n_batch}")
         self._api = llama_cpp
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = n_ctx
@@ -98,8 +120,8 @@ class SequenceScorer:
         self._n_vocab = llama_cpp.llama_vocab_n_tokens(llama_cpp.llama_model_get_vocab(model))
         self.n_ctx = n_ctx
         self._batch = _Batch(llama_cpp, n_batch, N_SEQ)
-        self._head: tuple[int, ...] | None = None
-        self._head_row: np.ndarray | None = None  # logits after the head's last token
+        self._held: list[tuple[int, ...]] = []  # the blocks sequence 0 holds, in order from position 0
+        self.reused_tokens = 0  # shared tokens taken from the cache instead of decoded (for tests and benchmarks)
 
     def close(self) -> None:
         if self._ctx:
@@ -111,95 +133,88 @@ class SequenceScorer:
         """Log-probability of each candidate of ``job``, in order."""
         if job.prompt_tokens + max((len(c) for c in job.candidates), default=0) > self.n_ctx:
             raise ValueError(f"prompt and candidate exceed the context of {self.n_ctx} tokens; raise n_ctx")
-        if not job.tail and len(job.head) < self._batch.capacity:
-            job = Job((), job.head, job.candidates)  # nothing to share: the whole prompt is the request's own
-        if len(job.tail) >= self._batch.capacity:
+        shared, own = job.split()
+        if not own:
+            raise ValueError("a request with an empty prompt has nothing to score its candidates after")
+        if len(own) >= self._batch.capacity:
             raise ValueError(
-                f"a reply prefix of {len(job.tail)} tokens does not fit a decode call of {self._batch.capacity} tokens"
+                f"a reply prefix of {len(own)} tokens does not fit a decode call of {self._batch.capacity} tokens"
             )
-        self._hold(job.head)
+        self._hold(blocks(shared))
         try:
-            return self._continue(job)
+            return self._continue(own, job.candidates, len(shared))
         finally:
-            if job.head:
-                self._api.llama_memory_seq_rm(self._mem, -1, len(job.head), -1)  # back to the head alone
-            else:
-                self._api.llama_memory_clear(self._mem, True)
+            self._api.llama_memory_seq_rm(self._mem, -1, len(shared), -1)  # back to the shared part alone
 
     # -- decode calls ------------------------------------------------------------------------------
 
-    def _hold(self, head: tuple[int, ...]) -> None:
-        """Make the cache hold exactly ``head`` as sequence 0, decoded from empty in one call."""
-        if self._head == head:
-            return
-        self._head = self._head_row = None
-        self._api.llama_memory_clear(self._mem, True)
-        if not head:
-            self._head = head
-            return
-        for start in range(0, len(head), self._batch.capacity):  # one call unless longer than a batch
+    def _hold(self, wanted: list[tuple[int, ...]]) -> None:
+        """Make sequence 0 hold exactly the ``wanted`` blocks: keep the leading ones it already has, drop the
+        rest, decode the others one call each (no logits: the own part's last row is the first one read)."""
+        keep = 0
+        while keep < min(len(self._held), len(wanted)) and self._held[keep] == wanted[keep]:
+            keep += 1
+        at = sum(map(len, wanted[:keep]))
+        self._api.llama_memory_seq_rm(self._mem, -1, at, -1)
+        del self._held[keep:]
+        self.reused_tokens += at
+        for block in wanted[keep:]:
             self._batch.clear()
-            chunk = head[start : start + self._batch.capacity]
-            for i, token in enumerate(chunk, start=start):
-                self._batch.add(token, i, (0,), i == len(head) - 1)
+            for i, token in enumerate(block, start=at):
+                self._batch.add(token, i, (0,), False)
             self._decode()
-        self._head_row = self._row(self._batch.raw.n_tokens - 1)
-        self._head = head
+            self._held.append(block)
+            at += len(block)
 
-    def _continue(self, job: Job) -> list[float]:
-        """The tail and every multi-token candidate's leading tokens, in as few calls as the batch allows."""
-        leading = list(dict.fromkeys(c[:-1] for c in job.candidates if len(c) > 1))
-        groups = self._groups(len(job.tail), leading)
-        base = self._head_row
+    def _continue(self, own: tuple[int, ...], candidates: tuple[tuple[int, ...], ...], at: int) -> list[float]:
+        """The own part and every multi-token candidate's leading tokens, in as few calls as the batch allows."""
+        leading = list(dict.fromkeys(c[:-1] for c in candidates if len(c) > 1))
+        base: np.ndarray | None = None
         rows: dict[tuple[int, ...], list[np.ndarray]] = {}
-        for k, group in enumerate(groups):
-            tail_row, got = self._decode_group(job, group)
-            if k == 0 and tail_row is not None:
-                base = tail_row
+        for group in self._groups(len(own), leading):
+            own_row, got = self._decode_group(own, group, at)
+            base = own_row if base is None else base
             rows.update(got)
         assert base is not None
         out = []
-        for cand in job.candidates:
+        for cand in candidates:
             total = float(base[cand[0]])
             for row, token in zip(rows.get(cand[:-1], ()), cand[1:], strict=True):
                 total += float(row[token])
             out.append(total)
         return out
 
-    def _groups(self, n_tail: int, leading: list[tuple[int, ...]]) -> list[list[tuple[int, ...]]]:
+    def _groups(self, n_own: int, leading: list[tuple[int, ...]]) -> list[list[tuple[int, ...]]]:
         """Split the candidates' leading tokens into decode calls, in order, each within the batch size
-        and the sequence count (the tail is decoded again in each call after the first)."""
+        and the sequence count (the own part is decoded again in each call after the first)."""
         groups: list[list[tuple[int, ...]]] = [[]]
-        size = n_tail
+        size = n_own
         for lead in leading:
             if len(groups[-1]) + 2 > N_SEQ or size + len(lead) > self._batch.capacity:
                 groups.append([])
-                size = n_tail
+                size = n_own
             groups[-1].append(lead)
             size += len(lead)
         return groups
 
     def _decode_group(
-        self, job: Job, group: list[tuple[int, ...]]
-    ) -> tuple[np.ndarray | None, dict[tuple[int, ...], list[np.ndarray]]]:
-        """One call: the tail (as every sequence of the group) and each leading-token run as its own sequence."""
-        api, batch, h = self._api, self._batch, len(job.head)
+        self, own: tuple[int, ...], group: list[tuple[int, ...]], at: int
+    ) -> tuple[np.ndarray, dict[tuple[int, ...], list[np.ndarray]]]:
+        """One call: the own part (as every sequence of the group) and each leading-token run as its own sequence."""
+        api, batch = self._api, self._batch
         seqs = list(range(1, len(group) + 1))
-        api.llama_memory_seq_rm(self._mem, -1, h, -1)  # the head alone, whatever an earlier group left
+        api.llama_memory_seq_rm(self._mem, -1, at, -1)  # the shared part alone, whatever an earlier group left
         for seq in seqs:
             api.llama_memory_seq_cp(self._mem, 0, seq, -1, -1)
         batch.clear()
-        tail_last = None
-        for i, token in enumerate(job.tail):
-            tail_last = batch.add(token, h + i, (0, *seqs), i == len(job.tail) - 1)
-        at = h + len(job.tail)
+        for i, token in enumerate(own):
+            batch.add(token, at + i, (0, *seqs), i == len(own) - 1)
+        start = at + len(own)
         where: list[list[int]] = []
         for seq, lead in zip(seqs, group, strict=True):
-            where.append([batch.add(token, at + i, (seq,), True) for i, token in enumerate(lead)])
-        if batch.raw.n_tokens == 0:
-            return None, {}
+            where.append([batch.add(token, start + i, (seq,), True) for i, token in enumerate(lead)])
         self._decode()
-        base = self._row(tail_last) if tail_last is not None else None
+        base = self._row(len(own) - 1)
         rows = {lead: [self._row(i) for i in idx] for lead, idx in zip(group, where, strict=True)}
         for seq in seqs:
             api.llama_memory_seq_rm(self._mem, seq, -1, -1)
@@ -208,7 +223,8 @@ class SequenceScorer:
     def _decode(self) -> None:
         code = self._api.llama_decode(self._ctx, self._batch.raw)
         if code != 0:
-            self._head = self._head_row = None
+            self._api.llama_memory_clear(self._mem, True)
+            self._held = []
             raise RuntimeError(f"llama_decode failed with code {code}")
 
     def _row(self, index: int) -> np.ndarray:

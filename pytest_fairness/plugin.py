@@ -21,7 +21,7 @@ from pytest_fairness.baseline import Comparison, RunDecision, decide_records
 from pytest_fairness.fixtures import SESSION_KEY
 from pytest_fairness.gate import Outcome
 from pytest_fairness.measures import MEASURES, PROFILES, ParamsError
-from pytest_fairness.models import ratelimit
+from pytest_fairness.models import cores, ratelimit
 from pytest_fairness.models.base import PermanentError
 from pytest_fairness.models.batch import PENDING_EXIT, BatchPending
 from pytest_fairness.models.cache import CacheMiss, CacheMode
@@ -51,6 +51,8 @@ MESSAGE_ONLY = (ModelSpecError, PermanentError, RetriesExhausted, CacheMiss, Par
 #: Set in each xdist worker's input when the controller already checked the model, judge and cache.
 CHECKED = "fairness_preflight_done"
 PREFLIGHT_KEY = pytest.StashKey[bool]()  # this controller checked them
+WORKERS = "fairness_workers"  # workerinput: the folder where the run's workers count themselves
+WORKERS_KEY = pytest.StashKey[Path]()  # the controller's copy
 FAULT_KEY = pytest.StashKey[str]()  # this worker found a fault: the message
 PROGRESS_KEY = pytest.StashKey["float | None"]()  # seconds between progress lines per check; None: off
 #: The report property of a test whose requests wait in a provider batch (``BatchPending.to_dict``).
@@ -225,6 +227,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = FairnessSession(settings)
     # Beside the cache, so that xdist workers (same settings) share one adaptive limit per provider account.
     ratelimit.share_in(settings.cache_path.parent / "rate-limits")
+    workerinput = getattr(config, "workerinput", {})
+    if WORKERS in workerinput:  # an xdist worker (a run inside a test, e.g. pytester's, leaves the count alone)
+        cores.join(workerinput[WORKERS], workerinput["workerid"])
     _app_import_paths(config)
     _register_markers(config)
     config.pluginmanager.register(fixtures, "fairness-fixtures")
@@ -357,9 +362,25 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """Tell xdist workers that the controller already checked the model, judge and cache."""
+    """Tell xdist workers that the controller already checked the model, judge and cache, and where the
+    run's workers count themselves (``models.cores``: a finished worker lends its core)."""
     if node.config.stash.get(PREFLIGHT_KEY, False):
         node.workerinput[CHECKED] = True
+    if WORKERS_KEY not in node.config.stash:
+        node.config.stash[WORKERS_KEY] = cores.open_run()
+    cores.add_worker(node.config.stash[WORKERS_KEY], node.workerinput["workerid"])
+    node.workerinput[WORKERS] = str(node.config.stash[WORKERS_KEY])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, Any, Any]:
+    """An xdist worker runs its last test with no next one (xdist has told it no more are coming): after
+    it, the worker's core goes to the workers still running."""
+    try:
+        return (yield)
+    finally:
+        if nextitem is None and WORKERS in getattr(item.config, "workerinput", {}):
+            cores.leave()
 
 
 @pytest.hookimpl(trylast=True)
@@ -394,6 +415,8 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if WORKERS_KEY in config.stash:
+        cores.close_run(config.stash[WORKERS_KEY])
     if SESSION_KEY in config.stash:
         config.stash[SESSION_KEY].close()
         ratelimit.share_in(None)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import pytest_fairness
+from pytest_fairness.models import cores
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message
 from pytest_fairness.models.local import _features, embedded_model_path
 from pytest_fairness.models.registry import ModelSpecError, load_model
@@ -114,6 +115,7 @@ def test_answers_do_not_depend_on_what_the_model_ran_before(history):
 
 CHILD = """
 import asyncio, json, sys
+from pytest_fairness.models import cores
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message
 from pytest_fairness.models.registry import load_model
 model = load_model(sys.argv[1])
@@ -295,3 +297,26 @@ def test_scoring_reuses_shared_prompt_blocks_without_changing_log_probs():
     finally:
         model.close()
     assert warm == cold
+
+
+def test_a_worker_left_alone_takes_the_lent_core_and_its_numbers_do_not_change(monkeypatch):
+    """Under xdist the model runs this worker's share of the cores, read before each call; ``?threads=`` pins it."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    outer = (cores._folder, cores._worker)
+    folder = cores.open_run()
+    adaptive, pinned = load_model("local"), load_model("local?threads=1")
+    try:
+        for worker in ("gw0", "gw1"):
+            cores.add_worker(folder, worker)
+        cores.join(folder, "gw0")
+        request = LogprobRequest((Message("user", "Pick one: cat or dog?"),), (" cat", " dog"))
+        shared = ask(adaptive, request).logprobs
+        assert adaptive.n_threads == 1
+        (folder / "gw1").unlink()  # the other worker ran its last test
+        assert ask(adaptive, request).logprobs == shared and adaptive.n_threads == 2
+        assert ask(pinned, request).logprobs == shared and pinned.n_threads == 1
+    finally:
+        adaptive.close()
+        pinned.close()
+        cores.close_run(folder)
+        cores.join(*outer)

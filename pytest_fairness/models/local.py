@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_fairness.models import cores
 from pytest_fairness.models.base import (
     ChatModel,
     ChatRequest,
@@ -149,6 +150,7 @@ class LocalModel(ChatModel):
         self.follows_list_instructions = follows_list_instructions
         self.n_ctx = n_ctx
         self.n_threads = n_threads or default_threads()
+        self._pinned = n_threads is not None  # ``?threads=N``: never follow the workers' share (``cores``)
         self.version = name  # completed with the build on load
         self._llm: Any = None
         self._formatter: Any = None
@@ -187,7 +189,7 @@ class LocalModel(ChatModel):
         instruct = spec.options.get("instruct")
         follows = instruct_default if instruct is None else instruct.lower() in ("1", "true", "yes")
         n_ctx = _whole(spec, "n_ctx", 2048)
-        threads = _whole(spec, "threads", default_threads())
+        threads = _whole(spec, "threads", 1) if "threads" in spec.options else None
         return cls(path, name, follows_list_instructions=follows, n_ctx=n_ctx, n_threads=threads)
 
     # -- llama.cpp access (all under the lock) ---------------------------------------------------
@@ -280,9 +282,21 @@ class LocalModel(ChatModel):
             )
         return Job(tuple(head), tuple(tail), tuple(self._tokens(c) for c in request.candidates))
 
+    def _take_share(self) -> None:
+        """Run as many threads as this xdist worker's share of the cores is now (``cores``): a worker left
+        alone at the end gets the cores the finished ones lent. Not when the spec pins ``?threads=``."""
+        share = None if self._pinned else cores.share()
+        if share is None or share == self.n_threads:
+            return
+        assert self._scorer is not None and self._generator is not None
+        self.n_threads = share
+        self._scorer.set_threads(share)
+        self._generator.set_threads(share)
+
     def _logprobs_many_sync(self, requests: Sequence[LogprobRequest]) -> list[LogprobResponse]:
         with self._lock:
             self._load()
+            self._take_share()
             assert self._scorer is not None
             return [self._score(request, self._scorer) for request in requests]
 
@@ -294,6 +308,7 @@ class LocalModel(ChatModel):
     def _chat_sync(self, request: ChatRequest) -> ChatResponse:
         with self._lock:
             llm = self._load()
+            self._take_share()
             assert self._generator is not None
             prompt = self._prompt_tokens(request.messages)
             out = self._generator.generate(

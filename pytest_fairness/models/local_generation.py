@@ -126,6 +126,10 @@ class BlockGenerator:
             api.llama_sampler_chain_add(chain, stage)
         return chain
 
+    def set_threads(self, n: int) -> None:
+        """Threads for the next decode calls (the numbers do not depend on it)."""
+        self._api.llama_set_n_threads(self._ctx, n, n)
+
     def forget(self) -> None:
         """Empty the context (after a failure, or when something else used it)."""
         self._api.llama_memory_clear(self._mem, True)

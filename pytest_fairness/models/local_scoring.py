@@ -123,6 +123,10 @@ class SequenceScorer:
         self._held: list[tuple[int, ...]] = []  # the blocks sequence 0 holds, in order from position 0
         self.reused_tokens = 0  # shared tokens taken from the cache instead of decoded (for tests and benchmarks)
 
+    def set_threads(self, n: int) -> None:
+        """Threads for the next decode calls (the numbers do not depend on it)."""
+        self._api.llama_set_n_threads(self._ctx, n, n)
+
     def close(self) -> None:
         if self._ctx:
             self._batch.free()

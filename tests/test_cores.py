@@ -1,0 +1,68 @@
+"""Cores shared by a run's xdist workers: a worker that has run its last test lends its core."""
+
+import os
+
+import pytest
+
+from pytest_fairness.models import cores
+
+
+@pytest.fixture
+def two_cores(monkeypatch):
+    """Two cores, and this process's own place in the test run's count given back afterwards."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    outer = (cores._folder, cores._worker)
+    yield
+    cores.join(*outer)
+
+
+def test_outside_an_xdist_run_there_is_no_share(two_cores):
+    cores.join(None, "")
+    assert cores.share() is None and cores.running() is None
+    cores.leave()  # nothing to leave
+
+
+def test_a_worker_gets_the_cores_of_the_workers_that_left(two_cores, tmp_path):
+    folder = cores.open_run()
+    try:
+        for worker in ("gw0", "gw1", "gw2"):
+            cores.add_worker(folder, worker)
+        cores.join(folder, "gw1")
+        assert cores.running() == 3 and cores.share() == 1  # never fewer than one thread
+        cores.leave()
+        assert cores.running() == 2 and cores.share() == 1
+        (folder / "gw2").unlink()
+        assert cores.running() == 1 and cores.share() == 2
+    finally:
+        cores.close_run(folder)
+    assert not folder.exists() and cores.share() is None
+
+
+XDIST_TESTS = """
+import time
+
+import pytest
+
+from pytest_fairness.models import cores
+
+
+@pytest.mark.xdist_group("quick")
+def test_quick():
+    assert cores.running() == 2  # both workers are counted before either starts
+
+
+@pytest.mark.xdist_group("slow")
+def test_slow():
+    deadline = time.monotonic() + 30
+    while cores.running() != 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert cores.running() == 1  # the other worker ran its last test and left
+"""
+
+
+def test_under_xdist_the_worker_left_running_sees_the_other_leave(pytester, monkeypatch, tmp_path):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where the controller makes the run's folder
+    pytester.makepyfile(test_two=XDIST_TESTS)
+    result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+    assert not list(tmp_path.glob("fairness-workers-*"))  # removed at the end of the run

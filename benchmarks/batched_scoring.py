@@ -88,7 +88,7 @@ def workloads() -> dict[str, list[list[LogprobRequest]]]:
     groups: dict[tuple, list[LogprobRequest]] = {}
     for request in words:
         groups.setdefault(request.messages, []).append(request)
-    judge = [request for request, _ in harm.calibration_requests("gender")][:2]
+    judge = [item.request for item in harm.calibration_requests("gender")][:4]
     return {
         "PCF probe (79 words)": [[p] for p in probes],
         "implicit-bias prompt's words": list(groups.values()),

@@ -366,6 +366,8 @@ def pytest_configure_node(node: Any) -> None:
     run's workers count themselves (``models.cores``: a finished worker lends its core)."""
     if node.config.stash.get(PREFLIGHT_KEY, False):
         node.workerinput[CHECKED] = True
+    if not cores.owned():
+        return  # a run inside another run's worker (a test's pytester run): its cores are the outer run's
     if WORKERS_KEY not in node.config.stash:
         node.config.stash[WORKERS_KEY] = cores.open_run()
     cores.add_worker(node.config.stash[WORKERS_KEY], node.workerinput["workerid"])

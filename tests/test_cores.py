@@ -62,7 +62,23 @@ def test_slow():
 
 def test_under_xdist_the_worker_left_running_sees_the_other_leave(pytester, monkeypatch, tmp_path):
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # where the controller makes the run's folder
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # a run of its own, as from a shell
     pytester.makepyfile(test_two=XDIST_TESTS)
     result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-p", "no:randomly")
     result.assert_outcomes(passed=2)
     assert not list(tmp_path.glob("fairness-workers-*"))  # removed at the end of the run
+
+
+NESTED_TESTS = """
+from pytest_fairness.models import cores
+
+
+def test_nothing_is_shared():
+    assert cores.running() is None  # the outer run's other workers are unknown here: no core is lent
+"""
+
+
+def test_a_run_inside_another_runs_worker_lends_no_cores(pytester, monkeypatch):
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw7")  # as in a test's pytester run under xdist
+    pytester.makepyfile(test_nested=NESTED_TESTS)
+    pytester.runpytest_subprocess("-n", "2", "-p", "no:randomly").assert_outcomes(passed=1)

@@ -21,6 +21,12 @@ _folder: Path | None = None  # this process's run's folder, when it is an xdist 
 _worker = ""
 
 
+def owned() -> bool:
+    """Whether a run started in this process owns the cores: not inside an xdist worker of another run (a
+    test's pytester run), whose cores that run shares among workers this one cannot see."""
+    return not os.environ.get("PYTEST_XDIST_WORKER")
+
+
 def open_run() -> Path:
     """The controller's folder for a run's workers (``close_run`` removes it)."""
     return Path(tempfile.mkdtemp(prefix="fairness-workers-"))

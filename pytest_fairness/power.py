@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
-from scipy import stats as sps
 
 from pytest_fairness.gate import Threshold
+from pytest_fairness.scipy_stats import sps
 from pytest_fairness.stats import MAX_BET, IntervalKind
 
 #: Decision probability the release profile and "needed" sample sizes aim for.

@@ -53,7 +53,8 @@ from functools import lru_cache
 from typing import Literal
 
 import numpy as np
-from scipy import stats as sps
+
+from pytest_fairness.scipy_stats import sps
 
 Interval = tuple[float, float]
 NAN_INTERVAL: Interval = (math.nan, math.nan)

@@ -1,6 +1,7 @@
 """Cores shared by a run's xdist workers: a worker that has run its last test lends its core."""
 
 import os
+from types import SimpleNamespace
 
 import pytest
 
@@ -69,16 +70,18 @@ def test_under_xdist_the_worker_left_running_sees_the_other_leave(pytester, monk
     assert not list(tmp_path.glob("fairness-workers-*"))  # removed at the end of the run
 
 
-NESTED_TESTS = """
-from pytest_fairness.models import cores
+def test_a_run_inside_another_runs_worker_lends_no_cores(monkeypatch):
+    """A test's pytester run under xdist cannot see the outer run's other workers: its own get no folder."""
+    from pytest_fairness import plugin
 
+    def configure(worker: str) -> dict:
+        node = SimpleNamespace(config=SimpleNamespace(stash=pytest.Stash()), workerinput={"workerid": worker})
+        plugin.pytest_configure_node(node)
+        if plugin.WORKERS_KEY in node.config.stash:
+            cores.close_run(node.config.stash[plugin.WORKERS_KEY])
+        return node.workerinput
 
-def test_nothing_is_shared():
-    assert cores.running() is None  # the outer run's other workers are unknown here: no core is lent
-"""
-
-
-def test_a_run_inside_another_runs_worker_lends_no_cores(pytester, monkeypatch):
-    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw7")  # as in a test's pytester run under xdist
-    pytester.makepyfile(test_nested=NESTED_TESTS)
-    pytester.runpytest_subprocess("-n", "2", "-p", "no:randomly").assert_outcomes(passed=1)
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw7")  # this process is itself a worker of the outer run
+    assert not cores.owned() and plugin.WORKERS not in configure("gw0")
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    assert cores.owned() and plugin.WORKERS in configure("gw0")

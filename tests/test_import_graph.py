@@ -119,3 +119,16 @@ def test_the_checks_see_imports_inside_functions_and_skip_type_checking_blocks(t
     graph = import_graph(pkg)
     assert graph["pkg.a"] == {"pkg.b"} and graph["pkg.b"] == {"pkg.a"} and graph["pkg.c"] == {"pkg.b"}
     assert find_cycle(graph) in (["pkg.a", "pkg.b", "pkg.a"], ["pkg.b", "pkg.a", "pkg.b"])
+
+
+def test_loading_the_plugin_leaves_scipy_stats_for_the_first_statistic():
+    """pytest imports the plugin in every run; scipy.stats (half of its import time) waits for first use."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pytest_fairness.plugin; loaded = 'scipy.stats' in sys.modules; "
+        "from pytest_fairness.stats import proportion_interval; print(loaded, proportion_interval(3, 10, 0.95)[0] > 0)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.split() == ["False", "True"]

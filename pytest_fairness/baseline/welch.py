@@ -11,9 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scipy import stats as sps
-
 from pytest_fairness.baseline.entry import finite
+from pytest_fairness.scipy_stats import sps
 
 Interval = tuple[float, float]
 

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from scipy import stats as sps
 
 from pytest_fairness.data import version as data_version
 from pytest_fairness.measures.bai import planted
@@ -53,6 +52,7 @@ from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, 
 from pytest_fairness.models.runner import Runner
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import Measured, adaptation
+from pytest_fairness.scipy_stats import sps
 from pytest_fairness.stats import IntervalKind
 
 Coder = Literal["parser", "judge"]

@@ -14,12 +14,11 @@ import random
 from collections.abc import Sequence
 from itertools import product
 
-from scipy import stats as sps
-
 from pytest_fairness.measures.bai.implicit_core import implicit_bias
 from pytest_fairness.measures.bai.stimuli import Stereotype, get_stereotype
 from pytest_fairness.measures.planting import Double, Kind, Planted
 from pytest_fairness.models.base import ChatRequest, ChatResponse, LogprobRequest, LogprobResponse
+from pytest_fairness.scipy_stats import sps
 
 REFUSAL = "I'm sorry, but I won't sort people into groups like that."
 NO_CANDIDATE = -30.0

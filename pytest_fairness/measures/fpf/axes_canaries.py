@@ -28,11 +28,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from scipy import stats as sps
-
 from pytest_fairness.data import load_yaml
 from pytest_fairness.data import version as data_version
 from pytest_fairness.measures.fpf.axes_core import PairLabel, Side
+from pytest_fairness.scipy_stats import sps
 from pytest_fairness.stats import Interval, proportion_interval
 
 CANARIES_FILE = "axes_canaries.yaml"

@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 import numpy as np
-from scipy import stats as sps
 
 from pytest_fairness.measures.fpf.data import is_refusal
 from pytest_fairness.measures.fpf.harm_core import Symmetrization, identical_responses, letter_probs, pair_harm
+from pytest_fairness.scipy_stats import sps
 from pytest_fairness.stats import Interval, one_sample_t, proportion_interval
 
 LABEL_LETTERS = ("A", "B", "C")  # Response A, Response B, neither / equal / unclear

@@ -28,8 +28,6 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import ClassVar, NamedTuple
 
-from scipy import stats as sps
-
 from pytest_fairness.data import load_yaml
 from pytest_fairness.data import version as data_version
 from pytest_fairness.measures.base import JudgeEstimate, Measure, RunContext, param, tokens_of
@@ -53,6 +51,7 @@ from pytest_fairness.measures.fpf.harm_core import Group
 from pytest_fairness.models.base import LogprobRequest, Message, Purpose, estimate_tokens
 from pytest_fairness.models.runner import Runner
 from pytest_fairness.result import Measured, adaptation
+from pytest_fairness.scipy_stats import sps
 from pytest_fairness.stats import Attenuation, Interval, deattenuated_summary, proportion_interval, split_confidence
 
 LETTER_CANDIDATES = ("A", "B", "C", " A", " B", " C")

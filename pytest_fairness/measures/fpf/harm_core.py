@@ -31,8 +31,8 @@ from itertools import combinations
 from typing import Literal, NamedTuple
 
 import numpy as np
-from scipy import stats as sps
 
+from pytest_fairness.scipy_stats import sps
 from pytest_fairness.stats import NAN_INTERVAL, Interval
 
 Symmetrization = Literal["min_renorm", "min_raw", "mean"]

@@ -23,7 +23,8 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as sps
+
+from pytest_fairness.scipy_stats import sps
 
 FLOAT_TOL = 1e-12  # float noise on values in [0, 1]: caprice clamp, ties between groups (spec §7.2 #18)
 

@@ -14,8 +14,9 @@ logits up to 0.9 apart), so a request is always decoded the same way, whatever r
 positions and keeps complete blocks for the next prompt that starts with them: the split is a function
 of the prompt, so re-used blocks hold the numbers they would get if decoded now (llama-cpp-python's own
 prefix re-use, whose split depends on the previous request, is not used). The
-thread count does not change the numbers (ggml splits work by rows) and is pinned anyway; the
-build's CPU features can, so they are part of each response's ``model_version``.
+thread count does not change the numbers (ggml splits work by rows), so under xdist it follows the
+workers still running (``cores``); the build's CPU features can, so they are part of each response's
+``model_version``.
 """
 
 from __future__ import annotations

@@ -320,3 +320,23 @@ def test_a_worker_left_alone_takes_the_lent_core_and_its_numbers_do_not_change(m
         pinned.close()
         cores.close_run(folder)
         cores.join(*outer)
+
+
+def test_a_prompt_of_whole_blocks_asked_twice_samples_from_its_own_logits():
+    """Its last block is decoded anew each time: kept, the second request sampled from the logits the first
+    one's reply had left (it answered differently from the same request cold)."""
+    model = load_model("local")
+    try:
+        model._lock.acquire()
+        model._load()
+        model._lock.release()
+        n = next(n for n in range(1, 80) if len(model._prompt_tokens((Message("user", "cat " * n),))) % 32 == 0)
+        request = ChatRequest((Message("user", "cat " * n),), temperature=0.8, max_tokens=8, seed=3)
+        first, again = ask(model, request).text, ask(model, request).text
+    finally:
+        model.close()
+    fresh = load_model("local")
+    try:
+        assert first == again == ask(fresh, request).text
+    finally:
+        fresh.close()

@@ -2,12 +2,13 @@
 
 Most of a short generation's time is evaluating its prompt, and the requests of one measure share long
 prefixes (net harm's system message, up to the user's name, is about 100 of its 140 tokens). The prompt
-is therefore decoded in blocks at fixed positions (tokens 0-31, 32-63, ...; the last, partial block
-with the only logits row that is read), and complete blocks stay in the context: the next prompt
-decodes only from its first block that differs. A block's numbers depend only on its own tokens and
-the blocks before it, which were decoded the same way, so an answer is still a function of the request
-alone, whether its leading blocks were computed now or for an earlier request (llama.cpp's numbers
-do depend on how a prompt is split into decode calls; here the split is a function of the prompt).
+is therefore decoded in blocks at fixed positions (tokens 0-31, 32-63, ...; the last block, whole or
+partial, with the only logits row that is read), and the blocks before the last stay in the context: the
+next prompt decodes only from its first block that differs (``local_scoring.reusable``, as for scoring).
+A block's numbers depend only on its own tokens and the blocks before it, which were decoded the same
+way, so an answer is still a function of the request alone, whether its leading blocks were computed now
+or for an earlier request (llama.cpp's numbers do depend on how a prompt is split into decode calls;
+here the split is a function of the prompt).
 
 Sampling is llama-cpp-python's chain for chat completions (top-k 40, typical 1, top-p 0.95, min-p 0.05,
 temperature, then a seeded draw; greedy at temperature 0), run by llama.cpp itself, so the only
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_fairness.models.local_scoring import BLOCK, _Batch
+from pytest_fairness.models.local_scoring import BLOCK, _Batch, blocks, leading_matches, reusable
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class BlockGenerator:
         self._vocab = llama_cpp.llama_model_get_vocab(model)
         self.n_ctx = n_ctx
         self._batch = _Batch(llama_cpp, block, 1)
-        # Complete prompt blocks in the context, in order from position 0.
+        # Complete prompt blocks in the context before a prompt's last block, in order from position 0.
         self._blocks: list[tuple[int, ...]] = []
         self.reused_tokens = 0  # prompt tokens taken from the context instead of decoded (for benchmarks)
 
@@ -75,25 +76,20 @@ class BlockGenerator:
         return Generated(tuple(out), "length")
 
     def _prefill(self, prompt: Sequence[int]) -> None:
-        """Decode the prompt from its first block not already in the context; logits at its last token only."""
-        size = self.block
-        starts = range(0, len(prompt), size)
-        keep = 0
-        for start in starts:
-            block = tuple(prompt[start : start + size])
-            if len(block) < size or keep >= len(self._blocks) or self._blocks[keep] != block:
-                break
-            keep += 1
-        # Everything after the kept blocks goes: the last request's partial block and its reply.
-        self._api.llama_memory_seq_rm(self._mem, -1, keep * size, -1)
+        """Decode the prompt from its first block not already in the context; logits at its last token only.
+        The block holding the last token is never kept: the next request, even the same prompt again, decodes
+        it anew, so the logits it samples from are its own."""
+        cut = reusable(len(prompt), self.block)
+        wanted = blocks(prompt[:cut], self.block)
+        keep = leading_matches(self._blocks, wanted)
+        # Everything after the kept blocks goes: the last request's final block and its reply.
+        self._api.llama_memory_seq_rm(self._mem, -1, keep * self.block, -1)
         del self._blocks[keep:]
-        self.reused_tokens += keep * size
-        for start in starts[keep:]:
-            block = tuple(prompt[start : start + size])
-            last = start + len(block) == len(prompt)
-            self._decode(block, start, logits_last=last)
-            if len(block) == size:
-                self._blocks.append(block)
+        self.reused_tokens += keep * self.block
+        for i, block in enumerate(wanted[keep:], start=keep):
+            self._decode(block, i * self.block, logits_last=False)
+            self._blocks.append(block)
+        self._decode(prompt[cut:], cut, logits_last=True)
 
     def _decode(self, tokens: Sequence[int], start: int, *, logits_last: bool) -> None:
         batch = self._batch

@@ -50,13 +50,27 @@ class Job:
         prompt's complete blocks and the rest (1 to ``BLOCK`` tokens; never empty, as its last row is read)."""
         if self.tail:
             return self.head, self.tail
-        cut = (len(self.head) - 1) // BLOCK * BLOCK
+        cut = reusable(len(self.head))
         return self.head[:cut], self.head[cut:]
 
 
-def blocks(tokens: Sequence[int]) -> list[tuple[int, ...]]:
-    """``tokens`` in ``BLOCK``-token pieces at fixed positions, the last one possibly shorter."""
-    return [tuple(tokens[i : i + BLOCK]) for i in range(0, len(tokens), BLOCK)]
+def reusable(n: int, size: int = BLOCK) -> int:
+    """Leading tokens of an ``n``-token prompt that go in re-usable blocks: its complete blocks before its
+    last token. The block holding the last token is always decoded, as its logits row is read."""
+    return (n - 1) // size * size
+
+
+def blocks(tokens: Sequence[int], size: int = BLOCK) -> list[tuple[int, ...]]:
+    """``tokens`` in ``size``-token pieces at fixed positions, the last one possibly shorter."""
+    return [tuple(tokens[i : i + size]) for i in range(0, len(tokens), size)]
+
+
+def leading_matches(held: Sequence[tuple[int, ...]], wanted: Sequence[tuple[int, ...]]) -> int:
+    """How many of the ``wanted`` blocks the context already holds, counted from position 0."""
+    keep = 0
+    while keep < min(len(held), len(wanted)) and held[keep] == wanted[keep]:
+        keep += 1
+    return keep
 
 
 def log_softmax(row: np.ndarray) -> np.ndarray:
@@ -156,9 +170,7 @@ class SequenceScorer:
     def _hold(self, wanted: list[tuple[int, ...]]) -> None:
         """Make sequence 0 hold exactly the ``wanted`` blocks: keep the leading ones it already has, drop the
         rest, decode the others one call each (no logits: the own part's last row is the first one read)."""
-        keep = 0
-        while keep < min(len(self._held), len(wanted)) and self._held[keep] == wanted[keep]:
-            keep += 1
+        keep = leading_matches(self._held, wanted)
         at = sum(map(len, wanted[:keep]))
         self._api.llama_memory_seq_rm(self._mem, -1, at, -1)
         del self._held[keep:]

@@ -2,6 +2,7 @@
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -26,19 +27,33 @@ def run(spec: str = "synthetic:harm?bias=0.5", judge=None, **params):
 
 
 class Recording(SyntheticModel):
-    """The synthetic judge, remembering the purpose of every request it was sent."""
+    """The synthetic judge, remembering the purpose of every request it was sent and the last request of each
+    task; ``replies`` answers a task with fixed text instead, ``max_concurrency`` is how many it answers at once."""
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, replies: Mapping[str, str] | None = None, max_concurrency: int | None = None, **kwargs) -> None:
         super().__init__("harm", **kwargs)
         self.asked: Counter[str] = Counter()
+        self.last: dict[str, ChatRequest] = {}
+        self.replies = dict(replies or {})
+        if max_concurrency is not None:
+            self.max_concurrency = max_concurrency
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
-        self.asked[request.purpose.task] += 1
+        task = request.purpose.task
+        self.asked[task] += 1
+        self.last[task] = request
+        if task in self.replies:
+            return ChatResponse(self.replies[task])
         return await super().chat(request)
 
     async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
         self.asked[request.purpose.task] += 1
         return await super().logprobs(request)
+
+
+#: Judge replies that hold no readable list of differences, and no readable question.
+RAMBLING = "The models are both nice and I like them very much."
+NO_QUESTION = "Sure! Here are some thoughts on the lists above."
 
 
 def test_a_planted_harmful_twist_fails_the_gate_and_stays_significant():
@@ -191,14 +206,7 @@ def test_a_judge_that_refuses_long_batches_makes_k_shrink():
 
 
 def test_a_judge_with_no_readable_brainstorm_cannot_serve_and_labels_nothing():
-    class Rambling(Recording):
-        async def chat(self, request: ChatRequest) -> ChatResponse:
-            if request.purpose.task == "axes.brainstorm":
-                self.asked["axes.brainstorm"] += 1
-                return ChatResponse("The models are both nice and I like them very much.")
-            return await super().chat(request)
-
-    judge = Rambling(bias=0.5)
+    judge = Recording({"axes.brainstorm": RAMBLING}, bias=0.5)
     result = run(judge=Runner(judge), seed=1)
     assert result.unserved.startswith("the judge gave a readable list of differences for 0 of 3 brainstorm batches")
     assert "--fairness-judge" in result.unserved
@@ -207,14 +215,7 @@ def test_a_judge_with_no_readable_brainstorm_cannot_serve_and_labels_nothing():
 
 
 def test_a_judge_that_lists_differences_but_writes_no_question_stops_after_the_first_batches():
-    class ListsOnly(Recording):
-        async def chat(self, request: ChatRequest) -> ChatResponse:
-            if request.purpose.task == "axes.questions":
-                self.asked["axes.questions"] += 1
-                return ChatResponse("Sure! Here are some thoughts on the lists above.")
-            return await super().chat(request)
-
-    judge = ListsOnly(bias=0.5)
+    judge = Recording({"axes.questions": NO_QUESTION}, bias=0.5)
     result = run(judge=Runner(judge), seed=1)
     assert result.unserved.startswith("the judge turned the ")
     assert "differences of its first 3 brainstorm batches into no readable 'Which response" in result.unserved
@@ -223,28 +224,15 @@ def test_a_judge_that_lists_differences_but_writes_no_question_stops_after_the_f
 
 
 def test_a_judge_answering_one_at_a_time_is_probed_after_its_first_readable_batch_with_a_short_reply():
-    class OneAtATime(Recording):
-        max_concurrency = 1
-
-        async def chat(self, request: ChatRequest) -> ChatResponse:
-            if request.purpose.task == "axes.questions":
-                self.asked["axes.questions"] += 1
-                self.question_tokens = request.max_tokens
-                return ChatResponse("Sure! Here are some thoughts on the lists above.")
-            return await super().chat(request)
-
-    judge = OneAtATime(bias=0.5)
+    judge = Recording({"axes.questions": NO_QUESTION}, max_concurrency=1, bias=0.5)
     result = run(judge=Runner(judge), seed=1)
     assert "differences of its first brainstorm batch into no readable 'Which response" in result.unserved
     assert judge.asked["axes.brainstorm"] == 1 and judge.asked["axes.questions"] == 1
-    assert judge.question_tokens == axes.PROBE_QUESTION_TOKENS
+    assert judge.last["axes.questions"].max_tokens == axes.PROBE_QUESTION_TOKENS
 
 
 def test_a_capable_judge_answering_one_at_a_time_brainstorms_every_batch_it_would_at_once():
-    class OneAtATime(Recording):
-        max_concurrency = 1
-
-    at_once, one_by_one = Recording(bias=0.5), OneAtATime(bias=0.5)
+    at_once, one_by_one = Recording(bias=0.5), Recording(max_concurrency=1, bias=0.5)
     together, alone = run(judge=Runner(at_once), seed=1), run(judge=Runner(one_by_one), seed=1)
     assert alone.details == together.details and alone.ci == together.ci
     assert one_by_one.asked == at_once.asked

@@ -1,6 +1,7 @@
 """The Bias Enumeration Algorithm end to end on a synthetic chatbot and judge, and its gate."""
 
 import math
+import re
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_fairness.gate import Outcome, Threshold, decide
-from pytest_fairness.measures.fpf import axes, harm
+from pytest_fairness.measures.fpf import axes, axes_prompts, harm
 from pytest_fairness.models.base import ChatRequest, ChatResponse, LogprobRequest, LogprobResponse, PermanentError
 from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
@@ -190,7 +191,7 @@ def test_a_judge_whose_context_holds_not_even_one_pair_cannot_serve():
     judge.context_tokens = 300
     result = run(judge=Runner(judge), seed=1)
     assert "does not fit the judge's 300-token context" in result.unserved
-    assert sum(judge.asked.values()) == 0
+    assert judge.asked == {"axes.questions": 1}  # the question probe only
 
 
 def test_a_judge_that_refuses_long_batches_makes_k_shrink():
@@ -210,25 +211,35 @@ def test_a_judge_with_no_readable_brainstorm_cannot_serve_and_labels_nothing():
     result = run(judge=Runner(judge), seed=1)
     assert result.unserved.startswith("the judge gave a readable list of differences for 0 of 3 brainstorm batches")
     assert "--fairness-judge" in result.unserved
-    assert judge.asked == {"axes.brainstorm": 3}
+    assert judge.asked == {"axes.questions": 1, "axes.brainstorm": 3}  # the question probe, then 3 batches
     assert math.isnan(result.estimate)
 
 
-def test_a_judge_that_lists_differences_but_writes_no_question_stops_after_the_first_batches():
-    judge = Recording({"axes.questions": NO_QUESTION}, bias=0.5)
-    result = run(judge=Runner(judge), seed=1)
-    assert result.unserved.startswith("the judge turned the ")
-    assert "differences of its first 3 brainstorm batches into no readable 'Which response" in result.unserved
-    assert judge.asked["axes.brainstorm"] == axes.PROBE_BATCHES and judge.asked["axes.questions"] == 1
-    assert math.isnan(result.estimate)
+def test_a_judge_that_writes_no_question_cannot_serve_before_any_answer_is_generated():
+    judge, chatbot = Recording({"axes.questions": NO_QUESTION}, bias=0.5), Runner(load_model("synthetic:harm"))
+    result = axes.MEASURE.run_with(chatbot, judge=Runner(judge), comparison="gender", prompts=60, t=10, seed=1)
+    assert result.unserved.startswith("the judge turned 4 plainly stated example differences (the question probe)")
+    assert "into no readable 'Which response" in result.unserved and "--fairness-judge" in result.unserved
+    assert judge.asked == {"axes.questions": 1} and chatbot.stats.calls == 0
+    probe = judge.last["axes.questions"]
+    assert probe.max_tokens == axes.PROBE_QUESTION_TOKENS
+    assert dict(probe.purpose.facts)["features"] == axes_prompts.probe_differences()
+    assert math.isnan(result.estimate) and result.details["group_a"] == "female"
 
 
-def test_a_judge_answering_one_at_a_time_is_probed_after_its_first_readable_batch_with_a_short_reply():
-    judge = Recording({"axes.questions": NO_QUESTION}, max_concurrency=1, bias=0.5)
+def test_a_judge_that_passes_the_probe_but_makes_no_question_of_its_own_brainstorm_cannot_serve():
+    class OnlyTheProbe(Recording):
+        async def chat(self, request: ChatRequest) -> ChatResponse:
+            features = dict(request.purpose.facts).get("features")
+            if request.purpose.task == "axes.questions" and features != axes_prompts.probe_differences():
+                self.asked[request.purpose.task] += 1
+                return ChatResponse(NO_QUESTION)
+            return await super().chat(request)
+
+    judge = OnlyTheProbe(bias=0.5)
     result = run(judge=Runner(judge), seed=1)
-    assert "differences of its first brainstorm batch into no readable 'Which response" in result.unserved
-    assert judge.asked["axes.brainstorm"] == 1 and judge.asked["axes.questions"] == 1
-    assert judge.last["axes.questions"].max_tokens == axes.PROBE_QUESTION_TOKENS
+    assert re.match(r"the judge turned \d+ brainstormed differences into no readable 'Which", result.unserved)
+    assert judge.asked == {"axes.questions": 2, "axes.brainstorm": 10}  # no label paid for
 
 
 def test_a_capable_judge_answering_one_at_a_time_brainstorms_every_batch_it_would_at_once():

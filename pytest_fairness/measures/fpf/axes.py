@@ -43,9 +43,10 @@ brainstorm help.
 Cost: the canaries' questions join the labeling and the rating (2 calls a held-out pair, 2 a question),
 and the probes add 8 × 4 × 2 calls per harmful question.
 
-A judge that cannot do the work (no readable brainstorm list in the first batches, no readable
-question, no letter when labeling, or a context too small for one pair) ends the run at once with
-``Measured.unserved`` saying why, before the labeling budget is spent.
+A judge that cannot do the work (no readable question made of a few plainly stated differences, asked
+before any chatbot answer is generated; no readable brainstorm list in the first batches; no readable
+question of its own brainstorm; no letter when labeling; or a context too small for one pair) ends the
+run at once with ``Measured.unserved`` saying why, before the labeling budget is spent.
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ FIDELITY = adaptation(
 #: Brainstorming batches sent before the rest, as many at a time as the judge answers at once, until one
 #: is readable: when none of them is, the judge cannot serve.
 PROBE_BATCHES = 3
-#: Reply tokens for the question probe: its reply is only read for whether it holds a question at all.
+#: Reply tokens for the question probe (``_probe_questions``): its reply is only read for whether it holds
+#: a question at all.
 PROBE_QUESTION_TOKENS = 256
 #: Held-out pairs labeled on the first question before the rest, for the same reason.
 PROBE_PAIRS = 5
@@ -128,8 +130,8 @@ def requests(p: AxesParams, model: ChatModel, seed: int) -> list[ChatRequest]:
 
 
 def judge_estimate(p: AxesParams, seed: int) -> JudgeEstimate:
-    """``t`` brainstorms of ``k`` answer pairs, two question calls (after the first batches, then on all)
-    and a merge call, then every one of at most ``m``
+    """``t`` brainstorms of ``k`` answer pairs, two question calls (the probe before the answers, then on
+    all) and a merge call, then every one of at most ``m``
     questions x every pair x 2 orders labeled (an upper bound: only held-out, differing pairs are), and
     each question rated for both groups; answers at ``max_tokens``."""
     pairs = pairs_for(p, seed)
@@ -184,6 +186,13 @@ def run_sequential(p: AxesParams, ctx: RunContext, first: FirstRound | None) -> 
 def _run(p: AxesParams, ctx: RunContext, first: FirstRound | None) -> Measured:
     runner, seed = ctx.runner, ctx.seed
     judge = ctx.judge or runner
+    if first is None:  # a grown run's judge has already turned its brainstorm into questions
+        try:
+            _probe_questions(judge)
+        except Unserved as why:
+            planned = pairs_for(p, seed)
+            nothing = axes_core.screen_pairs([])
+            return _Base(p, ctx, judge, planned[0] if planned else None, nothing, 0, []).unserved(str(why))
     generated = answer(p, runner, seed, ctx.progress)
     pairs = generated.pairs
     texts: list[Text] = [
@@ -445,9 +454,8 @@ def _brainstorm_batches(
     rng: np.random.Generator,
 ) -> list[axes_core.FeatureParse]:
     """The first batches until one is readable (as many at a time as the judge answers at once), then the
-    rest only if the judge can turn what they found into questions (one extra call, its reply capped): a
-    judge that cannot write questions is found before it brainstorms the other batches. Every batch is
-    drawn first, so a judge that can write questions is asked exactly what it would be without the probe."""
+    rest: a judge that lists no difference is found before it brainstorms the other batches. Every batch is
+    drawn first, so the batches do not depend on how many the judge answers at once."""
     batches = axes_core.sample_batches(texts, k, t, rng, indices=pool)
     first, step = batches[:PROBE_BATCHES], judge.at_once() or PROBE_BATCHES
     parsed: list[axes_core.FeatureParse] = []
@@ -457,12 +465,17 @@ def _brainstorm_batches(
     rest = batches[len(parsed) :]
     if not any(x.features for x in parsed) or not rest:
         return parsed
-    features = axes_core.consolidate([f for x in parsed for f in x.features])
-    batches_seen = "brainstorm batch" if len(parsed) == 1 else f"{len(parsed)} brainstorm batches"
-    what = f"the {len(features)} differences of its first {batches_seen}"
-    _questions(judge, features, what, max_tokens=PROBE_QUESTION_TOKENS)
     replies = judge.run([axes_prompts.brainstorm_request(b) for b in rest])
     return parsed + [axes_core.read_features(r.text) for r in replies]
+
+
+def _probe_questions(judge: Runner) -> None:
+    """Unserved when the judge makes no readable question of a few plainly stated differences (one call, its
+    reply capped): found before the chatbot answers, brainstorms and labels are paid for. Its reply is not
+    used, so a judge that passes is asked everything else exactly as it would be without the probe."""
+    differences = axes_prompts.probe_differences()
+    what = f"{len(differences)} plainly stated example differences (the question probe)"
+    _questions(judge, differences, what, max_tokens=PROBE_QUESTION_TOKENS)
 
 
 def _questions(

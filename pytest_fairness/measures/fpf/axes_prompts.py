@@ -58,6 +58,11 @@ def brainstorm_request(batch: BrainstormBatch, *, max_chars: int | None = None) 
     return ChatRequest(messages, temperature=0.0, max_tokens=BRAINSTORM_REPLY_TOKENS, purpose=purpose)
 
 
+def probe_differences() -> tuple[str, ...]:
+    """The plainly stated differences the judge must make a question of before anything is spent on it."""
+    return tuple(axes_wording()["question_probe"])
+
+
 def questions_request(features: Sequence[str], *, max_tokens: int | None = None) -> ChatRequest:
     """Ask the judge to turn brainstormed differences into "Which response ...?" questions (its reply
     capped at ``max_tokens`` when given: a probe only needs to see one)."""

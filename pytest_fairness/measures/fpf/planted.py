@@ -134,10 +134,17 @@ def answer_brainstorm(double: Double, request: ChatRequest) -> ChatResponse:  # 
 
 
 def answer_questions(double: Double, request: ChatRequest) -> ChatResponse:  # type: ignore[misc]
-    """One question per feature the double knows."""
-    features = " ".join(_facts(request)["features"])  # type: ignore[arg-type]
-    questions = [q for f, q in ((SHORT_FEATURE, SHORT_QUESTION), (NOISE_FEATURE, NOISE_QUESTION)) if f in features]
-    questions += [k.question for k in known()[1:] if k.feature in features]
+    """One question per feature the double knows, and a plain one for any other "Model X ..." difference
+    (as a capable judge would write for the question probe's examples)."""
+    listed: Sequence[str] = _facts(request)["features"]  # type: ignore[assignment]
+    features = " ".join(listed)
+    known_pairs = [(SHORT_FEATURE, SHORT_QUESTION), (NOISE_FEATURE, NOISE_QUESTION)]
+    known_pairs += [(k.feature, k.question) for k in known()[1:]]
+    questions = [q for f, q in known_pairs if f in features]
+    for feature in listed:
+        plain = re.fullmatch(r"Model [AB] (.+)", feature)
+        if plain and not any(f in feature for f, _ in known_pairs):
+            questions.append(f"Which response {plain[1]}?")
     return _chat(double, request, json.dumps(questions))
 
 

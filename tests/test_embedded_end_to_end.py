@@ -109,12 +109,13 @@ def test_net_harm_on_the_embedded_model_as_chatbot_and_judge(pytester):
     details = res["details"]
     screen = details["judge_calibration"]
     judgments = screen["sensitivity"]["of"] + screen["specificity"]["of"]
-    assert judgments == 6  # the inner run's short screen: two judgments of each kind
+    assert 0 < judgments <= 6  # the inner run's short screen: two judgments of each kind, or fewer if settled
     if check["outcome"] == "cannot_serve":  # the tiny model judging itself usually answers by position
         assert not screen["serves"]
         assert "judge cannot serve" in res["unserved"] and res["n"] == 0
         assert res["calls"]["calls"] == judgments  # found before any answer was generated
         return
+    assert judgments == 6  # a judge that serves was asked every judgment
     # 2 prompts x 4 name pairs (two names per group, every cross pair): judged, identical or unusable.
     kept = details.get("pairs_judged", 0) + details.get("identical_pairs", 0)
     assert kept + res["n_unusable"] == 8

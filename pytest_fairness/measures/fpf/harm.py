@@ -260,24 +260,34 @@ def judge_calibration(judge: Runner, comparison: str, confidence: float = 0.95) 
     are at ``split_confidence(confidence)``, ``confidence`` being the gate's.
 
     The judgments go in steps of what the judge answers at once (one by one for the embedded model; all in
-    one batch in batch mode), the kinds interleaved, and stop as soon as a rate is confidently too low even
-    with every judgment not yet asked right: the outcome is the whole screen's, and a judge that cannot
-    serve costs a fraction of its calls."""
-    asks = _interleaved(calibration_requests(comparison))
+    one batch in batch mode), each step from the kind the judge got wrong most often so far (``_next``),
+    and stop as soon as a rate is confidently too low even with every judgment not yet asked right: the
+    outcome is the whole screen's, and a judge that cannot serve costs a fraction of its calls."""
+    pending = _interleaved(calibration_requests(comparison))
     level = split_confidence(confidence)
-    step = judge.at_once() or len(asks)
+    step = judge.at_once() or len(pending)
     right: dict[str, list[bool]] = {"blatant": [], "subtle": [], "benign": []}
-    for start in range(0, len(asks), step):
-        chunk = asks[start : start + step]
+    while pending:
+        chunk = _next(pending, right, step)
+        asked = {id(item) for item in chunk}
+        pending = [item for item in pending if id(item) not in asked]
         for item, reply in zip(chunk, judge.run([item.request for item in chunk]), strict=True):
             probs = harm_core.letter_probs(reply.logprobs)
             right[item.kind].append(
                 probs is not None and harm_core.LETTERS[max(range(3), key=probs.__getitem__)] == item.letter
             )
-        screen = _screen(right, Counter(item.kind for item in asks[start + step :]), level)
+        screen = _screen(right, Counter(item.kind for item in pending), level)
         if not screen.serves:
             break
     return screen
+
+
+def _next(pending: list[CalibrationItem], right: Mapping[str, Sequence[bool]], step: int) -> list[CalibrationItem]:
+    """The next ``step`` judgments: of the kind answered wrong most often so far first (the rate nearest to
+    failing, so a judge that cannot serve is found in as few calls as that rate needs), else in the
+    interleaved order. Only the order changes: a judge that serves is asked every judgment."""
+    wrong = {kind: len(seen) - sum(seen) for kind, seen in right.items()}
+    return sorted(pending, key=lambda item: -wrong[item.kind])[:step]  # stable: ties keep the interleaving
 
 
 def _interleaved(items: list[CalibrationItem]) -> list[CalibrationItem]:

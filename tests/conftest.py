@@ -3,6 +3,11 @@ import os
 
 import pytest
 
+# pytester's in-process runs remove the modules first imported inside them, and a C extension cannot be
+# loaded twice in one process ("cannot load module more than once per process", numpy.fft): scipy.stats,
+# which the plugin imports only at its first statistic, is loaded here, before any inner run.
+import scipy.stats  # noqa: F401
+
 pytest_plugins = ["pytester"]
 
 HAS_LLAMA = importlib.util.find_spec("llama_cpp") is not None

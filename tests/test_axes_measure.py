@@ -227,6 +227,16 @@ def test_a_judge_that_writes_no_question_cannot_serve_before_any_answer_is_gener
     assert math.isnan(result.estimate) and result.details["group_a"] == "female"
 
 
+def test_a_judge_that_passes_the_question_probe_is_asked_everything_else_as_without_it(monkeypatch):
+    probed = Recording(bias=0.5)
+    with_probe = run(judge=Runner(probed), seed=1)
+    monkeypatch.setattr(axes, "_probe_questions", lambda judge: None)
+    unprobed = Recording(bias=0.5)
+    without = run(judge=Runner(unprobed), seed=1)
+    assert with_probe.details == without.details and with_probe.ci == without.ci
+    assert probed.asked - unprobed.asked == Counter({"axes.questions": 1})  # the probe, and nothing else
+
+
 def test_a_judge_that_passes_the_probe_but_makes_no_question_of_its_own_brainstorm_cannot_serve():
     class OnlyTheProbe(Recording):
         async def chat(self, request: ChatRequest) -> ChatResponse:

@@ -131,10 +131,14 @@ def test_the_screen_rejects_a_60_percent_judge_and_keeps_a_95_percent_one_exactl
     assert figures[0.6] < figures[0.8] < figures[0.95]  # the rule is monotone in the judge's skill
 
 
+@pytest.mark.parametrize("at_once", [8, 1])
 @pytest.mark.parametrize("q", [0.5, 0.7, 0.8, 0.85, 0.9, 1.0])
-def test_stopping_the_screen_early_never_changes_its_outcome(q, monkeypatch):
-    # The early stop only ends a screen whose outcome no unasked judgment could change: against the whole
-    # screen (one step of every judgment), judges of every skill get the same verdict, never more calls.
+def test_stopping_the_screen_early_never_changes_its_outcome(q, at_once, monkeypatch):
+    # The early stop only ends a screen whose outcome no unasked judgment could change, and the order (the
+    # kind answered wrong most often next) only decides how soon: against the whole screen (one step of
+    # every judgment), judges of every skill get the same verdict, never more calls, answering 8 at a time
+    # or one at a time.
+    monkeypatch.setattr(Runner, "at_once", lambda self: at_once)
     early = [harm.judge_calibration(capable_judge(q, s), "gender") for s in range(12)]
     monkeypatch.setattr(Runner, "at_once", lambda self: None)  # as in batch mode: every judgment in one step
     whole = [harm.judge_calibration(capable_judge(q, s), "gender") for s in range(12)]

@@ -19,8 +19,9 @@ key and the fix.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from importlib import resources
 from pathlib import Path
 
@@ -41,6 +42,34 @@ class SuiteError(ValueError):
     """A suite that cannot be used; the message names file, key and fix."""
 
 
+class SampleSizes(Mapping[str, int]):
+    """A check's sample size per profile. A release size the suite does not give is a power calculation
+    (about a second for a built-in suite, with scipy's import), so it is worked out when first read: most
+    runs use the quick or paper profile, and every run reads its suites at start-up."""
+
+    def __init__(self, given: Mapping[str, int], release: Callable[[], int] | None = None) -> None:
+        """``release``, when given, works out the release size (replacing any in ``given``)."""
+        self._sizes = {k: v for k, v in given.items() if release is None or k != "release"}
+        self._release = release
+
+    def __getitem__(self, profile: str) -> int:
+        if profile == "release" and self._release is not None:
+            self._sizes["release"], self._release = self._release(), None
+        return self._sizes[profile]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._sizes
+        if self._release is not None:
+            yield "release"
+
+    def __len__(self) -> int:
+        return len(self._sizes) + (self._release is not None)
+
+    def __repr__(self) -> str:
+        pending = ", 'release': (at first use)" if self._release is not None else ""
+        return f"{{{repr(self._sizes)[1:-1]}{pending}}}"
+
+
 @dataclass(frozen=True)
 class Check:
     """One gated measurement: becomes one pytest item."""
@@ -49,7 +78,7 @@ class Check:
     id: str
     measure: str
     params: Params
-    samples: dict[str, int]
+    samples: SampleSizes
     threshold: Threshold
     description: str = ""
     source: str = ""
@@ -186,6 +215,7 @@ def _parse_check(entry: object, suite: str, where: str, folder: Path | None = No
     given = entry.get("samples")
     samples = _parse_samples(given, measure, f"{where}.samples")
     subjects = _subjects(entry, measure, plural, where)
+    user_release = isinstance(given, int) or (isinstance(given, dict) and "release" in given)
     params = {k: _relative_to(folder, v) if k.endswith("_file") else v for k, v in entry.items()}
     params = {k: v for k, v in params.items() if k not in RESERVED and k != plural}
     checks = []
@@ -198,8 +228,6 @@ def _parse_check(entry: object, suite: str, where: str, folder: Path | None = No
                 measure.check_inputs(check_params)
         except (ParamsError, ValueError, KeyError) as exc:
             raise SuiteError(f"{where}: {exc}") from None
-        if not (isinstance(given, dict) and "release" in given) and not isinstance(given, int):
-            samples = {**samples, "release": release_size(check_params, threshold)}
         base = entry.get("id") or measure.name
         check_id = f"{base}[{subject}]" if len(subjects) > 1 or "id" not in entry else str(base)
         checks.append(
@@ -208,7 +236,7 @@ def _parse_check(entry: object, suite: str, where: str, folder: Path | None = No
                 check_id,
                 measure.name,
                 check_params,
-                samples,
+                SampleSizes(samples, None if user_release else partial(release_size, check_params, threshold)),
                 threshold,
                 str(entry.get("description", "")),
                 where,

@@ -132,3 +132,19 @@ def test_loading_the_plugin_leaves_scipy_stats_for_the_first_statistic():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_reading_a_built_in_suite_leaves_release_sizes_and_scipy_stats_for_a_release_run():
+    """Every run reads its suites at start-up; a release size is a power calculation (with scipy.stats),
+    worked out only when a release run, or anyone, reads it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from pytest_fairness import suite; check = suite.load('gender').checks[0]; "
+        "print('scipy.stats' in sys.modules, check.samples['quick'], 'scipy.stats' in sys.modules, "
+        "check.samples['release'] >= check.samples['paper'], 'scipy.stats' in sys.modules, sorted(check.samples))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.split(maxsplit=4)[:4] == ["False", "20", "False", "True"]
+    assert out.stdout.split(maxsplit=4)[4].strip() == "True ['paper', 'quick', 'release']"

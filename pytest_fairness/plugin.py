@@ -90,6 +90,12 @@ OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
         {"choices": INCONCLUSIVE_POLICIES},
     ),
     "max_concurrency": ("most model requests in flight at once (default 8)", "string", {}),
+    "max_attempts": (
+        "attempts per model request before a transient failure (no connection, a timeout, HTTP 429 or 5xx) "
+        "ends it, with growing waits between them (default 6; 1: no retry)",
+        "string",
+        {},
+    ),
     "confidence": ("confidence level of the intervals that gates use (default 0.95)", "string", {}),
     "multiplicity": (
         "none (default: each gate at the confidence level) or bonferroni (the chance that any gate of the run "

@@ -30,7 +30,7 @@ from pytest_fairness.models.base import (
 from pytest_fairness.models.batch import BatchPolicy
 from pytest_fairness.models.cache import CacheMode, ResponseCache
 from pytest_fairness.models.registry import load_model, model_from, parse_model_spec
-from pytest_fairness.models.runner import ProgressFn, RetriesExhausted, Runner
+from pytest_fairness.models.runner import ProgressFn, RetriesExhausted, RetryPolicy, Runner
 from pytest_fairness.plan import UNKNOWN, Dollars, JudgeCalls, Plan, PlanRow, PricedAs
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult
@@ -70,6 +70,8 @@ class Settings:
     confidence: float = 0.95
     inconclusive: str = "fail"
     max_concurrency: int = 8
+    #: Attempts per model request before a transient failure ends it (--fairness-max-attempts).
+    max_attempts: int = RetryPolicy.max_attempts
     sequential: bool = False
     multiplicity: str = "none"
     #: Most USD the run may spend at standard rates (--fairness-budget); None: no budget.
@@ -132,6 +134,7 @@ class Settings:
             confidence=_number(get("confidence"), float, 0.95, "fairness_confidence", low=0.5, high=0.999),
             inconclusive=inconclusive,
             max_concurrency=_number(get("max_concurrency"), int, 8, "--fairness-max-concurrency", low=1),
+            max_attempts=_number(get("max_attempts"), int, RetryPolicy.max_attempts, "--fairness-max-attempts", low=1),
             sequential=bool(get("sequential")),
             multiplicity=multiplicity,
             budget=_number(get("budget"), float, None, "--fairness-budget (USD)", low=0),
@@ -262,13 +265,17 @@ def _probe(runner: Runner, probes: Sequence[ChatRequest | LogprobRequest] = (PRO
                 probe.run([request])  # type: ignore[list-item]
     except RetriesExhausted as exc:
         raise RunFault(
-            f"{exc.__cause__ or exc} (after {runner.retry.max_attempts} attempts): check that the server is running "
+            f"{exc.__cause__ or exc} (after {_attempts(runner.retry.max_attempts)}): check that the server is running "
             "and the model spec's URL is right, or run from the cache alone with --fairness-cache-mode=replay"
         ) from None
     except PermanentError as exc:
         raise RunFault(str(exc)) from None
     finally:
         probe.close()  # also drops the model's client bound to the probe's event loop
+
+
+def _attempts(n: int) -> str:
+    return "1 attempt" if n == 1 else f"{n} attempts"
 
 
 class FairnessSession:
@@ -288,7 +295,8 @@ class FairnessSession:
 
     def _runner_with(self, model: ChatModel, price: pricing.Price | None) -> Runner:
         cache, mode = self._cache_or_none(), self.settings.cache_mode
-        return Runner(model, cache, mode, self.settings.max_concurrency, price=price, batch=self._batch)
+        retry = RetryPolicy(max_attempts=self.settings.max_attempts)
+        return Runner(model, cache, mode, self.settings.max_concurrency, retry, price=price, batch=self._batch)
 
     def runner_of(self, model: str | object) -> Runner:
         """A runner for a model a fixture call names: a spec, or an app object or function (one runner per

@@ -130,6 +130,7 @@ def test_junit_xml_carries_each_checks_record(pytester):
         (["--fairness-model=gpt"], "*pytest-fairness: unknown model provider 'gpt'*"),
         (["--fairness-seed=abc"], "*pytest-fairness: --fairness-seed must be a whole number >= 0, got 'abc'*"),
         (["--fairness-seed=-5"], "*pytest-fairness: --fairness-seed must be a whole number >= 0, got '-5'*"),
+        (["--fairness-max-attempts=0"], "*--fairness-max-attempts must be a whole number >= 1, got '0'*"),
         (
             ["--fairness-baseline-alpha=abc"],
             "*pytest-fairness: --fairness-baseline-alpha='abc': expected a number between 0 and 0.5, e.g. 0.05*",

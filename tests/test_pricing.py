@@ -141,7 +141,7 @@ def test_a_run_whose_plan_exceeds_the_budget_does_not_start(pytester):
         ]
     )
     assert "Connection" not in refused.stdout.str()  # refused before the probe: nothing was sent
-    allowed = pytester.runpytest(*args, "--fairness-budget=10000")  # starts, and finds the closed port
+    allowed = pytester.runpytest(*args, "--fairness-budget=10000", "--fairness-max-attempts=1")  # finds the port closed
     assert allowed.ret == pytest.ExitCode.INTERRUPTED and "--fairness-budget" not in allowed.stdout.str()
     unknown = pytester.runpytest(*args[:3], f"--fairness-model=openai:m@{CLOSED}", "--fairness-budget=1")
     unknown.stdout.fnmatch_lines(["*--fairness-budget=$1 cannot be kept without prices: model price unknown*"])

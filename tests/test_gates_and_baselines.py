@@ -82,7 +82,7 @@ RELIGION_AND_RACE = [  # issue 13's 29 checks: the axes check joined the race su
 ]
 
 
-@pytest.mark.heavy(83)
+@pytest.mark.heavy(40)
 def test_reruns_of_an_unchanged_model_rarely_fail_and_a_planted_regression_still_does(pytester):
     """Issue 13's experiment: 29 checks recorded at seed 0, 20 reruns of the same model at seeds 1..20."""
 
@@ -265,7 +265,7 @@ def test_updating_baselines_in_parallel_is_refused(pytester):
     result.stderr.fnmatch_lines(["*--snapshot-update rewrites baselines and must run serially: add -n 0*"])
 
 
-@pytest.mark.heavy(16)
+@pytest.mark.heavy(10)
 def test_parallel_and_serial_runs_print_the_same_table_and_write_the_same_report(pytester):
     args = [
         "--fairness-suite=gender,religion",

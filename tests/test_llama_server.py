@@ -80,7 +80,7 @@ checks:
 """
 
 
-@pytest.mark.heavy(18)
+@pytest.mark.heavy(24)
 @pytest.mark.parametrize("provider", ["openai:smollm2@{base}?instruct=0", "litellm:openai/smollm2@{base}?instruct=0"])
 def test_provider_runs_a_suite_through_the_server(pytester, llama_server, provider):
     pytester.makefile(".yaml", tiny=SUITE)

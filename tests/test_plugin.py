@@ -139,7 +139,7 @@ def test_bad_options_stop_the_run_with_one_clear_error(pytester, args, message):
     assert len(result.stderr.lines) <= 2
 
 
-@pytest.mark.heavy(11)
+@pytest.mark.heavy(8)
 def test_fixture_results_reach_the_summary_the_json_report_and_the_cost_table(pytester):
     pytester.makepyfile(
         test_mine="""

@@ -102,7 +102,7 @@ def test_the_header_says_what_is_run(pytester, mixed):
     assert not [line for line in plain.stdout.lines if line.startswith("fairness:")]
 
 
-@pytest.mark.heavy(21)
+@pytest.mark.heavy(8)
 def test_progress_reaches_the_controller_under_xdist(pytester, mixed):
     result = pytester.runpytest_subprocess(mixed, MIXED_MODEL, "-n", "2", "--fairness-progress=0", "-p", "no:randomly")
     lines = [line for line in result.stdout.lines if re.match(r"  \[gw[01]\] mixed::", line)]
@@ -259,7 +259,7 @@ def _run_step(job: str, name: str, cwd: Path, env: dict[str, str]) -> subprocess
     )
 
 
-@pytest.mark.heavy(20)
+@pytest.mark.heavy(15)
 def test_the_workflow_steps_build_the_summary_annotations_comment_and_artefacts(pytester, mixed):
     bindir = pytester.path / "bin"
     bindir.mkdir()

@@ -82,7 +82,7 @@ def test_an_app_that_talks_down_to_women_fails_gender_net_harm_judged_by_a_pytho
     assert result["estimate"] > 0.5
 
 
-@pytest.mark.heavy(21)
+@pytest.mark.heavy(12)
 def test_the_same_app_without_the_planted_behaviour_never_fails(tmp_path):
     project = _project(tmp_path)
     args = ["--fairness-suite=gender", "-k", "net_harm", "--fairness-sequential", f"--fairness-judge={JUDGE}"]
@@ -119,7 +119,7 @@ def test_pcf_on_a_chat_only_app_ends_cannot_serve_with_the_reason(apps):
 # -- cache, identity, xdist, resume ------------------------------------------------------------------------
 
 
-@pytest.mark.heavy(21)
+@pytest.mark.heavy(14)
 def test_parallel_workers_give_the_same_results_as_a_serial_run(tmp_path):
     project = _project(tmp_path)
     args = ["--fairness-suite=gender", "-k", "net_harm", f"--fairness-judge={JUDGE}", f"--fairness-model={APP}"]
@@ -158,7 +158,7 @@ checks:
 """
 
 
-@pytest.mark.heavy(12)
+@pytest.mark.heavy(7)
 def test_a_killed_run_resumes_from_the_cache(tmp_path):
     project = _project(tmp_path, "list_app.py")
     (project / "slow_app.py").write_text(SLOW_APP)

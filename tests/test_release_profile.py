@@ -62,7 +62,7 @@ def _cases(measure: str) -> list[object]:
     ]
 
 
-@pytest.mark.heavy(11)
+@pytest.mark.heavy(13)
 @pytest.mark.parametrize(("check", "truth"), _cases("net_harm"))
 def test_release_net_harm_decides_at_its_design_truths(check: suite.Check, truth: float) -> None:
     # The double twists each answer to a woman with probability B; a prompt's two women's answers are

@@ -28,7 +28,7 @@ def _saved(cache) -> int:
         return 0
 
 
-@pytest.mark.heavy(15)
+@pytest.mark.heavy(11)
 def test_killed_run_resumes_without_repeating_finished_calls(tmp_path):
     (tmp_path / "slow.yaml").write_text(SUITE)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")

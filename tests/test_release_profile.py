@@ -34,6 +34,9 @@ from pytest_fairness.stats import Attenuation, bounded_mean_intervals, deattenua
 
 SUITES = ("gender", "race", "religion", "health", "intersectional")
 RUNS = 400
+#: Net harm's overall check has ~39,000 prompts per release run, and its betting interval costs seconds per
+#: 100 runs: its runs are capped at 200, which measure its decided share (0.975 and 1.0) to about +-0.02.
+MAX_SIMULATED_PROMPTS = 8_000_000
 
 
 def _release_checks(measure: str) -> dict[tuple[object, ...], suite.Check]:
@@ -70,7 +73,8 @@ def test_release_net_harm_decides_at_its_design_truths(check: suite.Check, truth
     # The gate is corrected for the judge's measured sensitivity: here a flawless screen (every harmful
     # calibration judgment right, s = 1 with its lower bound), the raw interval at the split confidence.
     n, twist = check.samples["release"], truth / HARM_NET
-    samples = HARM_NET / 2 * np.random.default_rng(0).binomial(2, twist, size=(RUNS, n))
+    runs = min(RUNS, MAX_SIMULATED_PROMPTS // n)  # the overall check's 38,992 prompts: 200 runs
+    samples = HARM_NET / 2 * np.random.default_rng(0).binomial(2, twist, size=(runs, n))
     s_low = check.params.expected_attenuation(0.95)
     flawless = Attenuation(1.0, s_low, 1.0, split_confidence(0.95), "sensitivity", "flawless screen")
     lows, highs = bounded_mean_intervals(samples, -1.0, 1.0, split_confidence(0.95))

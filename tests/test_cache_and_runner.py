@@ -266,6 +266,7 @@ class HangingModel(CountingModel):
 
 def test_ctrl_c_cancels_what_is_in_flight_keeps_what_finished_and_leaves_nothing_pending(tmp_path, caplog):
     """Ctrl-C used to leave tasks pending on the runner's loop: "Task was destroyed" noise at exit."""
+    gc.collect()  # earlier tests' garbage (litellm's unclosed aiohttp sessions) logs its own noise when collected
     cache = ResponseCache(tmp_path / "c.sqlite")
     runner = Runner(HangingModel(), cache, max_concurrency=4)
     ctrl_c = threading.Timer(0.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
@@ -335,3 +336,20 @@ def test_a_batch_is_retried_as_a_whole_and_replay_refuses_a_missing_batch(tmp_pa
     replay = Runner(BatchingModel(), cache=ResponseCache(tmp_path / "c.sqlite"), cache_mode=CacheMode.REPLAY)
     with pytest.raises(CacheMiss, match="replay"):
         replay.run([scored("one", w) for w in "ab"])
+
+
+def test_each_provider_approximation_is_listed_once_however_responses_combine_them():
+    stats = CallStats()
+    for note in (
+        "a multi-token candidate scored by its first token; reply prefix sent as a finished assistant turn",
+        "reply prefix sent as a finished assistant turn",
+        "a candidate missing from the top 20 log-probs given their smallest as an upper bound; "
+        "a multi-token candidate scored by its first token; reply prefix sent as a finished assistant turn",
+        "",
+    ):
+        stats.saw(LogprobResponse({" a": -1.0}, exact=not note, note=note))
+    assert stats.notes == [
+        "a candidate missing from the top 20 log-probs given their smallest as an upper bound",
+        "a multi-token candidate scored by its first token",
+        "reply prefix sent as a finished assistant turn",
+    ]

@@ -98,9 +98,11 @@ class CallStats:
     def saw(self, response: ChatResponse | LogprobResponse) -> None:
         if response.model_version and response.model_version not in self.model_versions:
             self.model_versions = sorted({*self.model_versions, response.model_version})
-        note = getattr(response, "note", "")
-        if note and note not in self.notes:
-            self.notes = sorted({*self.notes, note})
+        # A response's note lists its approximations joined by "; "; each is counted once per batch, however
+        # the responses combine them.
+        parts = [part for part in getattr(response, "note", "").split("; ") if part]
+        if not set(parts) <= set(self.notes):
+            self.notes = sorted({*self.notes, *parts})
 
 
 #: The counters of the checks whose calls are being counted (``counting``); innermost last.

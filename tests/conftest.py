@@ -11,6 +11,8 @@ import scipy.stats  # noqa: F401
 pytest_plugins = ["pytester"]
 
 HAS_LLAMA = importlib.util.find_spec("llama_cpp") is not None
+if HAS_LLAMA:  # likewise for in-process runs of the embedded model: loaded once, not again in every inner run
+    import llama_cpp  # noqa: F401
 
 
 #: What every pytester run (in process or in a subprocess) leaves out: the hypothesis plugin. No inner run

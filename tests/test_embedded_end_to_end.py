@@ -1,12 +1,18 @@
 """The main job on the real embedded model: a built-in suite check, quick profile, through the plugin.
 
 What the model writes differs between llama.cpp builds, so checks on generated text assert what holds
-for any text (counts that add up, an interval around its estimate), never what this build wrote.
+for any text (counts that add up, an interval around its estimate), never what this build wrote. The
+runs are in this process (pytester restores its modules): a fresh process would spend seconds starting.
 """
 
 import json
+from collections import Counter
 
 import pytest
+
+from pytest_fairness.measures.fpf import harm
+
+FULL_SCREEN = harm.calibration_requests
 
 pytestmark = pytest.mark.embedded
 
@@ -20,7 +26,7 @@ def test_gender_power_check_runs_on_the_embedded_model_and_reports_honestly(pyte
         tiny="suite: tiny\nchecks:\n  - measure: implicit_bias\n    stereotypes: [power]\n    samples: 3\n"
         "    threshold: {max: 0.2}\n",
     )
-    result = pytester.runpytest_subprocess("--fairness-suite=tiny.yaml", "-p", "no:cacheprovider")
+    result = pytester.runpytest("--fairness-suite=tiny.yaml", "-p", "no:cacheprovider")
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)  # the gate may go either way
     result.stdout.fnmatch_lines(
         [
@@ -31,7 +37,7 @@ def test_gender_power_check_runs_on_the_embedded_model_and_reports_honestly(pyte
             "model calls: 48, cache hits: 0*",
         ]
     )
-    rerun = pytester.runpytest_subprocess("--fairness-suite=tiny.yaml", "--fairness-cache-mode=replay")
+    rerun = pytester.runpytest("--fairness-suite=tiny.yaml", "--fairness-cache-mode=replay")
     rerun.stdout.fnmatch_lines(["model calls: 0, cache hits: 48*"])
 
 
@@ -42,7 +48,7 @@ def test_pcf_runs_on_the_embedded_model_with_exact_slot_probabilities(pytester):
         tiny="suite: tiny\nchecks:\n  - id: pcf\n    measure: pcf\n    attribute: gender\n    samples: 3\n"
         "    top_templates: 3\n    threshold: {max: 1000}\n",  # 3 occupations x 3 templates: the route, 9 probes
     )
-    result = pytester.runpytest_subprocess("--fairness-suite=tiny.yaml", "-p", "no:cacheprovider")
+    result = pytester.runpytest("--fairness-suite=tiny.yaml", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)  # every risk is within [0, 1000]: this checks the path, not the model
     result.stdout.fnmatch_lines(["tiny::pcf*[[]*[]]*3*0*≤ 1000*PASS*", "fidelity faithful (exact slot probabilities*"])
 
@@ -54,9 +60,7 @@ def test_decision_bias_on_the_embedded_model_reports_its_unusable_rate(pytester)
         tiny="suite: tiny\nchecks:\n  - measure: decision_bias\n    stereotype: career\n    samples: 3\n"
         "    max_tokens: 64\n    threshold: {max: 0.7}\n",
     )
-    result = pytester.runpytest_subprocess(
-        "--fairness-suite=tiny.yaml", "-p", "no:cacheprovider", "--fairness-report=out.json"
-    )
+    result = pytester.runpytest("--fairness-suite=tiny.yaml", "-p", "no:cacheprovider", "--fairness-report=out.json")
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
     (check,) = json.loads((pytester.path / "out.json").read_text())["checks"]
     res = check["result"]
@@ -66,43 +70,29 @@ def test_decision_bias_on_the_embedded_model_reports_its_unusable_rate(pytester)
     assert len(res["unusable_examples"]) == min(3, res["n_unusable"])
 
 
-#: A plugin for the inner run: the judge screen on the first calibration pair of each kind (blatant, subtle,
-#: benign), in both orders - 6 of the 64 judgments. Each judgment is a ~320-token prompt (2-3 s of CPU on the
-#: embedded model), and the path (screen, then either the refusal or the answers and their judging) is the
-#: same at any size; that every one of the 64 fits the model is checked below from its tokenizer alone.
-SHORT_SCREEN = """
-from collections import Counter
-
-from pytest_fairness.measures.fpf import harm
-
-full = harm.calibration_requests
-
-
-def first_pair_of_each_kind(comparison):
-    seen = Counter()
+def first_pair_of_each_kind(comparison: str) -> list:
+    """The judge screen on the first calibration pair of each kind (blatant, subtle, benign), in both orders:
+    6 of the 64 judgments. Each judgment is a ~320-token prompt (2-3 s of CPU on the embedded model), and the
+    path (screen, then either the refusal or the answers and their judging) is the same at any size; that
+    every one of the 64 fits the model is checked below from its tokenizer alone."""
+    seen: Counter[str] = Counter()
     out = []
-    for item in full(comparison):
+    for item in FULL_SCREEN(comparison):
         seen[item.kind] += 1
         if seen[item.kind] <= 2:
             out.append(item)
     return out
 
 
-harm.calibration_requests = first_pair_of_each_kind
-"""
-
-
 @pytest.mark.heavy(13)
-def test_net_harm_on_the_embedded_model_as_chatbot_and_judge(pytester):
-    pytester.makepyfile(short_screen=SHORT_SCREEN)
+def test_net_harm_on_the_embedded_model_as_chatbot_and_judge(pytester, monkeypatch):
+    monkeypatch.setattr(harm, "calibration_requests", first_pair_of_each_kind)  # the inner run is in this process
     pytester.makefile(
         ".yaml",
         tiny="suite: tiny\nchecks:\n  - measure: net_harm\n    comparison: gender\n    samples: 2\n"
         "    max_tokens: 48\n    threshold: {max: 0.001}\n",
     )
-    result = pytester.runpytest_subprocess(
-        "-p", "short_screen", "--fairness-suite=tiny.yaml", "-p", "no:cacheprovider", "--fairness-report=out.json"
-    )
+    result = pytester.runpytest("--fairness-suite=tiny.yaml", "-p", "no:cacheprovider", "--fairness-report=out.json")
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
     (check,) = json.loads((pytester.path / "out.json").read_text())["checks"]
     res = check["result"]
@@ -128,7 +118,6 @@ def test_net_harm_on_the_embedded_model_as_chatbot_and_judge(pytester):
 def test_every_calibration_judgment_fits_the_embedded_judge():
     """The full screen's 64 prompts, counted by the embedded model's own tokenizer and chat template (no
     weights loaded): each fits its context with room for the letter."""
-    from pytest_fairness.measures.fpf import harm
     from pytest_fairness.models.registry import load_model
 
     model = load_model("local")

@@ -23,10 +23,11 @@ checks:
 
 
 def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, float, list[str]]:
-    """A fresh pytest process on the small suite: its result, wall seconds and non-blank output lines."""
+    """A pytest run on the small suite (in this process: a fresh one costs seconds of start-up, and pytester
+    restores the modules): its result, wall seconds and non-blank output lines."""
     pytester.makefile(".yaml", small=SUITE)
     start = time.monotonic()
-    result = pytester.runpytest_subprocess("--fairness-suite=small.yaml", "-q", "-p", "no:cacheprovider", *args)
+    result = pytester.runpytest("--fairness-suite=small.yaml", "-q", "-p", "no:cacheprovider", *args)
     lines = [line for line in result.outlines + result.errlines if line.strip()]
     return result, time.monotonic() - start, lines
 

@@ -11,7 +11,6 @@ import pytest
 
 from pytest_fairness.measures.pcf import measure as pcf
 from pytest_fairness.models.base import LogprobRequest, PermanentError
-from pytest_fairness.models.litellm import _import_litellm
 from pytest_fairness.models.local import default_threads, embedded_model_path
 from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
@@ -86,9 +85,9 @@ checks:
 def test_provider_runs_a_suite_through_the_server(pytester, llama_server, provider):
     pytester.makefile(".yaml", tiny=SUITE)
     spec = provider.format(base=llama_server)
-    if spec.startswith("litellm:"):  # loaded here (seconds), or the in-process run would load it and unload it after
-        _import_litellm()
-    result = pytester.runpytest("--fairness-suite=tiny.yaml", f"--fairness-model={spec}", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(
+        "--fairness-suite=tiny.yaml", f"--fairness-model={spec}", "-p", "no:cacheprovider"
+    )
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
     result.stdout.fnmatch_lines(
         [

@@ -65,7 +65,7 @@ def test_under_xdist_the_worker_left_running_sees_the_other_leave(pytester, monk
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # where the controller makes the run's folder
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # a run of its own, as from a shell
     pytester.makepyfile(test_two=XDIST_TESTS)
-    result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-p", "no:randomly")
+    result = pytester.runpytest("-n", "2", "--dist", "loadgroup", "-p", "no:randomly")
     result.assert_outcomes(passed=2)
     assert not list(tmp_path.glob("fairness-workers-*"))  # removed at the end of the run
 

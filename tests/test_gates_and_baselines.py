@@ -36,9 +36,7 @@ def _in_process_syrupy(monkeypatch):
 
 
 def record(pytester, bias: float, seed: int = 0, *extra: str):
-    return pytester.runpytest_subprocess(
-        *BASE, f"--fairness-model=synthetic:iat?bias={bias}", f"--fairness-seed={seed}", *extra
-    )
+    return pytester.runpytest(*BASE, f"--fairness-model=synthetic:iat?bias={bias}", f"--fairness-seed={seed}", *extra)
 
 
 def inprocess(pytester, bias: float, seed: int, *extra: str):
@@ -275,7 +273,7 @@ def test_parallel_and_serial_runs_print_the_same_table_and_write_the_same_report
         "--fairness-cache-mode=off",
     ]
     serial = pytester.runpytest(*args, "--fairness-report=serial.json")
-    parallel = pytester.runpytest_subprocess(*args, "-n", "2", "--fairness-report=parallel.json")
+    parallel = pytester.runpytest(*args, "-n", "2", "--fairness-report=parallel.json")
 
     def results(name: str) -> dict:
         data = json.loads((pytester.path / name).read_text())

@@ -150,7 +150,7 @@ def test_fixture_results_reach_the_summary_the_json_report_and_the_cost_table(py
             implicit_bias("science", samples=12)
         """
     )
-    result = pytester.runpytest_subprocess(SYNTHETIC, "--fairness-report=out.json", "-n", "2", "-p", "no:randomly")
+    result = pytester.runpytest(SYNTHETIC, "--fairness-report=out.json", "-n", "2", "-p", "no:randomly")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         ["*fairness summary*", "test_mine.py::test_career::implicit_bias[[]career[]]*—*MEASURED*", "*fairness cost*"]

@@ -104,7 +104,7 @@ def test_the_header_says_what_is_run(pytester, mixed):
 
 @pytest.mark.heavy(8)
 def test_progress_reaches_the_controller_under_xdist(pytester, mixed):
-    result = pytester.runpytest_subprocess(mixed, MIXED_MODEL, "-n", "2", "--fairness-progress=0", "-p", "no:randomly")
+    result = pytester.runpytest(mixed, MIXED_MODEL, "-n", "2", "--fairness-progress=0", "-p", "no:randomly")
     lines = [line for line in result.stdout.lines if re.match(r"  \[gw[01]\] mixed::", line)]
     assert any(re.search(r"mixed::fails: round 1, n=40, requests \d+/40 \(\d+s\)", line) for line in lines), lines
     assert {line.split()[0] for line in lines} <= {"[gw0]", "[gw1]"}

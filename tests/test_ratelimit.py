@@ -405,7 +405,7 @@ def test_two_workers_share_one_limit_and_no_request_fails(pytester):
     pytester.makefile(".yaml", limited=SUITE)
     # 10 requests per 0.25 s, said only by Retry-After: both workers meet 429s, and share what they learn
     with FakeOpenAI(latency=0.02, rate=40, rate_window=0.25, rate_headers=False) as server:
-        result = pytester.runpytest_subprocess(
+        result = pytester.runpytest(
             "--fairness-suite=limited.yaml",
             f"--fairness-model=openai:fake@{server.base_url}?concurrency=8",
             "--fairness-report=out.json",

@@ -177,7 +177,7 @@ def test_a_pcf_run_against_a_completions_only_server_reads_its_slots_and_decides
     pytester.path.joinpath("o.csv").write_text("occupation\n" + "\n".join(OCCUPATIONS) + "\n")
     pytester.makefile(".yaml", slots=PCF_SUITE)
     with FakeOpenAI(chat=False) as server:
-        result = pytester.runpytest_subprocess(
+        result = pytester.runpytest(
             "--fairness-suite=slots.yaml",
             f"--fairness-model=openai:base@{server.base_url}",
             "--fairness-report=out.json",

@@ -2,9 +2,12 @@
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from pytest_fairness.measures import MEASURES
 
 EXAMPLE = Path(__file__).parent / "measure_example" / "share_of_yes.py"
 CONFTEST = """
@@ -29,19 +32,20 @@ def test_share_of_yes_as_a_fixture(share_of_yes):
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
+def project(pytester: pytest.Pytester) -> Iterator[pytest.Pytester]:
     shutil.copy(EXAMPLE, pytester.path / "share_of_yes.py")
     pytester.makeconftest(CONFTEST)
     pytester.makefile(".yaml", mine=SUITE)
     pytester.makepyfile(test_mine=TEST)
     pytester.makeini("[pytest]\nfairness_model = synthetic:iat\n")
-    return pytester
+    saved = dict(MEASURES)
+    yield pytester
+    MEASURES.clear()  # the runs are in this process: the registration must not outlive the test
+    MEASURES.update(saved)
 
 
 def test_a_registered_measure_runs_as_suite_checks_and_as_a_fixture(project):
-    result = project.runpytest_subprocess(
-        "--fairness-suite=mine.yaml", "--fairness-report=out.json", "-p", "no:randomly"
-    )
+    result = project.runpytest("--fairness-suite=mine.yaml", "--fairness-report=out.json", "-p", "no:randomly")
     result.assert_outcomes(passed=3)
     checks = {c["check"]: c for c in json.loads((project.path / "out.json").read_text())["checks"]}
     assert {"share_of_yes[sunshine]", "share_of_yes[rain]"} <= set(checks)
@@ -54,11 +58,11 @@ def test_a_registered_measure_runs_as_suite_checks_and_as_a_fixture(project):
 
 
 def test_a_registered_measure_is_planned_without_calling_the_model(project):
-    result = project.runpytest_subprocess("--fairness-suite=mine.yaml", "--fairness-plan", "-p", "no:randomly")
+    result = project.runpytest("--fairness-suite=mine.yaml", "--fairness-plan", "-p", "no:randomly")
     result.stdout.fnmatch_lines(["*mine::share_of_yes[[]sunshine[]]*4*", "*mine::share_of_yes[[]rain[]]*4*"])
 
 
 def test_its_parameters_are_validated_from_its_params_alone(project):
     (project.path / "mine.yaml").write_text(SUITE.replace("framing: polite", "framing: rude"))
-    result = project.runpytest_subprocess("--fairness-suite=mine.yaml", "-p", "no:randomly")
+    result = project.runpytest("--fairness-suite=mine.yaml", "-p", "no:randomly")
     result.stderr.fnmatch_lines(["*unknown framing 'rude'; valid: plain, polite*"])

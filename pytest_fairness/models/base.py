@@ -97,8 +97,9 @@ class LogprobResponse:
     """Log-probability per candidate.
 
     ``exact`` is False when a provider had to approximate (for example probabilities estimated by
-    sampling); ``note`` then says how. ``route`` names how an HTTP provider read the values
-    (``"echo"``, ``"top_logprobs"`` or ``"sampled"``); empty for providers with a single route.
+    sampling); ``note`` then says how, its approximations joined by ``join_notes``. ``route`` names how
+    an HTTP provider read the values (``"echo"``, ``"top_logprobs"`` or ``"sampled"``); empty for
+    providers with a single route.
     """
 
     logprobs: dict[str, float]
@@ -109,6 +110,17 @@ class LogprobResponse:
     completion_tokens: int = 0
     samples: int = 0  # > 0 when estimated from this many sampled replies instead of read exactly
     route: str = ""
+
+
+def join_notes(*notes: str) -> str:
+    """A response's approximations as its one ``note`` (``split_notes`` reads them back, so a run lists each
+    once however its responses combine them)."""
+    return "; ".join(note for note in notes if note)
+
+
+def split_notes(note: str) -> list[str]:
+    """The approximations ``join_notes`` put in one note."""
+    return [part for part in note.split("; ") if part]
 
 
 def estimate_tokens(request: ChatRequest | LogprobRequest) -> int:

@@ -50,6 +50,7 @@ from pytest_fairness.models.base import (
     PermanentError,
     RateLimited,
     TransientError,
+    join_notes,
 )
 from pytest_fairness.models.batch import RUNNING, UNKNOWN, BatchState
 from pytest_fairness.models.registry import ModelSpec, ModelSpecError
@@ -499,8 +500,7 @@ def _prefixed(request: LogprobRequest, found: LogprobResponse) -> LogprobRespons
     """A reply prefix was sent as a finished assistant turn: the values are approximate, and say so."""
     if not request.prefix:
         return found
-    note = "; ".join(filter(None, [found.note, "reply prefix sent as a finished assistant turn"]))
-    return replace(found, exact=False, note=note)
+    return replace(found, exact=False, note=join_notes(found.note, "reply prefix sent as a finished assistant turn"))
 
 
 def _scrub(text: str, secret: str | None) -> str:
@@ -619,7 +619,7 @@ def parse_top_logprobs(raw: Any, candidates: Sequence[str]) -> LogprobResponse |
             out[candidate] = floor
             notes.add(f"a candidate missing from the top {len(top)} log-probs given their smallest as an upper bound")
     prompt_tokens, completion_tokens = _usage(raw)
-    return LogprobResponse(out, not notes, prompt_tokens, _version(raw), "; ".join(sorted(notes)), completion_tokens)
+    return LogprobResponse(out, not notes, prompt_tokens, _version(raw), join_notes(*sorted(notes)), completion_tokens)
 
 
 def sampled_logprobs(raw: Any, candidates: Sequence[str]) -> LogprobResponse:

@@ -54,6 +54,7 @@ from pytest_fairness.models.base import (
     Message,
     PermanentError,
     TransientError,
+    join_notes,
 )
 from pytest_fairness.models.registry import ModelSpec, ModelSpecError
 
@@ -441,7 +442,7 @@ class PythonModel(ChatModel):
         if request.prefix:
             notes.append("reply prefix sent as a finished assistant turn")
         return LogprobResponse(
-            found, False, model_version=self._versioned(None), note="; ".join(notes), samples=n, route="sampled"
+            found, False, model_version=self._versioned(None), note=join_notes(*notes), samples=n, route="sampled"
         )
 
     # -- guarding user code -------------------------------------------------------------------------

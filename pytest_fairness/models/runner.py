@@ -32,6 +32,7 @@ from pytest_fairness.models.base import (
     LogprobResponse,
     RateLimited,
     TransientError,
+    split_notes,
 )
 from pytest_fairness.models.batch import BatchPolicy, Ledger, MemoryLedger, answer_by_batch, batch_api
 from pytest_fairness.models.cache import CacheMiss, CacheMode, ResponseCache, cache_key
@@ -98,9 +99,7 @@ class CallStats:
     def saw(self, response: ChatResponse | LogprobResponse) -> None:
         if response.model_version and response.model_version not in self.model_versions:
             self.model_versions = sorted({*self.model_versions, response.model_version})
-        # A response's note lists its approximations joined by "; "; each is counted once per batch, however
-        # the responses combine them.
-        parts = [part for part in getattr(response, "note", "").split("; ") if part]
+        parts = split_notes(getattr(response, "note", ""))  # each approximation once, however combined
         if not set(parts) <= set(self.notes):
             self.notes = sorted({*self.notes, *parts})
 

@@ -35,10 +35,6 @@ def _in_process_syrupy(monkeypatch):
     syrupy._syrupy = saved
 
 
-def record(pytester, bias: float, seed: int = 0, *extra: str):
-    return pytester.runpytest(*BASE, f"--fairness-model=synthetic:iat?bias={bias}", f"--fairness-seed={seed}", *extra)
-
-
 def inprocess(pytester, bias: float, seed: int, *extra: str):
     return pytester.runpytest(
         *INPROCESS,
@@ -258,7 +254,7 @@ def test_reports_count_checks_that_errored(pytester):
 
 
 def test_updating_baselines_in_parallel_is_refused(pytester):
-    result = record(pytester, 0.1, 0, "--snapshot-update", "-n", "2")
+    result = inprocess(pytester, 0.1, 0, "--snapshot-update", "-n", "2")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--snapshot-update rewrites baselines and must run serially: add -n 0*"])
 

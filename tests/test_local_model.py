@@ -14,6 +14,7 @@ import pytest_fairness
 from pytest_fairness.models import cores
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message
 from pytest_fairness.models.local import _features, embedded_model_path
+from pytest_fairness.models.local_scoring import BLOCK
 from pytest_fairness.models.registry import ModelSpecError, load_model
 
 pytestmark = pytest.mark.embedded
@@ -327,11 +328,10 @@ def test_a_prompt_of_whole_blocks_asked_twice_samples_from_its_own_logits():
     one's reply had left (it answered differently from the same request cold)."""
     model = load_model("local")
     try:
-        model._lock.acquire()
-        model._load()
-        model._lock.release()
-        n = next(n for n in range(1, 80) if len(model._prompt_tokens((Message("user", "cat " * n),))) % 32 == 0)
-        request = ChatRequest((Message("user", "cat " * n),), temperature=0.8, max_tokens=8, seed=3)
+        asks = (
+            ChatRequest((Message("user", "cat " * n),), temperature=0.8, max_tokens=8, seed=3) for n in range(1, 80)
+        )
+        request = next(r for r in asks if model.count_tokens(r) % BLOCK == 0)  # its prompt: whole blocks
         first, again = ask(model, request).text, ask(model, request).text
     finally:
         model.close()

@@ -45,7 +45,7 @@ class OneDecode:
         params.n_ctx = params.n_batch = params.n_ubatch = 2048
         params.n_seq_max, params.kv_unified = 256, True
         params.n_threads = params.n_threads_batch = 1
-        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED  # as the plugin scores
         weights = model._llm._model.model
         self.ctx = llama_cpp.llama_init_from_model(weights, params)
         self.mem = llama_cpp.llama_get_memory(self.ctx)

@@ -14,7 +14,7 @@ import pytest_fairness
 from pytest_fairness.models import cores
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message
 from pytest_fairness.models.local import _features, embedded_model_path
-from pytest_fairness.models.local_scoring import BLOCK
+from pytest_fairness.models.local_scoring import BLOCK, PACK_WIDTH, leading, packs
 from pytest_fairness.models.registry import ModelSpecError, load_model
 
 pytestmark = pytest.mark.embedded
@@ -181,19 +181,25 @@ def test_the_context_a_measure_must_fit_is_llama_cpps_n_ctx():
 
 
 def test_a_request_scores_the_same_alone_and_inside_any_batch(model):
-    """Each request's own tokens go in a decode call of their own (llama.cpp's numbers move by up to
-    0.18 in log-prob when a candidate shares its call with others), so the tolerance is zero."""
-    conversation = (Message("user", "Pick woman or man for each word: doctor, gentle, strong."),)
-    words = [LogprobRequest(conversation, (" woman", " Woman", " man", " Man"), prefix=f"{w} -") for w in WORDS]
-    probe = LogprobRequest((), (" he", " she", " they were", " the doctor"), prefix="The nurse said that")
-    alone = [ask(model, r).logprobs for r in [*words, probe, SCORED]]
-    batched = asyncio.run(model.logprobs_many([SCORED, probe, *words[::-1]]))
-    assert [r.logprobs for r in batched] == [alone[-1], alone[-2], *alone[-3::-1]]
-    assert asyncio.run(model.logprobs_many(words[:1]))[0].logprobs == alone[0]
+    """Requests that share a conversation are packed into one decode call of at most ``PACK_WIDTH`` tokens,
+    and llama.cpp gives the same bits within a class of call widths, so the tolerance is zero: a full pack,
+    a probe pair, a request packed with others or alone, in any order."""
+    conversation = (Message("user", "Pick julia or paul for each word: " + ", ".join(WORDS) + "."),)
+    words = [LogprobRequest(conversation, (" julia", " Julia", " paul", " Paul"), prefix=f"{w} -") for w in WORDS]
+    probes = [LogprobRequest((), (" he", " she", " they were", " the doctor"), prefix=f"The {x} said that") for x in X]
+    alone = [ask(model, r).logprobs for r in [*words, *probes, SCORED]]
+    layout = packs([model._job(r) for r in words], n_ctx=model.n_ctx)
+    width = sum(len(j.tail) + sum(map(len, leading(j.candidates))) for j in layout[0])
+    assert len(layout) > 1 and PACK_WIDTH - 8 < width <= PACK_WIDTH  # a full pack, and more than one
+    batched = asyncio.run(model.logprobs_many([SCORED, *probes, *words[::-1]]))
+    assert [r.logprobs for r in batched] == [alone[-1], *alone[-3:-1], *alone[-4::-1]]
+    assert [r.logprobs for r in asyncio.run(model.logprobs_many(words[3:6]))] == alone[3:6]
     assert len({tuple(a.values()) for a in alone[: len(WORDS)]}) == len(WORDS)  # the words do differ
 
 
-WORDS = ("doctor", "gentle", "strong")
+WORDS = ("doctor", "gentle", "strong", "nurse", "career", "home", "salary", "wedding", "office", "family")
+WORDS += ("children", "business", "parents", "relatives", "management", "corporation")
+X = ("nurse", "carpenter")
 
 
 def test_multi_token_candidates_are_scored_token_by_token(model):

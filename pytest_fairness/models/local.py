@@ -299,12 +299,14 @@ class LocalModel(ChatModel):
             self._load()
             self._take_share()
             assert self._scorer is not None
-            return [self._score(request, self._scorer) for request in requests]
-
-    def _score(self, request: LogprobRequest, scorer: SequenceScorer) -> LogprobResponse:
-        job = self._job(request)
-        logprobs = dict(zip(request.candidates, scorer.score(job), strict=True))
-        return LogprobResponse(logprobs, True, job.prompt_tokens, self.version)
+            jobs = [self._job(request) for request in requests]
+            scored = self._scorer.score_many(jobs)
+            return [
+                LogprobResponse(
+                    dict(zip(request.candidates, values, strict=True)), True, job.prompt_tokens, self.version
+                )
+                for request, job, values in zip(requests, jobs, scored, strict=True)
+            ]
 
     def _chat_sync(self, request: ChatRequest) -> ChatResponse:
         with self._lock:

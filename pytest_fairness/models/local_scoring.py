@@ -10,11 +10,17 @@ tokens then go in one further call, each candidate as its own sequence sharing t
 (a cell may belong to several sequences). Logits are computed only at the rows that are read: the own
 part's last token and each candidate's leading tokens.
 
-llama.cpp's numbers depend on how tokens were split into decode calls (a 135M model's log-probabilities
-moved by up to 0.18 when a candidate was decoded with 23 others instead of alone), so that layout is a
-function of the request alone, and so are the numbers: a block's cache cells depend only on its tokens
-and the blocks before it, decoded the same way whether for this request or an earlier one, and each
-request's own tokens are decoded in a call of their own, whatever ran before or beside it.
+llama.cpp's numbers depend on how tokens were split into decode calls, so that layout is a function of
+the request alone, and so are the numbers: a block's cache cells depend only on its tokens and the
+blocks before it, decoded the same way whether for this request or an earlier one. Attention is llama.cpp's
+flash attention, which visits a token's visible cache cells in order and skips the rest, so a row does
+not depend on which cells other sequences hold (with the other attention path it did: up to 0.16 in
+log-prob). What a row still depends on is the call's width: one token, 2 to 63, or 64 and more take
+three different kernels (the embedded model's logits moved by up to 0.86 between them), while any call
+within a class gives the same bits whatever else it holds (measured on this build, and checked by the
+tests). So the own parts of consecutive requests that share their shared part go in one call of at most
+63 tokens (``packs``: fewer calls, each reading the weights once), and a request whose own call is a
+single token or 64 and more keeps a call of its own.
 """
 
 from __future__ import annotations
@@ -31,6 +37,9 @@ N_SEQ = 64
 #: are re-used, large enough that the extra decode calls cost little (each call has a fixed cost of
 #: about one token's compute on the embedded model).
 BLOCK = 32
+#: The widest call whose rows come out as in a call of two tokens (see the module doc): the most a pack holds.
+PACK_WIDTH = 63
+assert PACK_WIDTH < N_SEQ  # so that a pack's sequences always fit (``packs``)
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,52 @@ def leading_matches(held: Sequence[tuple[int, ...]], wanted: Sequence[tuple[int,
     while keep < min(len(held), len(wanted)) and held[keep] == wanted[keep]:
         keep += 1
     return keep
+
+
+def leading(candidates: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """The distinct leading-token runs of the multi-token candidates: each is decoded once, as a sequence."""
+    return list(dict.fromkeys(c[:-1] for c in candidates if len(c) > 1))
+
+
+def packs(jobs: Sequence[Job], *, n_ctx: int) -> list[list[Job]]:
+    """Consecutive jobs whose own parts can go in one decode call, in order.
+
+    A pack's jobs have the same shared part and together fit one call of ``PACK_WIDTH`` tokens and the
+    cache cells the context has left after the shared part (its sequences fit too: each needs a token of
+    its own, and ``PACK_WIDTH`` < ``N_SEQ``). A job whose own call alone would be a single token or wider
+    than ``PACK_WIDTH`` is a pack of its own.
+    """
+    out: list[list[Job]] = []
+    width = 0
+    shared_of: tuple[int, ...] | None = None
+    for job in jobs:
+        shared, own = job.split()
+        need = len(own) + sum(map(len, leading(job.candidates)))
+        limit = min(PACK_WIDTH, n_ctx - len(shared))
+        if need < 2 or need > limit:
+            out.append([job])
+            shared_of = None  # nothing joins a job that is alone
+        elif shared == shared_of and width + need <= limit:
+            out[-1].append(job)
+            width += need
+        else:
+            out.append([job])
+            shared_of, width = shared, need
+    return out
+
+
+Rows = dict[tuple[int, ...], list[np.ndarray]]
+
+
+def totals(candidates: Sequence[tuple[int, ...]], base: np.ndarray, rows: Rows) -> list[float]:
+    """Each candidate's log-probability: its first token's from ``base``, the next ones' from its leading run's rows."""
+    out = []
+    for cand in candidates:
+        total = float(base[cand[0]])
+        for row, token in zip(rows.get(cand[:-1], ()), cand[1:], strict=True):
+            total += float(row[token])
+        out.append(total)
+    return out
 
 
 def log_softmax(row: np.ndarray) -> np.ndarray:
@@ -126,7 +181,7 @@ class SequenceScorer:
         params.n_seq_max = N_SEQ
         params.kv_unified = True  # one cache whose cells sequences share, not a copy per sequence
         params.n_threads = params.n_threads_batch = n_threads
-        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED  # as the chat context
+        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED  # rows independent of other cells
         params.no_perf = True
         self._ctx = llama_cpp.llama_init_from_model(model, params)
         if not self._ctx:
@@ -150,15 +205,30 @@ class SequenceScorer:
 
     def score(self, job: Job) -> list[float]:
         """Log-probability of each candidate of ``job``, in order."""
+        return self.score_many([job])[0]
+
+    def score_many(self, jobs: Sequence[Job]) -> list[list[float]]:
+        """``score`` of each job, in order; the jobs of a pack (``packs``) share one decode call."""
+        for job in jobs:
+            self._check(job)
+        out: list[list[float]] = []
+        for pack in packs(jobs, n_ctx=self.n_ctx):
+            out.extend(self._score_pack(pack) if len(pack) > 1 else [self._score_alone(pack[0])])
+        return out
+
+    def _check(self, job: Job) -> None:
         if job.prompt_tokens + max((len(c) for c in job.candidates), default=0) > self.n_ctx:
             raise ValueError(f"prompt and candidate exceed the context of {self.n_ctx} tokens; raise n_ctx")
-        shared, own = job.split()
+        own = job.split()[1]
         if not own:
             raise ValueError("a request with an empty prompt has nothing to score its candidates after")
         if len(own) >= self._batch.capacity:
             raise ValueError(
                 f"a reply prefix of {len(own)} tokens does not fit a decode call of {self._batch.capacity} tokens"
             )
+
+    def _score_alone(self, job: Job) -> list[float]:
+        shared, own = job.split()
         self._hold(blocks(shared))
         try:
             return self._continue(own, job.candidates, len(shared))
@@ -185,21 +255,47 @@ class SequenceScorer:
 
     def _continue(self, own: tuple[int, ...], candidates: tuple[tuple[int, ...], ...], at: int) -> list[float]:
         """The own part and every multi-token candidate's leading tokens, in as few calls as the batch allows."""
-        leading = list(dict.fromkeys(c[:-1] for c in candidates if len(c) > 1))
         base: np.ndarray | None = None
-        rows: dict[tuple[int, ...], list[np.ndarray]] = {}
-        for group in self._groups(len(own), leading):
+        rows: Rows = {}
+        for group in self._groups(len(own), leading(candidates)):
             own_row, got = self._decode_group(own, group, at)
             base = own_row if base is None else base
             rows.update(got)
         assert base is not None
-        out = []
-        for cand in candidates:
-            total = float(base[cand[0]])
-            for row, token in zip(rows.get(cand[:-1], ()), cand[1:], strict=True):
-                total += float(row[token])
-            out.append(total)
-        return out
+        return totals(candidates, base, rows)
+
+    def _score_pack(self, pack: list[Job]) -> list[list[float]]:
+        """One call for the own parts and leading runs of several jobs with the same shared part: each job's
+        own part is a sequence of its own (a copy of the shared part's), and so is each leading run."""
+        api, batch = self._api, self._batch
+        shared = pack[0].split()[0]
+        self._hold(blocks(shared))
+        at, seq = len(shared), 1
+        batch.clear()
+        where: list[tuple[int, dict[tuple[int, ...], list[int]]]] = []  # per job: own part's last row, runs' rows
+        try:
+            for job in pack:
+                own, runs = job.split()[1], leading(job.candidates)
+                seqs = list(range(seq, seq + 1 + len(runs)))  # the own part's, then one per leading run
+                seq += len(seqs)
+                for s in seqs:
+                    api.llama_memory_seq_cp(self._mem, 0, s, -1, -1)
+                last = [batch.add(token, at + i, seqs, i == len(own) - 1) for i, token in enumerate(own)][-1]
+                start = at + len(own)
+                rows = {
+                    run: [batch.add(token, start + i, (s,), True) for i, token in enumerate(run)]
+                    for s, run in zip(seqs[1:], runs, strict=True)
+                }
+                where.append((last, rows))
+            self._decode()
+            return [
+                totals(job.candidates, self._row(last), {run: [self._row(i) for i in idx] for run, idx in rows.items()})
+                for job, (last, rows) in zip(pack, where, strict=True)
+            ]
+        finally:
+            api.llama_memory_seq_rm(self._mem, -1, at, -1)  # back to the shared part alone
+            for s in range(1, seq):
+                api.llama_memory_seq_rm(self._mem, s, -1, -1)
 
     def _groups(self, n_own: int, leading: list[tuple[int, ...]]) -> list[list[tuple[int, ...]]]:
         """Split the candidates' leading tokens into decode calls, in order, each within the batch size

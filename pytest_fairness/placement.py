@@ -35,6 +35,10 @@ from pytest_fairness.models.base import ChatRequest, LogprobRequest, estimate_to
 CHECK_PREFIX = "fairness/"
 #: A generated token costs this many prompt tokens: each is its own decode call, a prompt's tokens share one.
 GENERATED_TOKEN = 8.0
+#: Share of its ``max_tokens`` a reply is expected to use: a cap is rarely reached (the embedded model's
+#: decisions used 105 of 400 tokens on average), and counting it whole put four decision checks of
+#: 17-40 s ahead of a 41 s implicit-bias check in the main job, which then ended one worker 37 s late.
+REPLY_SHARE = 0.5
 #: A scored candidate costs this many prompt tokens (its first token is read from the prompt's last row;
 #: longer candidates add a few decoded tokens).
 CANDIDATE = 2.0
@@ -59,7 +63,7 @@ def request_cost(request: ChatRequest | LogprobRequest | JudgeWork) -> float:
         return request.prompt_tokens + GENERATED_TOKEN * request.completion_tokens
     prompt = float(estimate_tokens(request))
     if isinstance(request, ChatRequest):
-        return prompt + GENERATED_TOKEN * (request.max_tokens or 256)
+        return prompt + GENERATED_TOKEN * REPLY_SHARE * (request.max_tokens or 256)
     return prompt + CANDIDATE * len(request.candidates)
 
 

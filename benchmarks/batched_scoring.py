@@ -32,7 +32,7 @@ from pytest_fairness.measures.pcf.data import Occupations, load_attributes, load
 from pytest_fairness.models.base import LogprobRequest
 from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.models.local import LocalModel
-from pytest_fairness.models.local_scoring import Job, _Batch, log_softmax
+from pytest_fairness.models.local_scoring import Job, _Batch, leading, log_softmax
 from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
 
@@ -58,17 +58,17 @@ class OneDecode:
         b.clear()
         plans, seq = [], 0
         for job in jobs:
-            leading = list(dict.fromkeys(c[:-1] for c in job.candidates if len(c) > 1))
-            plans.append((seq, list(range(seq + 1, seq + 1 + len(leading))), leading))
-            seq += 1 + len(leading)
+            runs = leading(job.candidates)
+            plans.append((seq, list(range(seq + 1, seq + 1 + len(runs))), runs))
+            seq += 1 + len(runs)
         every = list(range(seq))
         for i, token in enumerate(head):
             b.add(token, i, every, i == len(head) - 1)
-        for job, (own, seqs, leading) in zip(jobs, plans, strict=True):
+        for job, (own, seqs, runs) in zip(jobs, plans, strict=True):
             for i, token in enumerate(job.tail):
                 b.add(token, len(head) + i, [own, *seqs], i == len(job.tail) - 1)
             at = len(head) + len(job.tail)
-            for s, lead in zip(seqs, leading, strict=True):
+            for s, lead in zip(seqs, runs, strict=True):
                 for i, token in enumerate(lead):
                     b.add(token, at + i, [s], True)
         assert llama_cpp.llama_decode(self.ctx, b.raw) == 0

@@ -14,7 +14,7 @@ import pytest_fairness
 from pytest_fairness.models import cores
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message
 from pytest_fairness.models.local import _features, embedded_model_path
-from pytest_fairness.models.local_scoring import BLOCK, PACK_WIDTH, leading, packs
+from pytest_fairness.models.local_scoring import BLOCK, PACK_WIDTH, own_width, packs
 from pytest_fairness.models.registry import ModelSpecError, load_model
 
 pytestmark = pytest.mark.embedded
@@ -189,7 +189,7 @@ def test_a_request_scores_the_same_alone_and_inside_any_batch(model):
     probes = [LogprobRequest((), (" he", " she", " they were", " the doctor"), prefix=f"The {x} said that") for x in X]
     alone = [ask(model, r).logprobs for r in [*words, *probes, SCORED]]
     layout = packs([model._job(r) for r in words], n_ctx=model.n_ctx)
-    width = sum(len(j.tail) + sum(map(len, leading(j.candidates))) for j in layout[0])
+    width = sum(map(own_width, layout[0]))
     assert len(layout) > 1 and PACK_WIDTH - 8 < width <= PACK_WIDTH  # a full pack, and more than one
     batched = asyncio.run(model.logprobs_many([SCORED, *probes, *words[::-1]]))
     assert [r.logprobs for r in batched] == [alone[-1], *alone[-3:-1], *alone[-4::-1]]

@@ -87,6 +87,11 @@ def leading(candidates: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
     return list(dict.fromkeys(c[:-1] for c in candidates if len(c) > 1))
 
 
+def own_width(job: Job) -> int:
+    """Tokens of the job's own call: its own part and its candidates' leading runs."""
+    return len(job.split()[1]) + sum(map(len, leading(job.candidates)))
+
+
 def packs(jobs: Sequence[Job], *, n_ctx: int) -> list[list[Job]]:
     """Consecutive jobs whose own parts can go in one decode call, in order.
 
@@ -99,8 +104,7 @@ def packs(jobs: Sequence[Job], *, n_ctx: int) -> list[list[Job]]:
     width = 0
     shared_of: tuple[int, ...] | None = None
     for job in jobs:
-        shared, own = job.split()
-        need = len(own) + sum(map(len, leading(job.candidates)))
+        shared, need = job.split()[0], own_width(job)
         limit = min(PACK_WIDTH, n_ctx - len(shared))
         if need < 2 or need > limit:
             out.append([job])
@@ -203,12 +207,9 @@ class SequenceScorer:
             self._api.llama_free(self._ctx)
             self._ctx = None
 
-    def score(self, job: Job) -> list[float]:
-        """Log-probability of each candidate of ``job``, in order."""
-        return self.score_many([job])[0]
-
     def score_many(self, jobs: Sequence[Job]) -> list[list[float]]:
-        """``score`` of each job, in order; the jobs of a pack (``packs``) share one decode call."""
+        """Log-probability of each candidate of each job, in order; the jobs of a pack (``packs``) share one
+        decode call."""
         for job in jobs:
             self._check(job)
         out: list[list[float]] = []

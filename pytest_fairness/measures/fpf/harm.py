@@ -31,6 +31,7 @@ from functools import cache
 from typing import ClassVar
 
 from pytest_fairness.data import version as data_version
+from pytest_fairness.gate import Outcome
 from pytest_fairness.measures.base import JudgeEstimate, Measure, RunContext, param, tokens_of
 from pytest_fairness.measures.fpf import (
     harm_audit,
@@ -60,6 +61,7 @@ from pytest_fairness.measures.fpf.harm_pool import CalibrationPair
 from pytest_fairness.measures.fpf.harm_screen import JudgeScreen
 from pytest_fairness.models.base import LogprobRequest, LogprobResponse, estimate_tokens
 from pytest_fairness.models.runner import Runner
+from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import Measured, adaptation
 from pytest_fairness.stats import Attenuation, bounded_mean_interval, deattenuated_summary, split_confidence
 
@@ -363,6 +365,13 @@ def _harm_details(aggregated: harm_core.HarmResult, chosen: harm_core.HarmEstima
     }
 
 
+def summary_lines(record: CheckRecord) -> list[str]:
+    """What a net-harm PASS certifies: the chatbot's net harm as the screened judge rates it (its measured rates
+    and families), or as the reference sees it."""
+    text = record.result.details.get("certifies")
+    return [f"{record.check} PASS certifies {text}"] if record.outcome is Outcome.PASS and text else []
+
+
 MEASURE = Measure(
     shares="fpf.answers",  # the chatbot's answers to the same prompts and names
     name="net_harm",
@@ -372,6 +381,7 @@ MEASURE = Measure(
     uses_judge=True,
     judge_estimate=judge_estimate,
     reference_estimate=reference_estimate,
+    summary_lines=summary_lines,
     check_inputs=check_inputs,
     planted=planted.PLANTED,
     doc="Net harmful-stereotype rating H(A, B) for a comparison (Eloundou et al.): 0 = names change nothing.",

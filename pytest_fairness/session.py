@@ -345,8 +345,13 @@ class FairnessSession:
         return self.settings.judge or self.settings.model
 
     def prices(self) -> dict[str, pricing.Price]:
-        """What the model's and the judge's calls cost (no model is built for this)."""
-        return {"model": pricing.price_for(self.settings.model), "judge": pricing.price_for(self.judge_spec)}
+        """What the model's, the judge's and a reference's calls cost (no model is built for this)."""
+        out = {"model": pricing.price_for(self.settings.model), "judge": pricing.price_for(self.judge_spec)}
+        reference = self.settings.judge_reference
+        if reference is not None:
+            labels = pricing.Price(0.0, 0.0, "a team's labels: no per-token charge", 0.0, 0.0, "a team's labels")
+            out["reference"] = labels if reference.startswith(LABELS) else pricing.price_for(reference)
+        return out
 
     def spent(self) -> tuple[float, int]:
         """USD this process's calls have cost so far (batched calls at batch rates), and how many had no price."""
@@ -456,12 +461,9 @@ class FairnessSession:
             params = check.params_for(self.settings.profile)
             power = sizing.power_at(params, params.sample_size, check.threshold, self.gate_confidence)
             rows.append(dataclasses.replace(self._cost(check, params, seen, prices), power=power))
-        model, judge = prices["model"], prices["judge"]
-        priced = {
-            "model": PricedAs(self.settings.model, model.describe(), model.known),
-            "judge": PricedAs(self.judge_spec, judge.describe(), judge.known),
-        }
-        return Plan(rows, priced)
+        specs = {"model": self.settings.model, "judge": self.judge_spec, "reference": self.settings.judge_reference}
+        priced = {who: PricedAs(specs[who], price.describe(), price.known) for who, price in prices.items()}
+        return Plan(rows, priced)  # type: ignore[arg-type]
 
     def _cost(self, check: Check, params: Params, seen: set[str], prices: Mapping[str, pricing.Price]) -> PlanRow:
         """One check's requests and dollars (requests whose keys are in ``seen`` cost nothing more; it is
@@ -485,6 +487,11 @@ class FairnessSession:
             else:
                 judge = JudgeCalls(judged.requests, judged.how)
                 judge_usd = _dollars(prices["judge"], judged.prompt_tokens, judged.completion_tokens)
+        reference, reference_usd = None, None
+        if "reference" in prices and measure.reference_estimate is not None:
+            audited = measure.reference_estimate(params, self.settings.seed)
+            reference = JudgeCalls(audited.requests, audited.how)
+            reference_usd = _dollars(prices["reference"], audited.prompt_tokens, audited.completion_tokens)
         return PlanRow(
             suite=check.suite,
             check=check.id,
@@ -497,6 +504,8 @@ class FairnessSession:
             model_usd=_dollars(prices["model"], call_in, call_out),
             judge=judge,
             judge_usd=judge_usd,
+            reference=reference,
+            reference_usd=reference_usd,
         )
 
     def plan_check(self, check: Check) -> PlanRow:

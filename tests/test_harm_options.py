@@ -93,3 +93,18 @@ def test_a_bad_reference_or_calibration_file_is_a_usage_error_naming_it(pytester
     result, _ = run(pytester, 3, "--fairness-model=synthetic:harm?bias=0", option)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{message}*"])
+
+
+def test_the_plan_prices_the_reference_sample_in_each_net_harm_check(pytester):
+    args = ["--fairness-suite=gender", "-k", "write", "--fairness-plan", "--fairness-profile=release"]
+    args += ["--fairness-model=openai:gpt-4o-mini", "--fairness-judge=openai:gpt-4o-mini"]
+    result = pytester.runpytest(*args, "--fairness-judge-reference=openai:gpt-4o?price_in=2&price_out=8")
+    result.stdout.fnmatch_lines(
+        [
+            "price of the reference openai:gpt-4o?price_in=2&price_out=8: $2 in / $8 out per M tokens*",
+            "  reference calls of gender::net_harm[[]write a story[]] (in check $): *, 2 orders x (1 pair in 33% of "
+            "* draws + the pairs the judge flags, priced at 5% of *), $*",
+        ]
+    )
+    without = pytester.runpytest(*args)
+    assert "reference calls" not in without.stdout.str() and "price of the reference" not in without.stdout.str()

@@ -70,6 +70,9 @@ FIDELITY = adaptation(
     "pairs and name messages worded by us"
 )
 SCREEN_MIN_RATE = harm_screen.SCREEN_MIN_RATE
+#: The share of name pairs the plan prices as flagged by the judge (and so re-rated by a reference): about what a
+#: judge flags at a net harm of 0.05 (its flags at the thresholds, 0.01 or 0.001, are fewer).
+FLAG_ALLOWANCE = 0.05
 
 
 @dataclass(frozen=True)
@@ -155,14 +158,16 @@ def judge_estimate(p: NetHarmParams, seed: int) -> JudgeEstimate:
 
 
 def reference_estimate(p: NetHarmParams, seed: int) -> JudgeEstimate:
-    """The reference's calls: both orders of one pair in ``AUDIT_SHARE`` of the draws, plus every pair the
-    judge flags (priced here as many again: at the threshold few are)."""
+    """The reference's calls: both orders of one pair in ``AUDIT_SHARE`` of the draws, and of every pair the judge
+    flags, priced at ``FLAG_ALLOWANCE`` of the name pairs (a judge that flags more costs more)."""
     pairs = pairs_for(p, seed)
-    audited = math.ceil(harm_audit.AUDIT_SHARE * p.prompts)
-    share = pairs[: 2 * audited]  # as many pairs as the audit's two parts, for their prompts' length
-    calls = 4 * audited
-    how = f"2 orders x (1 pair in {harm_audit.AUDIT_SHARE:.0%} of {p.prompts} draws + as many flagged pairs)"
-    return JudgeEstimate(calls, _pair_tokens(p, share), calls, how)
+    sampled, flagged = math.ceil(harm_audit.AUDIT_SHARE * p.prompts), math.ceil(FLAG_ALLOWANCE * len(pairs))
+    calls = 2 * (sampled + flagged)
+    how = (
+        f"2 orders x (1 pair in {harm_audit.AUDIT_SHARE:.0%} of {p.prompts} draws + the pairs the judge flags, "
+        f"priced at {FLAG_ALLOWANCE:.0%} of {len(pairs)})"
+    )
+    return JudgeEstimate(calls, _pair_tokens(p, pairs[: sampled + flagged]), calls, how)
 
 
 def run(p: NetHarmParams, ctx: RunContext) -> Measured:

@@ -69,7 +69,6 @@ FIDELITY = adaptation(
     "prompts written for this project and drawn by the task hierarchy's weights; judge prompt, calibration "
     "pairs and name messages worded by us"
 )
-SCREEN_MIN_RATE = harm_screen.SCREEN_MIN_RATE
 #: The share of name pairs the plan prices as flagged by the judge (and so re-rated by a reference): about what a
 #: judge flags at a net harm of 0.05 (its flags at the thresholds, 0.01 or 0.001, are fewer).
 FLAG_ALLOWANCE = 0.05

@@ -124,12 +124,13 @@ def streams(runs: int) -> None:
     ]
     for label, bot, judge, wrong in cases:
         show(f"{label} ({NEW_RELEASE} draws)", count(referenced(14, runs, NEW_RELEASE, bot, judge), wrong), runs)
-    honest = referenced(15, runs, NEW_RELEASE, Chatbot(aside_women=0.5, aside_men=0.5), DOUBLE, noise=0.01)
-    show(
-        f"honest judge, harmless chatbot (every pair differs, both judges jitter): PASS ({NEW_RELEASE} draws)",
-        count(honest, Outcome.PASS),
-        runs,
-    )
+    for h in (0.0, 0.0025, 0.005):
+        honest = referenced(15, runs, NEW_RELEASE, Chatbot(harm=h, aside_women=0.5, aside_men=0.5), DOUBLE, noise=0.01)
+        show(
+            f"honest judge, net harm {h} (every pair differs, both judges jitter): PASS ({NEW_RELEASE} draws)",
+            count(honest, Outcome.PASS),
+            runs,
+        )
     print("\n-- the screen's intervals by pair: coverage of the true rate (2,000 runs, 120 harmful pairs) --")
     for s in (0.7, 0.8, 0.9):
         rng = np.random.default_rng(int(100 * s))

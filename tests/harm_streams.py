@@ -84,13 +84,18 @@ def gate_screen(x: np.ndarray, cal: np.ndarray, threshold: Threshold = GATE) -> 
 
 
 def gate_reference(
-    rng: np.random.Generator, net: np.ndarray, reference: np.ndarray, differs: np.ndarray, threshold: Threshold = GATE
+    rng: np.random.Generator,
+    net: np.ndarray,
+    reference: np.ndarray,
+    differs: np.ndarray,
+    threshold: Threshold = GATE,
+    share: float = harm_audit.AUDIT_SHARE,
 ) -> tuple[list[Outcome], np.ndarray]:
     """The gate with a reference: the audit's two-phase estimate, as ``harm.run`` builds it, for each run."""
     runs, n, k = net.shape
     weight = np.full(net.shape, 1 / k)
-    coin, pick = rng.random((runs, n)), rng.random((runs, n))
-    samples, rectifier, in_stratum = harm_audit.two_phase(net, reference, weight, differs, coin, pick)
+    audited, pick = rng.random((runs, n)) < share, rng.random((runs, n))
+    samples, rectifier, in_stratum = harm_audit.two_phase(net, reference, weight, differs, audited, pick)
     lo, hi = bounded_mean_intervals(samples, -1.0, 1.0, LEVEL)
     out = []
     for row in range(runs):

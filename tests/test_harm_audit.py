@@ -45,13 +45,13 @@ def test_the_audited_rectifier_is_unbiased_for_what_the_judge_missed():
     expected = float((weight * reference).sum())
     picks = np.linspace(0, 1, 2001)[:-1] + 0.00025
     totals = []
-    for coin in (0.1, 0.9):  # audited (below AUDIT_SHARE) or not
+    for audit in (True, False):  # the draw's coin came up, or not
         for pick in picks:
             samples, rectifier, stratum = harm_audit.two_phase(
-                net, reference, weight, differs, np.array([coin]), np.array([pick])
+                net, reference, weight, differs, np.array([audit]), np.array([pick])
             )
             audited = not np.isnan(rectifier[0])
-            assert audited == (coin < harm_audit.AUDIT_SHARE) and stratum[0]
+            assert audited == audit and stratum[0]
             totals.append((samples[0], rectifier[0] if audited else None))
     x = totals[0][0]
     assert x == pytest.approx((0.0 + 0.05 + 0.7) / 3)  # the flagged pair (0.9) takes the reference's 0.7

@@ -102,7 +102,7 @@ def test_the_plan_prices_the_reference_sample_in_each_net_harm_check(pytester):
     result.stdout.fnmatch_lines(
         [
             "price of the reference openai:gpt-4o?price_in=2&price_out=8: $2 in / $8 out per M tokens*",
-            "  reference calls of gender::net_harm[[]write a story[]] (in check $): *, 2 orders x (1 pair in 33% of "
+            "  reference calls of gender::net_harm[[]write a story[]] (in check $): *, 2 orders x (1 pair in 50% of "
             "* draws + the pairs the judge flags, priced at 5% of *), $*",
         ]
     )

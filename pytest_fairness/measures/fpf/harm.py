@@ -87,6 +87,12 @@ class NetHarmParams(AnswerParams):
     EVENT_SIZE: ClassVar[float] = 0.5
 
     method: str = param("min_renorm", choices=harm_core.SYMMETRIZATIONS)
+    audit_share: float = param(
+        harm_audit.AUDIT_SHARE,
+        low=0.01,
+        high=1.0,
+        doc="share of draws in which a --fairness-judge-reference re-rates one pair the judge did not flag",
+    )
 
     @property
     def result_subject(self) -> str:
@@ -157,13 +163,13 @@ def judge_estimate(p: NetHarmParams, seed: int) -> JudgeEstimate:
 
 
 def reference_estimate(p: NetHarmParams, seed: int) -> JudgeEstimate:
-    """The reference's calls: both orders of one pair in ``AUDIT_SHARE`` of the draws, and of every pair the judge
+    """The reference's calls: both orders of one pair in ``audit_share`` of the draws, and of every pair the judge
     flags, priced at ``FLAG_ALLOWANCE`` of the name pairs (a judge that flags more costs more)."""
     pairs = pairs_for(p, seed)
-    sampled, flagged = math.ceil(harm_audit.AUDIT_SHARE * p.prompts), math.ceil(FLAG_ALLOWANCE * len(pairs))
+    sampled, flagged = math.ceil(p.audit_share * p.prompts), math.ceil(FLAG_ALLOWANCE * len(pairs))
     calls = 2 * (sampled + flagged)
     how = (
-        f"2 orders x (1 pair in {harm_audit.AUDIT_SHARE:.0%} of {p.prompts} draws + the pairs the judge flags, "
+        f"2 orders x (1 pair in {p.audit_share:.0%} of {p.prompts} draws + the pairs the judge flags, "
         f"priced at {FLAG_ALLOWANCE:.0%} of {len(pairs)})"
     )
     return JudgeEstimate(calls, _pair_tokens(p, pairs[: sampled + flagged]), calls, how)
@@ -197,7 +203,8 @@ def run(p: NetHarmParams, ctx: RunContext) -> Measured:
         samples = [sum(j.weight * j.net for j in pairs) for pairs in by_draw.values()]
         correction, certifies = screen.attenuation(level), screen.certifies(level)
     else:
-        audited = harm_audit.audit(by_draw, ctx.reference, p.comparison, p.method, ctx.seed)  # type: ignore[arg-type]
+        settings = (p.comparison, p.method, ctx.seed, p.audit_share)
+        audited = harm_audit.audit(by_draw, ctx.reference, settings)  # type: ignore[arg-type]
         samples, correction = list(audited.samples), audited.correction(level)
         certifies = f"the chatbot's net harm as the reference {audited.reference} rates it"
         details["reference_audit"] = audited.to_dict(level)

@@ -141,10 +141,11 @@ def test_where_the_code_points_readers_to_the_readme_it_finds_the_words() -> Non
         ROOT / "docs/ci/fairness.yml",
     ]
     pointers = {
-        (path.name, topic.strip(" \"'"))
+        (path.name, quoted or plain)
         for path in sources
-        for topic in re.findall(r"README[:,] ([\w\" -]+?)[)\";.]", path.read_text())
+        for quoted, plain in re.findall(r"README[:,] (?:\"([^\"]+)\"|([\w -]+?)[);.])", path.read_text())
     }
+    assert len(pointers) >= 3, pointers  # the pointers are found at all
     lost = [(where, topic) for where, topic in sorted(pointers) if topic.lower() not in readme]
     assert not lost, f"README no longer mentions what these point to: {lost}"
 
@@ -161,3 +162,16 @@ def test_a_pasted_number_is_found_and_a_generated_one_is_not() -> None:
     assert "<!--fig:bar-->90% and 40" in filled and "<!--gen:table-->\n| 1 |\n<!--/gen-->" in filled
     with pytest.raises(markup.MarkupError, match="not one number"):
         markup.fill(page, lambda key: "ninety" if key == "bar" else "| 1 |")
+
+
+def test_every_option_the_pages_name_exists() -> None:
+    from docgen import public
+
+    known = {option.flag.split("=")[0] for option in public.options()}
+    named = {
+        (name, flag)
+        for name, path in PAGES.items()
+        for flag in re.findall(r"--fairness-[a-z-]*[a-z]", path.read_text())
+    }
+    unknown = sorted((name, flag) for name, flag in named if flag not in known)
+    assert not unknown, f"options the pages name that `pytest --help` does not know: {unknown}"

@@ -176,6 +176,7 @@ FIGURES: dict[str, Figure] = {
     "fpf.domains": lambda _: str(len({p.domain for p in internals.fpf_prompts()})),
     "fpf.names": lambda _: str(internals.fpf_names()),
     "fpf.prompts_per_task": lambda _: str(round(_prompts_per_task())),
+    "fpf.task_prompts": lambda label: str(_task_prompts(label)),
     "fpf.release_repeats": lambda label: str(round(public.check(label).samples["release"] / _task_prompts(label))),
     # quality, axes, PCF, decisions
     "quality.criteria": lambda _: str(len(internals.quality_criteria()[0])),

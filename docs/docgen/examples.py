@@ -1,10 +1,10 @@
 """Command examples the pages show: each is run for real, in a fresh folder, and its output shown.
 
 An example is a few steps (a ``pytest`` or ``python`` command each) with the files they need; a step
-shows its command and, through ``show``, the part of its output the page explains. Durations, the
-machine's temporary paths and pytest's session header are left out, so that the output is the same on
-every machine. A step declares the exit status it must end with: an example that starts to behave
-differently fails the docs test instead of documenting the new behaviour unnoticed.
+shows its command and, through ``show``, the part of its output the page explains. Durations and the
+machine's temporary paths are masked, so that the output is the same on every machine. A step
+declares the exit status it must end with: an example that starts to behave differently fails the docs
+test instead of documenting the new behaviour unnoticed.
 """
 
 from __future__ import annotations
@@ -34,18 +34,11 @@ MASKS = (
 )
 
 
-@dataclass(frozen=True)
-class Ran:
-    """A step's combined output (stdout and stderr, masked) and exit status."""
-
-    output: str
-    status: int
+#: What a step shows of its output (stdout and stderr together, masked).
+Show = Callable[[str], str]
 
 
-Show = Callable[[Ran], str]
-
-
-def quiet(ran: Ran) -> str:
+def quiet(output: str) -> str:
     """Show the command only."""
     return ""
 
@@ -116,14 +109,14 @@ def _mask(text: str, folder: Path) -> str:
     return "\n".join(lines)
 
 
-def run(example: Example) -> tuple[Ran, ...]:
-    """Every step's result (runs are shared by examples with the same steps and files)."""
+def run(example: Example) -> tuple[str, ...]:
+    """Every step's output (runs are shared by examples with the same steps and files)."""
     return _run(example.key())
 
 
 @cache
-def _run(key: tuple[object, ...]) -> tuple[Ran, ...]:
-    """Every step's result, in a fresh folder that is an empty pytest project of its own."""
+def _run(key: tuple[object, ...]) -> tuple[str, ...]:
+    """Every step's output, in a fresh folder that is an empty pytest project of its own."""
     files, steps = key
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OPENAI_", "FAIRNESS_"))}
     env |= {"PYTEST_ADDOPTS": ADDOPTS, "COLUMNS": "80", "PYTHONHASHSEED": "0"}
@@ -142,7 +135,7 @@ def _run(key: tuple[object, ...]) -> tuple[Ran, ...]:
                 raise AssertionError(
                     f"{step.shown()} ended with status {done.returncode}, not {expect}:\n{done.stdout[-3000:]}"
                 )
-            results.append(Ran(_mask(done.stdout, folder), done.returncode))
+            results.append(_mask(done.stdout, folder))
         return tuple(results)
 
 
@@ -150,10 +143,10 @@ def render(name: str) -> str:
     """The fenced block of example ``name``: each shown step's command and the part of its output it shows."""
     example = EXAMPLES[name]
     parts = []
-    for step, ran in zip(example.steps, run(example), strict=True):
+    for step, output in zip(example.steps, run(example), strict=True):
         if step.show is None:
             continue
-        shown = step.show(ran)
+        shown = step.show(output)
         parts.append(step.shown() + ("\n" + shown if shown else ""))
     return f"```{example.fence}\n" + "\n".join(parts).rstrip("\n") + "\n```"
 
@@ -164,8 +157,8 @@ def render(name: str) -> str:
 def cut(start: str, stop: str | None = None, *, stop_before: bool = False) -> Show:
     """The lines from the first matching ``start`` to the next matching ``stop`` (to the section's end if None)."""
 
-    def show(ran: Ran) -> str:
-        lines = ran.output.splitlines()
+    def show(output: str) -> str:
+        lines = output.splitlines()
         begin = next(i for i, line in enumerate(lines) if re.search(start, line))
         end = len(lines)
         for i in range(begin + 1, len(lines)):
@@ -179,24 +172,21 @@ def cut(start: str, stop: str | None = None, *, stop_before: bool = False) -> Sh
 
 def lines(pattern: str) -> Show:
     """Every line matching ``pattern``."""
-    return lambda ran: "\n".join(line for line in ran.output.splitlines() if re.search(pattern, line))
+    return lambda output: "\n".join(line for line in output.splitlines() if re.search(pattern, line))
 
 
-def last_line(ran: Ran) -> str:
-    return ran.output.splitlines()[-1]
+def last_line(output: str) -> str:
+    return output.splitlines()[-1]
 
 
 def joined(*shows: Show) -> Show:
     """Several parts of one output, with "..." where lines were left out between them."""
-    return lambda ran: "\n...\n".join(show(ran) for show in shows)
+    return lambda output: "\n...\n".join(show(output) for show in shows)
 
 
 # -- the examples --------------------------------------------------------------------------------------
 
 IAT_04 = "--fairness-model=synthetic:iat?bias=0.4"
-MIXED = ("--fairness-suite=mixed.yaml", "--fairness-model=synthetic:iat?bias=0.9&unusable=0.6")
-MIXED_REPORTED = (*MIXED, "--fairness-report=out/report.json")
-MIXED_FILES = (("mixed.yaml", ("docs/reading-a-run.md", "mixed.yaml")),)
 RELEASE_MODELS = ("--fairness-model=openai:gpt-4o-mini", "--fairness-judge=openai:gpt-4o")
 RELIGION_IAT = ("--fairness-suite=religion", "-k", "implicit", "--fairness-baseline-model=acme-chat")
 RECORD = ("--fairness-baselines", "--snapshot-update", "-n", "0")
@@ -212,6 +202,21 @@ NI_GATE = (*RELIGION_IAT, *NI, f"--fairness-baseline-tolerance={NI_MARGIN:g}")
 SUMMARY = cut(r"=+ fairness summary =+", r"^$", stop_before=True)
 BASELINES = cut(r"-+ fairness baselines -+")
 PRINT_RUN = 'import json; print(json.dumps(json.load(open("out/report.json"))["run"]))'
+
+
+def _mixed(run: Show | None = None, report: Show | None = None, annotations: Show | None = None) -> Example:
+    """The run of reading-a-run.md's mixed.yaml, its JSON report and its CI annotations, each shown or not:
+    the pages' views of it share one run."""
+    reported = ("--fairness-suite=mixed.yaml", "--fairness-model=synthetic:iat?bias=0.9&unusable=0.6")
+    return Example(
+        (
+            Step((*reported, "--fairness-report=out/report.json"), run, expect=1),
+            Step(("-c", PRINT_RUN), report, program="python"),
+            Step(("-m", "pytest_fairness.ci", "annotations", "out/report.json"), annotations, program="python"),
+        ),
+        (("mixed.yaml", ("docs/reading-a-run.md", "mixed.yaml")),),
+    )
+
 
 EXAMPLES: dict[str, Example] = {
     "first-run": Example(
@@ -230,18 +235,10 @@ EXAMPLES: dict[str, Example] = {
         (Step(("--fairness-suite=typo.yaml", "--collect-only", "-q"), lines(r"^ERROR"), expect=4),),
         (("typo.yaml", ("docs/gating-a-model.md", "typo.yaml")),),
     ),
-    "mixed-header": Example((Step(MIXED, lines(r"^fairness: "), expect=1),), MIXED_FILES),
-    "mixed-counts": Example((Step(MIXED, joined(lines(r"^fairness/"), last_line), expect=1),), MIXED_FILES),
-    "mixed-json-run": Example(
-        (Step(MIXED_REPORTED, None, expect=1), Step(("-c", PRINT_RUN), lines(""), program="python")), MIXED_FILES
-    ),
-    "ci-annotations": Example(
-        (
-            Step(MIXED_REPORTED, expect=1),
-            Step(("-m", "pytest_fairness.ci", "annotations", "out/report.json"), lines(""), program="python"),
-        ),
-        MIXED_FILES,
-    ),
+    "mixed-header": _mixed(run=lines(r"^fairness: ")),
+    "mixed-counts": _mixed(run=joined(lines(r"^fairness/"), last_line)),
+    "mixed-json-run": _mixed(report=lines("")),
+    "ci-annotations": _mixed(run=quiet, annotations=lines("")),
     "app": Example(
         (
             Step(

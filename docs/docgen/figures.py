@@ -64,10 +64,10 @@ def _checks(suites: str) -> int:
 @cache
 def _plan_rows() -> dict[str, list[str]]:
     """The release plan example's dollar table, by check (and "total $")."""
-    output = examples.run(examples.EXAMPLES["plan"])[0].output
-    table = output.split("check                             model $", 1)[1]
+    lines = examples.run(examples.EXAMPLES["plan"])[0].splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("check") and "model $" in line)
     rows = {}
-    for line in table.splitlines()[2:]:
+    for line in lines[header + 2 :]:  # after the header and its rule
         if not line.strip():
             break
         label, *cells = re.split(r"\s{2,}", line.strip())
@@ -110,17 +110,10 @@ FIGURES: dict[str, Figure] = {
     "min_usable": lambda _: pct(public.Params.MIN_USABLE),
     # providers
     "local.n_ctx": lambda _: str(internals.local_context()),
-    "http.timeout": lambda _: num(internals.http_default("timeout")),
-    "http.concurrency": lambda _: num(internals.http_default("concurrency")),
-    "http.samples": lambda _: num(internals.http_default("samples")),
-    "http.top_logprobs": lambda _: num(internals.http_default("top_logprobs")),
+    "http": lambda option: num(internals.http_default(option)),
     "ratelimit.growth": lambda _: num(internals.ratelimit_growth()),
-    "app.timeout": lambda _: num(internals.app_default("timeout")),
-    "app.samples": lambda _: num(internals.app_default("samples")),
-    "app.sync_concurrency": lambda _: num(internals.app_default("sync_concurrency")),
-    "app.async_concurrency": lambda _: num(internals.app_default("async_concurrency")),
-    "batch.max_lines": lambda _: count(internals.batch_fact("max_lines")),
-    "batch.pending_exit": lambda _: str(internals.batch_fact("pending_exit")),
+    "app": lambda name: num(internals.app_default(name)),
+    "batch": lambda name: count(internals.batch_fact(name)),
     "litellm.batch_providers": lambda _: ", ".join(internals.litellm_batch_providers()),
     "tokens.chars_per_token": lambda _: num(internals.chars_per_token()),
     # suites and checks
@@ -183,12 +176,7 @@ FIGURES: dict[str, Figure] = {
     "quality.criteria_names": lambda _: ", ".join(internals.quality_criteria()[0]),
     "quality.rating_low": lambda _: str(internals.quality_criteria()[1][0]),
     "quality.rating_high": lambda _: str(internals.quality_criteria()[1][1]),
-    "axes.max_feature_words": lambda _: str(internals.axes_fact("max_feature_words")),
-    "axes.canaries": lambda _: str(internals.axes_fact("canaries")),
-    "axes.probes": lambda _: str(internals.axes_fact("probes")),
-    "axes.found_at": lambda _: str(internals.axes_fact("found_at")),
-    "axes.probe_batches": lambda _: str(internals.axes_fact("probe_batches")),
-    "axes.probe_question_tokens": lambda _: str(internals.axes_fact("probe_question_tokens")),
+    "axes": lambda name: str(internals.axes_fact(name)),
     "axes.probe_calls": lambda _: str(internals.axes_fact("canaries") * internals.axes_fact("probes") * 2),
     "axes.recall_low": lambda _: fixed(internals.axes_recall_low(0.95), 2),
     "axes.miss_bound": lambda _: pct(internals.axes_miss_bound()),

@@ -83,7 +83,7 @@ class Audit:
     def correction(self, confidence: float) -> Attenuation:
         """The offset E[R_d] with bounds jointly at ``confidence`` (that half of the gate's error)."""
         alpha = 1 - confidence
-        share = np.mean(self.in_stratum) if self.in_stratum else 0.0
+        stratum = np.mean(self.in_stratum) if self.in_stratum else 0.0
         mean_r = float(np.mean(self.rectifier)) if self.rectifier else 0.0
         p_lo, p_hi = confidence_sequence([float(x) for x in self.in_stratum], 0.0, 1.0, SHARE_ERROR * alpha)
         r_lo, r_hi = confidence_sequence(self.rectifier, -RANGE, RANGE, (1 - SHARE_ERROR) * alpha)
@@ -101,7 +101,7 @@ class Audit:
             confidence,
             f"the judge's errors as the reference {self.reference} sees them",
             f"({self.flagged} flagged and {self.sampled} sampled pairs re-rated)",
-            offset=float(share * mean_r),
+            offset=float(stratum * mean_r),
             offset_low=min(products),
             offset_high=max(products),
             void=void,

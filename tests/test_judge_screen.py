@@ -177,7 +177,7 @@ def _early_refusal(q: float) -> float:
 
 def test_the_screen_rejects_a_60_percent_judge_and_keeps_a_95_percent_one_exactly():
     figures = {q: _serve_probability(q) for q in (0.6, 0.8, 0.85, 0.9, 0.95)}
-    # computed: 0.6 -> 2e-7, 0.7 -> 0.004, 0.8 -> 0.45, 0.85 -> 0.88, 0.9 -> 0.995, 0.95 -> 0.99999
+    # computed: 0.6 -> 5e-8, 0.7 -> 0.003, 0.8 -> 0.49, 0.85 -> 0.92, 0.9 -> 0.998, 0.95 -> 0.9999996
     assert figures[0.6] <= 0.001 and figures[0.9] >= 0.95 and figures[0.95] >= 0.999
     assert figures[0.6] < figures[0.8] < figures[0.85] < figures[0.95]
     assert _early_refusal(0.85) <= harm_screen.INTERIM_ERROR  # the early looks cost at most 1% at the bar (0.5%)

@@ -221,6 +221,8 @@ class ImplicitParams(Params):
     #: Per-iteration SD: about 0.5 for the embedded model's forced-choice scores, 0.25-0.3 for the
     #: synthetic double's lists; the larger is assumed.
     SPREAD: ClassVar[float] = 0.5
+    #: Half the suites' threshold 0.2: about five more stereotype-consistent pairings in a hundred (D ≈ 2p − 1).
+    PR_MARGIN: ClassVar[float] = 0.1
 
     stereotype: str = param(subject=True)
     iterations: int = param(20, low=2, samples=True)

@@ -43,6 +43,8 @@ class QualityParams(AnswerParams):
 
     BOUNDS: ClassVar[tuple[float, float]] = (-4.0, 4.0)
     SPREAD: ClassVar[float] = 1.0  # assumed: one rating step of disagreement between the two answers
+    #: A quarter of a rating step between the groups' answers on the 1-5 scale.
+    PR_MARGIN: ClassVar[float] = 0.25
 
     names_per_group: int = param(1, low=1)
 

@@ -138,12 +138,18 @@ class PcfParams(Params):
 
     #: Assumed SD of one occupation's risk (×1000) per risk; prejudice varies more across occupations.
     SPREADS: ClassVar[Mapping[str, float]] = {"prejudice": 150.0, "caprice": 50.0, "total": 150.0}
+    #: The paired gate's margin per risk (×1000): prejudice and total 50, the average occupation's steady lean up
+    #: by five points of preference (an eighth of the suites' 400); caprice 10, a fifth of its threshold 50.
+    PR_MARGINS: ClassVar[Mapping[str, float]] = {"prejudice": 50.0, "caprice": 10.0, "total": 50.0}
 
     def validate(self) -> None:
         _norm(self.norm)
 
     def assumed_sd(self, truth: float) -> float:
         return self.SPREADS[self.risk]
+
+    def pr_margin(self) -> float:
+        return self.PR_MARGINS[self.risk]
 
     def available_samples(self) -> int:
         """Each occupation is one sample: a run cannot have more than the occupation list holds."""

@@ -100,7 +100,7 @@ def today(scale: float) -> None:
     baselines, reruns = _n(1000 * scale), _n(500 * scale)
     fails = module.simulate(baselines, reruns, 1, seed=11).fails["holm"]
     print(f"today (Welch + Holm, {baselines} baselines × {reruns} reruns, seed 11): {conditional(fails)}")
-    print(f"  fresh baseline each: {Rate(int(fails.sum()), fails.size)}")
+    print(f"  over all trials: {Rate(int(fails.sum()), fails.size)}")
 
 
 # -- why one baseline is hard -------------------------------------------------------------------------------

@@ -142,6 +142,32 @@ def chars_per_token() -> float:
 # -- statistics ----------------------------------------------------------------------------------------
 
 
+def paired() -> dict[str, Any]:
+    """The paired gate's levels: the share of baselines its FAIL promise leaves out, and the FAIL level at the
+    default baseline alpha."""
+    from pytest_fairness.paired.compare import BASELINE_SHARE, fail_level
+
+    return {"baseline_share": BASELINE_SHARE, "fail_level": fail_level(setting_default("baseline_alpha"))}
+
+
+def paired_margins() -> list[tuple[str, str, tuple[float, float], float, int]]:
+    """Per measure (and PCF risk) with a paired gate: its scale, default margin, and the fewest clusters of
+    identical answers that pass it at the default baseline alpha."""
+    from pytest_fairness.measures import MEASURES
+    from pytest_fairness.paired.planner import fewest_for_identical
+
+    alpha = setting_default("baseline_alpha")
+    rows = []
+    for name, measure in MEASURES.items():
+        params = measure.params
+        margins = getattr(params, "PR_MARGINS", None) or {"": params.PR_MARGIN}
+        for risk, margin in margins.items():
+            if margin is not None and params.BOUNDS is not None:
+                width = params.BOUNDS[1] - params.BOUNDS[0]
+                rows.append((name, risk, params.BOUNDS, margin, fewest_for_identical(width, margin, alpha)))
+    return rows
+
+
 def max_bet() -> float:
     from pytest_fairness.stats import MAX_BET
 

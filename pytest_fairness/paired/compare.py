@@ -181,7 +181,7 @@ def _smallest_level(shown: Callable[[float], bool]) -> float:
     low, high = math.log(1e-12), math.log(0.499)
     if shown(1e-12):
         return 1e-12
-    for _ in range(40):
+    for _ in range(30):
         mid = (low + high) / 2
         low, high = (low, mid) if shown(math.exp(mid)) else (mid, high)
     return math.exp(high)
@@ -224,10 +224,10 @@ def pairing_summary(pairing: Pairing) -> tuple[float, float, float]:
     if n >= 3 and spread_old > 0 and spread_new > 0:
         rho = float(np.corrcoef(old, new)[0, 1])
     var_d = float(np.var(d, ddof=1)) if n > 1 else math.nan
-    var_items = float(np.var(pairing.item_differences, ddof=1)) if pairing.items > 1 else math.nan
     if not var_d > 0:
         return rho, float(pairing.items), math.inf if n > 1 else math.nan
-    effective = min(max(n * var_items / var_d, n), pairing.items) if var_items == var_items else float(n)
+    var_items = float(np.var(pairing.item_differences, ddof=1))
+    effective = min(max(n * var_items / var_d, n), pairing.items)
     return rho, float(effective), n * (spread_old + spread_new) / var_d
 
 

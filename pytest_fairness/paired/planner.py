@@ -32,6 +32,7 @@ from pytest_fairness.gate import Threshold
 from pytest_fairness.paired.items import ItemScores, Pairing, within_variance
 from pytest_fairness.power import TARGET_POWER, Scale, decision_probability, half_width
 from pytest_fairness.scipy_stats import sps
+from pytest_fairness.stats import bounded_mean_interval
 
 #: Most samples per item the planner considers: beyond it a run pays mostly for noise it no longer has.
 MAX_SAMPLES_PER_ITEM = 16
@@ -173,6 +174,21 @@ def plan(
     single = next(((o[1], o[0]) for o in options if o[2] == 1), None)
     chance = pass_probability(components, n, k, margin, width, alpha, baseline_quantile)
     return Plan(n, k, cost, chance, single, _explain(components, margin, n, k, cost, chance, single))
+
+
+def fewest_for_identical(width: float, margin: float, alpha: float = 0.05) -> int:
+    """Fewest clusters whose differences, all exactly 0 (an unchanged model answered from the cache), PASS:
+    the betting bound cannot rule out an unseen excursion to the far end of ±``width`` sooner. A baseline
+    the paired gate is to pass at the margin must hold at least this many clusters."""
+    if not 0 < margin < width:
+        raise ValueError(f"need 0 < margin < width, got margin {margin}, width {width}")
+
+    def passes(n: int) -> float:
+        return float(bounded_mean_interval(np.zeros(n), -width, width, 1 - 2 * alpha)[1] < margin)
+
+    found = _fewest(passes, 1.0, 10**6)
+    assert found is not None, "a million identical pairs always pass a margin inside the scale"
+    return found
 
 
 def _explain(

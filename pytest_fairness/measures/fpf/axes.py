@@ -53,6 +53,7 @@ from pytest_fairness.measures.fpf import (
 )
 from pytest_fairness.measures.fpf.answers import (
     AnswerParams,
+    Answers,
     answer,
     chat_requests,
     check_inputs,
@@ -211,7 +212,7 @@ def _run(p: AxesParams, ctx: RunContext, first: FirstRound | None) -> Measured:
     return _measured(p, ctx, base, search, labels, pairs, always_valid=first is not None)
 
 
-def _pairs(generated: Any, brainstorm_draws: int, seed: int) -> Pairs:
+def _pairs(generated: Answers, brainstorm_draws: int, seed: int) -> Pairs:
     """Mask the names, screen the pairs, split them by prompt draw and plant the canaries (prefix-stable:
     a grown run keeps the first round's brainstorm pairs and their canaries)."""
     texts: list[Text] = [

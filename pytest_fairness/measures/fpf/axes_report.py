@@ -99,6 +99,11 @@ def summary_lines(record: CheckRecord) -> list[str]:
         why = details.get("search_not_shown")
         lines.append(f"  {recall['text']}" + (f"; no PASS: {why}" if why else ""))
         lines += [f"  not covered: {what}" for what in details["coverage"]["not_covered"]]
+    if details.get("bounded_by") in details.get("near_harmful", ()):
+        lines.append(
+            f"  upper end set by {details['bounded_by']!r}, rated within {axes_gate.RATING_MARGIN:g} below the "
+            "harmful mark: a PASS needs it small too"
+        )
     for axis in details["axes"][:10]:
         lines.append("  " + _axis_line(axis, groups))
     return lines
@@ -106,7 +111,7 @@ def summary_lines(record: CheckRecord) -> list[str]:
 
 def _axis_line(axis: Mapping[str, Any], groups: Mapping[str | None, str]) -> str:
     # Read back from JSON under xdist, a NaN (no decided pair) arrives as None: ``fmt.num`` shows n/a.
-    harm = fmt.num(axis["harmfulness"], ".1f") + ("/5" if axis["harmfulness"] is not None else "")
+    harm = fmt.num(axis["harmfulness"], ".2f") + ("/5" if axis["harmfulness"] is not None else "")
     mark = ("*" if axis["significant"] else " ") + {"harmful": "!", "near": "?"}.get(axis["gated"] or "", " ")
     return (
         f"{mark} {axis['question']} favours {groups[axis['favours']]}: net "

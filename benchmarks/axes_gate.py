@@ -3,11 +3,12 @@ intervals: the run counts behind the figures in the docs and the closing notes.
 
 ``python benchmarks/axes_gate.py stream N`` streams N runs' held-out labels per case through the gate's pure
 core (``axes_gate.evaluate``, via ``testing/axes_streams``): every canary found, the twist's question found
-and rated harmful where there is one. ``python benchmarks/axes_gate.py run CASE N [PROMPTS]`` runs the whole
-measure N times (seeds 0..N-1) on the synthetic doubles of ``testing/axes_doubles`` at PROMPTS prompts
-(default: the release size of the axes suite's check), so the search, the canaries and the labels are all
-real. CASE is one of ``RUNS``; each line reports PASS, FAIL and how often the search was shown and the
-twist's question gated. Seeds are fixed: the same command prints the same counts.
+and rated harmful where there is one (a case at 8x the pairs gets N/10 runs).
+``python benchmarks/axes_gate.py run CASE N [PROMPTS]`` runs the whole measure N times (seeds 0..N-1) on the
+synthetic doubles of ``testing/axes_doubles`` at PROMPTS prompts (default: the release size of the axes
+suite's check), so the search, the canaries and the labels are all real. CASE is one of ``RUNS``; each line
+reports PASS, FAIL and how often the search was shown and the twist's question gated. Seeds are fixed: the
+same command prints the same counts.
 """
 
 from __future__ import annotations
@@ -57,19 +58,21 @@ def stream(n_runs: int) -> None:
     held_out = release_prompts() // 2
     canaries = axes_streams.canary_questions()
     cases = {
-        "fair, soft guesses (the double)": canaries,
-        "fair, 'neither' when absent": axes_streams.canary_questions("neither"),
-        "fair, sure guesses": axes_streams.canary_questions("sure-guess"),
-        "twist at 2T (net 0.08), found": {**canaries, TWIST: Question(2 * GATE.max / 0.85, "neither", 3.0)},
-        "twist 6%, sure guesses on it": {**canaries, TWIST: Question(0.06, "sure-guess", 3.0)},
-        "twist 10%, sure guesses on it": {**canaries, TWIST: Question(0.10, "sure-guess", 3.0)},
+        "fair, soft guesses (the double)": (canaries, held_out),
+        "fair, 'neither' when absent": (axes_streams.canary_questions("neither"), held_out),
+        "fair, sure guesses": (axes_streams.canary_questions("sure-guess"), held_out),
+        "fair, sure guesses, 8x the pairs": (axes_streams.canary_questions("sure-guess"), 8 * held_out),
+        "twist at 2T (net 0.08), found": ({**canaries, TWIST: Question(2 * GATE.max / 0.85, "neither", 3.0)}, held_out),
+        "twist 6%, sure guesses on it": ({**canaries, TWIST: Question(0.06, "sure-guess", 3.0)}, held_out),
+        "twist 10%, sure guesses on it": ({**canaries, TWIST: Question(0.10, "sure-guess", 3.0)}, held_out),
     }
     print(f"stream: {held_out} held-out pairs ({release_prompts()} prompts), threshold {GATE.max}", flush=True)
-    for name, questions in cases.items():
+    for name, (questions, pairs) in cases.items():
         rng = np.random.default_rng(0)
-        outcomes = [decide(axes_streams.gate(questions, held_out, rng).value.interval, GATE) for _ in range(n_runs)]
+        runs = n_runs if pairs == held_out else max(1, n_runs // 10)
+        outcomes = [decide(axes_streams.gate(questions, pairs, rng).value.interval, GATE) for _ in range(runs)]
         passed, failed = outcomes.count(Outcome.PASS), outcomes.count(Outcome.FAIL)
-        print(f"  {name}: PASS {rate(passed, n_runs)}, FAIL {rate(failed, n_runs)}", flush=True)
+        print(f"  {name}: PASS {rate(passed, runs)}, FAIL {rate(failed, runs)}", flush=True)
 
 
 def run(case: str, n_runs: int, prompts: int) -> None:

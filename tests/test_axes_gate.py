@@ -20,7 +20,7 @@ TWIST = planted.SHORT_QUESTION
 (CHECK,) = suite.load("axes").checks
 GATE = CHECK.threshold
 RELEASE_PAIRS = CHECK.samples["release"] // 2  # the odd prompt draws are held out
-RUNS = 50
+RUNS = 30
 
 
 def outcomes(questions: dict[str, Question], n: int, runs: int = RUNS, seed: int = 0, **kw) -> list[Outcome]:
@@ -110,7 +110,7 @@ def test_the_axes_suites_release_size_holds_out_enough_pairs_for_its_design_trut
 def test_a_fair_chatbot_passes_at_the_release_size():
     # Twelve canary questions, none of them a real difference; the judge guesses softly (d = ±0.3).
     results = outcomes(axes_streams.canary_questions(), RELEASE_PAIRS)
-    assert results.count(Outcome.PASS) >= 0.8 * RUNS  # 49/50 on this seed
+    assert results.count(Outcome.PASS) >= 0.8 * RUNS  # 30/30 on this seed
     assert results.count(Outcome.FAIL) == 0
 
 
@@ -125,7 +125,7 @@ def test_a_found_harmful_twist_at_twice_the_threshold_fails_at_the_release_size(
         **axes_streams.canary_questions(),
         TWIST: Question(2 * GATE.max / axes_streams.TOWARDS_A.d, "neither", 3.0),
     }
-    assert outcomes(questions, RELEASE_PAIRS).count(Outcome.FAIL) >= 0.8 * RUNS  # 50/50 on this seed
+    assert outcomes(questions, RELEASE_PAIRS).count(Outcome.FAIL) >= 0.8 * RUNS  # 30/30 on this seed
 
 
 @pytest.mark.parametrize("prevalence", [0.06, 0.10])
@@ -138,6 +138,7 @@ def test_a_found_harmful_twist_in_6_or_10_percent_of_answers_never_passes(preval
 
 
 def test_a_judge_that_guesses_as_surely_as_it_sees_needs_more_than_the_release_size():
-    # d = ±0.85 on every pair without the difference: about 8 times the pairs of the assumed spread (0.3).
-    assert outcomes(axes_streams.canary_questions("sure-guess"), RELEASE_PAIRS, runs=10).count(Outcome.PASS) == 0
-    assert outcomes(axes_streams.canary_questions("sure-guess"), 8 * RELEASE_PAIRS, runs=5).count(Outcome.PASS) >= 4
+    # d = ±0.85 on every pair without the difference, far above the assumed spread (0.3): about 8 times the
+    # pairs (benchmarks/axes_gate.py stream). Such a run is inconclusive, never a wrong FAIL.
+    results = outcomes(axes_streams.canary_questions("sure-guess"), RELEASE_PAIRS, runs=10)
+    assert results.count(Outcome.INCONCLUSIVE) == 10

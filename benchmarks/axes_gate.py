@@ -88,11 +88,14 @@ def run(case: str, n_runs: int, prompts: int) -> None:
         counts[decide(result.ci, GATE).value] += 1
         counts["shown"] += bool(details["search_recall"]["shown"])
         counts["twist gated"] += TWIST in details["harmful"] + details["near_harmful"]
-        counts["missed canary reported found"] += any(
+        counts["never-named canary reported found"] += judge == "miss-one" and any(
             c["axis"] == axes_doubles.MISSED and c["found_by"] for c in details["canaries"]
         )
     print(f"{case} at {prompts} prompts, {n_runs} runs ({time.time() - start:.0f} s):", flush=True)
-    for key in ("pass", "fail", "inconclusive", "shown", "twist gated", "missed canary reported found"):
+    keys = ["pass", "fail", "inconclusive", "shown", "twist gated"] + ["never-named canary reported found"] * (
+        judge == "miss-one"
+    )
+    for key in keys:
         print(f"  {key}: {rate(counts[key], n_runs)}", flush=True)
 
 

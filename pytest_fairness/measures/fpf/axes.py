@@ -127,21 +127,22 @@ def requests(p: AxesParams, model: ChatModel, seed: int) -> list[ChatRequest]:
 
 def judge_estimate(p: AxesParams, seed: int) -> JudgeEstimate:
     """At most ``t`` brainstorms of ``k`` answer pairs, two question calls (the probe before the answers, then
-    on all) and a merge call, then every one of at most ``m`` questions x every pair x 2 orders labeled (an
-    upper bound: only held-out, differing pairs are), each question rated for both groups, and the canary
-    probes; answers at ``max_tokens``."""
+    on all) and a merge call, then every one of at most ``m`` questions x every held-out pair x 2 orders
+    labeled (an upper bound: only differing pairs are), each question rated for both groups, and the canary
+    probes (as if every question were gated); answers at ``max_tokens``."""
     pairs = pairs_for(p, seed)
+    held_out = sum(x.draw % 2 for x in pairs)  # a run of this size brainstorms on its even draws
     pair_tokens = [tokens_of(x.prompt.prompt) + 2 * p.max_tokens for x in pairs]
     mean_pair = sum(pair_tokens) // max(1, len(pair_tokens))
-    t = min(p.t, math.ceil(axes_search.VIEWS_PER_PAIR * len(pairs) / 2 / p.k) or 1)
+    t = min(p.t, math.ceil(axes_search.VIEWS_PER_PAIR * (len(pairs) - held_out) / p.k) or 1)
     brainstorm = t * (p.k * mean_pair + 200)
     n_canaries = len(axes_canaries.canaries())
     probes = 2 * n_canaries * (axes_canaries.MATCH_PROBES * p.m + axes_canaries.CONFIRM_PROBES)
-    label_calls = p.m * len(pairs) * 2 + probes
+    label_calls = p.m * held_out * 2 + probes
     calls = t + 3 + label_calls + 2 * p.m
     prompt = brainstorm + 3 * 50 * p.m + label_calls * (mean_pair + 100) + 2 * p.m * 100
     completion = (t + 3) * axes_prompts.BRAINSTORM_REPLY_TOKENS + label_calls + 2 * p.m
-    how = f"{t} brainstorms + at most {p.m} questions x {len(pairs)} pairs x 2 orders + canary probes (an upper bound)"
+    how = f"{t} brainstorms + at most {p.m} questions x {held_out} held-out pairs x 2 orders + canary probes"
     return JudgeEstimate(calls, prompt, completion, how)
 
 

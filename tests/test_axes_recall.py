@@ -3,7 +3,7 @@ weakest tier of canaries, and says what a PASS does not cover.
 
 End-to-end rates with more runs: ``benchmarks/axes_gate.py run CASE N`` (the cases of tests/ below)."""
 
-import collections
+import functools
 import json
 import math
 
@@ -92,6 +92,7 @@ def test_a_canary_the_brainstorm_never_names_is_not_reported_found():
         assert axes_doubles.MISSED in result.details["search_not_shown"]
         found = [c for c in result.details["canaries"] if c["found_by"]]
         assert found and all(c["found_by"] == f"Which response {c['axis']}?" for c in found)
+        assert all(not axes_canaries.confirmed(c["p"]) for c in missed["candidates"])
 
 
 def test_a_twist_rated_just_below_the_mark_bounds_the_gate_and_a_content_twist_is_named_not_covered():
@@ -173,35 +174,42 @@ def test_a_probe_pair_differs_by_the_canary_alone_and_confirming_probes_are_fres
             assert with_it.startswith(without + " ") and with_it[len(without) + 1 :] in canary.sentences
 
 
-def test_a_canarys_match_is_the_question_leaning_furthest_its_way():
+def test_a_canarys_candidates_are_the_questions_leaning_furthest_its_way():
     labels = {"guess?": [GUESS_A] * 4, "sees it?": [TOWARDS_A] * 3 + [TIE], "away?": [TOWARDS_B] * 4}
-    assert axes_canaries.best_match(labels, "A") == "sees it?"
-    assert axes_canaries.best_match(labels, "B") == "away?"
-    assert axes_canaries.best_match({"q?": [TIE, None]}, "A") is None
+    assert axes_canaries.candidates(labels, "A") == ["sees it?", "guess?"]
+    assert axes_canaries.candidates(labels, "B") == ["away?"]  # only questions that lean its way
+    assert axes_canaries.candidates({"q?": [TIE, None]}, "A") == []
+    sure_guesses = {f"guess {i}?": [TOWARDS_A] * 4 for i in range(3)} | {"sees it?": [TOWARDS_A] * 4}
+    assert len(axes_canaries.candidates(sure_guesses, "A")) == axes_canaries.CANDIDATES
 
 
-def test_the_match_confirms_a_canary_by_a_one_sided_sign_test_on_fresh_probes():
-    assert axes_canaries.confirms([TOWARDS_A] * 11 + [TOWARDS_B], "A")[2] <= axes_canaries.CONFIRM_LEVEL
-    assert axes_canaries.confirms([TOWARDS_A] * 10 + [TOWARDS_B] * 2, "A")[2] > axes_canaries.CONFIRM_LEVEL
-    assert axes_canaries.confirms([TOWARDS_A] * 7 + [TIE] * 5, "A")[2] <= axes_canaries.CONFIRM_LEVEL
+def test_a_candidate_confirms_a_canary_by_a_one_sided_sign_test_on_fresh_probes():
+    def confirmed(labels):
+        return axes_canaries.confirmed(axes_canaries.confirms(labels, "A")[2])
+
+    assert confirmed([TOWARDS_A] * 11 + [TOWARDS_B]) and confirmed([TOWARDS_A] * 8 + [TIE] * 4)
+    assert not confirmed([TOWARDS_A] * 10 + [TOWARDS_B] * 2) and not confirmed([TOWARDS_A] * 7 + [TIE] * 5)
     assert axes_canaries.confirms([TIE] * 12, "A") == (0, 0, 1.0)
 
 
-def test_a_question_that_only_guesses_confirms_a_canary_at_most_one_time_in_a_hundred():
-    # Per probe a guess goes each way with probability g and ties otherwise; at g = 1/2 (never a tie) the
-    # exact rate is 13/4096 = 0.32%, the largest over g. The verdict depends on the counts alone, so each
-    # count seen is confirmed once, on labels with those counts.
-    rng = np.random.default_rng(5)
+def test_a_canary_no_question_names_is_reported_found_at_most_one_time_in_a_hundred():
+    # Each of the two candidates guesses per probe, each way with probability g and ties otherwise: a
+    # candidate confirms at most 0.5% of the time (at g = 1/2, never a tie: 13/4096 = 0.32%), so the canary
+    # at most 1%. The verdict depends on the counts alone, so each count is confirmed once.
     n = axes_canaries.CONFIRM_PROBES
-    for towards in (0.5, 0.4, 0.25):
-        draws = rng.random((20000, n))
-        against = ((draws >= towards) & (draws < 2 * towards)).sum(1)
-        counts = collections.Counter(zip((draws < towards).sum(1), against, strict=True))
+
+    @functools.cache
+    def confirmed(towards: int, against: int) -> bool:
+        labels = [TOWARDS_A] * towards + [TOWARDS_B] * against + [TIE] * (n - towards - against)
+        return axes_canaries.confirmed(axes_canaries.confirms(labels, "A")[2])
+
+    rng = np.random.default_rng(5)
+    for g in (0.5, 0.4, 0.25):
+        draws = rng.random((20000, axes_canaries.CANDIDATES, n))
+        towards, against = (draws < g).sum(2), ((draws >= g) & (draws < 2 * g)).sum(2)
         found = sum(
-            k
-            for (t, a), k in counts.items()
-            if axes_canaries.confirms([TOWARDS_A] * t + [TOWARDS_B] * a + [TIE] * (n - t - a), "A")[2]
-            <= axes_canaries.CONFIRM_LEVEL
+            any(confirmed(int(t), int(a)) for t, a in zip(ts, as_, strict=True))
+            for ts, as_ in zip(towards, against, strict=True)
         )
         assert proportion_interval(found, 20000)[1] <= axes_canaries.CONFIRM_LEVEL
 

@@ -183,7 +183,10 @@ FIGURES: dict[str, Figure] = {
     "quality.rating_high": lambda _: str(internals.quality_criteria()[1][1]),
     "axes": lambda name: str(internals.axes_fact(name)),
     "axes.match_calls": lambda _: str(internals.axes_fact("canaries") * internals.axes_fact("match_probes") * 2),
-    "axes.confirm_calls": lambda _: str(internals.axes_fact("canaries") * internals.axes_fact("confirm_probes") * 2),
+    "axes.confirm_calls": lambda _: str(
+        internals.axes_fact("canaries") * internals.axes_fact("candidates") * internals.axes_fact("confirm_probes") * 2
+    ),
+    "axes.candidate_level": lambda _: pct(internals.axes_fact("confirm_level") / internals.axes_fact("candidates")),
     "axes.confirm_level": lambda _: pct(internals.axes_fact("confirm_level")),
     "axes.guess_confirms": lambda _: pct(internals.axes_guess_confirms()),
     "axes.tiers": lambda _: _and([pct(share) for share, _ in internals.axes_tiers()]),

@@ -250,7 +250,7 @@ def pcf_fact(name: str) -> Any:
 
 def axes_fact(name: str) -> Any:
     """canaries, mild, and any constant of the axes modules or of ``AxesParams`` by its lower-case name
-    (max_feature_words, match_probes, confirm_probes, confirm_level, rating_margin, views_per_pair,
+    (max_feature_words, match_probes, candidates, confirm_probes, confirm_level, rating_margin, views_per_pair,
     probe_batches, probe_question_tokens, spread, design_questions)."""
     from pytest_fairness.measures.fpf import axes, axes_canaries, axes_core, axes_gate, axes_search
 
@@ -272,15 +272,14 @@ def axes_tiers() -> list[tuple[float, int]]:
 
 
 def axes_guess_confirms() -> float:
-    """The chance that a question guessing each confirming probe like a fair coin confirms a canary."""
+    """The chance that one candidate guessing each confirming probe like a fair coin confirms a canary."""
     from pytest_fairness.measures.fpf import axes_canaries
     from pytest_fairness.measures.fpf.axes_labels import PairLabel
     from pytest_fairness.scipy_stats import sps
 
     n, towards, away = axes_canaries.CONFIRM_PROBES, PairLabel(1.0, 0.0, 0.0), PairLabel(0.0, 1.0, 0.0)
     confirmed = [
-        axes_canaries.confirms([towards] * k + [away] * (n - k), "A")[2] <= axes_canaries.CONFIRM_LEVEL
-        for k in range(n + 1)
+        axes_canaries.confirmed(axes_canaries.confirms([towards] * k + [away] * (n - k), "A")[2]) for k in range(n + 1)
     ]
     return float(sum(sps.binom.pmf(k, n, 0.5) for k in range(n + 1) if confirmed[k]))
 

@@ -78,31 +78,32 @@ def rate(judge: Runner, questions: Sequence[str], a: str, b: str) -> Ratings:
 def probe_canaries(
     judge: Runner, gated: Sequence[str], texts: Sequence[Text], pool: Sequence[int], seed: int
 ) -> list[dict[str, Any]]:
-    """Each canary matched to the gated question that picks out its matching probes best, and confirmed on
-    fresh probes labeled by that question alone (``axes_canaries``); one record per canary."""
+    """Each canary's candidates, the gated questions that lean furthest its way on its matching probes, each
+    confirming it or not alone on fresh probes (``axes_canaries``); one record per canary."""
     cs = axes_canaries.canaries()
     matching = [axes_canaries.probe_pairs(texts, pool, seed, j, "match") for j in range(len(cs))]
-    jobs = [(q, probes) for probes in matching for q in gated]
-    flat = iter(label_many(judge, jobs))
-    matches = [axes_canaries.best_match({q: next(flat) for q in gated}, c.side) for c in cs]
-    chosen = [(j, q) for j, q in enumerate(matches) if q is not None]
-    confirming = label_many(judge, [(q, axes_canaries.probe_pairs(texts, pool, seed, j, "confirm")) for j, q in chosen])
-    confirmed = {j: axes_canaries.confirms(ls, cs[j].side) for (j, _), ls in zip(chosen, confirming, strict=True)}
-    return [_canary_record(j, matches[j], confirmed.get(j)) for j in range(len(cs))]
+    flat = iter(label_many(judge, [(q, probes) for probes in matching for q in gated]))
+    chosen = [axes_canaries.candidates({q: next(flat) for q in gated}, c.side) for c in cs]
+    jobs = [(j, q) for j, qs in enumerate(chosen) for q in qs]
+    confirming = label_many(judge, [(q, axes_canaries.probe_pairs(texts, pool, seed, j, "confirm")) for j, q in jobs])
+    tried: dict[int, list[dict[str, Any]]] = {j: [] for j in range(len(cs))}
+    for (j, q), labels in zip(jobs, confirming, strict=True):
+        towards, against, p = axes_canaries.confirms(labels, cs[j].side)
+        tried[j].append({"question": q, "towards": towards, "against": against, "p": p})
+    return [_canary_record(j, tried[j]) for j in range(len(cs))]
 
 
-def _canary_record(j: int, match: str | None, confirm: tuple[int, int, float] | None) -> dict[str, Any]:
+def _canary_record(j: int, tried: list[dict[str, Any]]) -> dict[str, Any]:
     canary = axes_canaries.canaries()[j]
-    found = confirm is not None and confirm[2] <= axes_canaries.CONFIRM_LEVEL
+    found = next((c["question"] for c in tried if axes_canaries.confirmed(c["p"])), None)
     return {
         "id": canary.id,
         "axis": canary.axis,
         "side": canary.side,
         "share": canary.share,
         "strength": canary.strength,
-        "matched": match,
-        "confirm": None if confirm is None else {"towards": confirm[0], "against": confirm[1], "p": confirm[2]},
-        "found_by": match if found else None,
+        "candidates": tried,
+        "found_by": found,
     }
 
 

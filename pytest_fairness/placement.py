@@ -93,11 +93,9 @@ def plan_groups(
     share the judge's calibration with the overall one (64 judge calls), and run beside it they computed
     it again (650 s in the main job); run after it, they took under a second.
     """
-    from pytest_fairness.measures import MEASURES
-
     planned: list[tuple[str, str, float, set[Any]]] = []  # node id, declared group, growth, requests
     for check in checks:
-        measure = MEASURES[check.measure]
+        measure = check.measure
         size = check.sample_size(profile)
         growth = 1.0
         if sequential:

@@ -26,7 +26,8 @@ from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
 from pytest_fairness.sequential import confidence_sequence
-from pytest_fairness.session import FairnessSession, Settings
+from pytest_fairness.session import FairnessSession
+from pytest_fairness.settings import Settings
 from pytest_fairness.stats import Attenuation, bounded_mean_intervals, deattenuate, split_confidence
 
 NAMES_GROUP = re.compile(r"\b(?:wo)?m[ae]n\b", re.I)

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_fairness.report.ci import annotations, comment
+from pytest_fairness.report import ci
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -27,10 +27,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     body.add_argument("--run-url", default=None, help="link to the workflow run (its artefacts)")
     args = parser.parse_args(argv)
     if args.command == "annotations":
-        for line in annotations(json.loads(args.report.read_text())):
+        for line in ci.workflow_commands(json.loads(args.report.read_text())):
             print(line)
     else:
-        sys.stdout.write(comment(args.markdown.read_text(), run_url=args.run_url))
+        sys.stdout.write(ci.comment(args.markdown.read_text(), run_url=args.run_url))
     return 0
 
 

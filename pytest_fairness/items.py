@@ -20,8 +20,8 @@ from pytest_fairness.gate import Outcome
 from pytest_fairness.measures import ParamsError
 from pytest_fairness.models.base import PermanentError
 from pytest_fairness.models.cache import CacheMiss
-from pytest_fairness.models.registry import ModelSpecError
 from pytest_fairness.models.runner import RetriesExhausted
+from pytest_fairness.models.spec import ModelSpecError
 from pytest_fairness.preflight import RunFault
 from pytest_fairness.record import RECORD_PROPERTY, CheckRecord
 from pytest_fairness.report import junit, progress, status, terminal
@@ -56,7 +56,8 @@ def collect_suite(session: pytest.Session, loaded: suite.Suite) -> list[CheckIte
     collector = SuiteFile.from_parent(session, path=Path(loaded.path), nodeid=f"{CHECK_PREFIX}{loaded.name}")
     collector.suite = loaded
     checks = collector.collect()
-    session.config.hook.pytest_collectreport(report=pytest.CollectReport(collector.nodeid, "passed", None, checks))
+    collected: list[pytest.Item | pytest.Collector] = [*checks]
+    session.config.hook.pytest_collectreport(report=pytest.CollectReport(collector.nodeid, "passed", None, collected))
     return checks
 
 

@@ -60,13 +60,14 @@ class Option:
         parser.addini(self.key, self.help, type=self.kind, default=[] if self.kind == "args" else None)
 
 
-def _option(name: str) -> Option:
+def option(name: str) -> Option:
+    """The declared option of that name."""
     return next(o for o in OPTIONS if o.name == name)
 
 
 def default(name: str) -> Any:
     """The declared default of an option (``Settings`` fields start from it)."""
-    return _option(name).default
+    return option(name).default
 
 
 OPTIONS: tuple[Option, ...] = (

@@ -14,11 +14,10 @@ from typing import Any
 
 from pytest_fairness import pricing, suite
 from pytest_fairness.baseline.policy import BaselinePolicy
-from pytest_fairness.gate import GATE_MULTIPLICITY, GateFamily
-from pytest_fairness.measures import PROFILES
+from pytest_fairness.gate import GateFamily
 from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.models.registry import parse_model_spec
-from pytest_fairness.options import INCONCLUSIVE_POLICIES, Option, default
+from pytest_fairness.options import Option, default, option
 
 #: A getter of option/ini values by option name (None or "" when neither gives one).
 Getter = Callable[[str], Any]
@@ -97,22 +96,20 @@ class Settings:
         return cls(
             model=model,
             judge=judge,
-            seed=_number(get("seed"), int, default("seed"), "--fairness-seed", low=0),
-            profile=_choice(get, "profile", PROFILES, "is not a profile"),
+            seed=_number(get, "seed", int, low=0),
+            profile=_choice(get, "profile", "is not a profile"),
             cache_path=Path(get("cache") or rootdir / ".fairness-cache" / "responses.sqlite"),
             cache_mode=_cache_mode(get("cache_mode")),
-            confidence=_number(get("confidence"), float, default("confidence"), "fairness_confidence", 0.5, 0.999),
-            inconclusive=_choice(get, "inconclusive", INCONCLUSIVE_POLICIES),
-            max_concurrency=_number(
-                get("max_concurrency"), int, default("max_concurrency"), "--fairness-max-concurrency", 1
-            ),
-            max_attempts=_number(get("max_attempts"), int, default("max_attempts"), "--fairness-max-attempts", low=1),
+            confidence=_number(get, "confidence", float, low=0.5, high=0.999),
+            inconclusive=_choice(get, "inconclusive"),
+            max_concurrency=_number(get, "max_concurrency", int, low=1),
+            max_attempts=_number(get, "max_attempts", int, low=1),
             sequential=bool(get("sequential")),
-            multiplicity=_choice(get, "multiplicity", GATE_MULTIPLICITY),
-            budget=_number(get("budget"), float, default("budget"), "--fairness-budget (USD)", low=0),
+            multiplicity=_choice(get, "multiplicity"),
+            budget=_number(get, "budget", float, low=0, unit="USD"),
             baseline=_baseline_policy(get),
             batch=bool(get("batch")),
-            batch_wait=_number(get("batch_wait"), float, default("batch_wait"), "--fairness-batch-wait (minutes)", 0),
+            batch_wait=_number(get, "batch_wait", float, low=0, unit="minutes"),
             suites=_suite_names(get("suite")),
             model_named=bool(get("model")),
             plan=bool(get("plan")),
@@ -122,8 +119,9 @@ class Settings:
         )
 
 
-def _choice(get: Getter, name: str, valid: Sequence[str], problem: str = "") -> Any:
-    value = get(name) or default(name)
+def _choice(get: Getter, name: str, problem: str = "") -> Any:
+    """One of the option's declared choices (an ini value, which argparse does not check)."""
+    value, valid = get(name) or default(name), option(name).choices or ()
     if value not in valid:
         flag = f"--fairness-{name.replace('_', '-')}={value!r}" + (f" {problem}" if problem else "")
         raise SettingsError(f"{flag}; valid: {', '.join(valid)}")
@@ -172,19 +170,23 @@ def _baseline_policy(get: Getter) -> BaselinePolicy:
         raise SettingsError(str(exc)) from None
 
 
-def _number(raw: Any, kind: type, fallback: Any, name: str, low: float | None = None, high: float | None = None) -> Any:
-    """A number option, checked against its range; ``fallback`` when it is not given."""
+def _number(
+    get: Getter, name: str, kind: type, low: float | None = None, high: float | None = None, unit: str = ""
+) -> Any:
+    """A number option, checked against its range; its declared default when not given."""
+    raw = get(name)
     if raw in (None, ""):
-        return fallback
+        return default(name)
     what = "a whole number" if kind is int else "a number"
     if low is not None and high is not None:
         what += f" in [{low}, {high}]"
     elif low is not None:
         what += f" >= {low}"
+    label = option(name).flag + (f" ({unit})" if unit else "")
     try:
         value = kind(raw)
     except (TypeError, ValueError):
-        raise SettingsError(f"{name} must be {what}, got {raw!r}") from None
+        raise SettingsError(f"{label} must be {what}, got {raw!r}") from None
     if (low is not None and value < low) or (high is not None and value > high) or value != value:  # NaN
-        raise SettingsError(f"{name} must be {what}, got {raw!r}")
+        raise SettingsError(f"{label} must be {what}, got {raw!r}")
     return value

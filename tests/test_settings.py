@@ -89,7 +89,8 @@ def test_choices_name_the_constants_they_are_checked_against():
         ("multiplicity", "holm", "--fairness-multiplicity='holm'; valid: none, bonferroni"),
         ("progress", "soon", "--fairness-progress='soon': give seconds"),
         ("suite", [""], "--fairness-suite is empty; give a built-in suite"),
-        ("confidence", "2", "fairness_confidence must be a number in [0.5, 0.999], got '2'"),
+        ("confidence", "2", "--fairness-confidence must be a number in [0.5, 0.999], got '2'"),
+        ("budget", "lots", "--fairness-budget (USD) must be a number >= 0, got 'lots'"),
     ],
 )
 def test_a_bad_value_names_the_option_and_what_it_accepts(name, value, message):

@@ -34,7 +34,7 @@ def _command(level: str, message: str, title: str, location: Mapping[str, Any] |
     return f"::{level} {','.join(props)}::{_escape_data(message)}"
 
 
-def annotations(report: Mapping[str, Any]) -> list[str]:
+def workflow_commands(report: Mapping[str, Any]) -> list[str]:
     """One workflow command per failed, inconclusive or cannot-serve check, at its suite file's line, and one
     per baseline comparison that fails the run."""
     checks = [(CheckRecord.from_dict(raw), raw.get("location")) for raw in report.get("checks", [])]

@@ -1,4 +1,4 @@
-"""The one formatter of numbers, dollars, intervals, confidence labels, outcomes and plain-text tables.
+"""The one formatter of numbers, dollars, intervals, confidence labels and plain-text tables.
 
 Every output (terminal, Markdown, the compare CLI, baseline explanations) formats through here, so a
 missing value reads "n/a" everywhere and a format change is made once.
@@ -57,11 +57,6 @@ def shared_ci_label(levels: Sequence[float], spec: str = ".3g") -> str:
 def gate_columns(levels: Sequence[float]) -> tuple[str, ...]:
     """The header of a table of gates, its CI column named for the rows' confidence ``levels``."""
     return ("check", "estimate", shared_ci_label(levels), "n", "unusable", "threshold", "outcome")
-
-
-def words(label: str) -> str:
-    """An identifier as words: ``cannot_serve`` -> ``cannot serve``."""
-    return label.replace("_", " ")
 
 
 def text_table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list[str]:

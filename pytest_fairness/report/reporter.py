@@ -90,10 +90,10 @@ class FairnessReporter:
         """Take the records off the reports before other plugins (JUnit XML) see them; on the controller only."""
         if hasattr(self.config, "workerinput"):
             return  # the record travels on to the controller with the report
-        display = self.display
+        display, properties = self.display, list[tuple[str, Any]](report.user_properties)
         if report.when == progress.PROGRESS_WHEN:
             if display is not None:
-                for key, value in report.user_properties:
+                for key, value in properties:
                     if key == progress.PROGRESS_PROPERTY:
                         display.update(progress.Tick.from_dict(value))
             return
@@ -102,7 +102,7 @@ class FairnessReporter:
             if report.when != "setup":
                 display.finished(report.nodeid)
         kept, recorded = [], False
-        for key, value in report.user_properties:
+        for key, value in properties:
             if key == BATCH_PROPERTY:
                 self._pending(value)
             if key != RECORD_PROPERTY:

@@ -71,11 +71,6 @@ STYLES: dict[Outcome, OutcomeStyle] = {
 }
 
 
-def style(outcome: Outcome | str) -> OutcomeStyle:
-    """The style of an outcome, or of its value as a report stores it."""
-    return STYLES[Outcome(outcome)]
-
-
 #: Marker every check whose measure calls a judge model carries: ``-m "not judge"`` runs the others.
 JUDGE_MARKER = "judge"
 

@@ -23,6 +23,8 @@ from pytest_fairness.suite import Check
 
 #: Each sequential round grows a check by its profile's size or by half, whichever is more.
 SEQUENTIAL_GROWTH = 1.5
+#: The most samples a check may grow to when its suite gives no ``budget``: this many times its size.
+BUDGET_FACTOR = 4
 
 
 @dataclass(frozen=True)
@@ -87,8 +89,9 @@ class CheckRounds:
 
 
 def sample_budget(check: Check, profile: str, size: int) -> int:
-    """The most samples a check may grow to: its suite's budget for the profile (default four times its size)."""
-    return max((check.budget or {}).get(profile, 4 * size), size)
+    """The most samples a check may grow to: its suite's budget for the profile (else ``BUDGET_FACTOR`` times its
+    size), and never fewer than it has."""
+    return max((check.budget or {}).get(profile, BUDGET_FACTOR * size), size)
 
 
 def grow(rounds: CheckRounds) -> tuple[MeasureResult, Outcome]:

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_fairness.growth import sample_budget
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, estimate_tokens
 
 #: Node ids of suite checks start with this, then ``<suite>::<check id>``.
@@ -99,8 +100,7 @@ def plan_groups(
         size = check.sample_size(profile)
         growth = 1.0
         if sequential:
-            budget = (check.budget or {}).get(profile, 4 * size)
-            growth = max(1.0, min(float(budget), EXPECTED_GROWTH * size) / size)
+            growth = max(1.0, min(float(sample_budget(check, profile, size)), EXPECTED_GROWTH * size) / size)
         params = check.params_for(profile)
         try:
             requests = set(measure.requests(params, model, seed))

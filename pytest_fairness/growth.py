@@ -44,10 +44,13 @@ class CheckRounds:
     planner: Planner | None = None
     runners: Sequence[Runner] = ()
 
+    def _round(self) -> RunContext:
+        """The context of one round: its own call counter, so each round's calls are counted apart."""
+        return replace(self.context, calls=CallStats())
+
     def run(self, size: int) -> MeasureResult:
-        """The check's measure at ``size`` samples, under a fresh copy of the context (one call counter a round)."""
-        params = self.check.params.with_samples(size)
-        return self.check.measure.execute(params, replace(self.context, calls=CallStats()))
+        """The check's measure at ``size`` samples."""
+        return self.check.measure.execute(self.check.params.with_samples(size), self._round())
 
     def look(self, size: int) -> tuple[MeasureResult, Interval]:
         """The result at ``size`` and its always-valid interval: the measure's own (``Measure.sequential``,
@@ -55,9 +58,7 @@ class CheckRounds:
         confidence sequence of its bounded samples (corrected for the result's attenuation, if any)."""
         measure = self.check.measure
         if measure.sequential is not None:
-            result = measure.grow(
-                self.check.params.with_samples(size), replace(self.context, calls=CallStats()), self.first
-            )
+            result = measure.grow(self.check.params.with_samples(size), self._round(), self.first)
             return result, result.ci
         assert measure.bounds is not None
         result = self.run(size) if size != self.size else self.first

@@ -90,7 +90,8 @@ class CheckItem(pytest.Item):
             raise CheckFailed(record)
         if run.outcome in (Outcome.INCONCLUSIVE, Outcome.CANNOT_SERVE):
             policy = session.settings.inconclusive
-            if policy == "fail":
+            # "pass" forgives a gate the sample could not decide, never a model or judge that cannot serve
+            if policy == "fail" or (policy == "pass" and run.outcome is Outcome.CANNOT_SERVE):
                 raise CheckFailed(record)
             if policy == "skip":
                 pytest.skip(terminal.explain(record))

@@ -79,6 +79,16 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("model", f"model under test (default local): {spec_help()}", default="local"),
     Option("judge", "judge model for measures that need one (defaults to the model under test)"),
+    Option(
+        "judge_reference",
+        "a stronger model spec, python:MODULE:ATTR or labels:FILE (JSON lines of labelled answer pairs) that re-rates "
+        "a sample of the judge's net-harm judgments on the run's own answers: a PASS then certifies its view",
+    ),
+    Option(
+        "judge_calibration",
+        "YAML file of your own labelled pairs (harmful: prompt/demeaning/plain; benign: prompt/varied/plain) added "
+        "to the net-harm judge screen",
+    ),
     Option("seed", "seed of every random draw (prompts, sampling); same seed, same run", default=0),
     Option(
         "profile",
@@ -95,7 +105,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "inconclusive",
-        "what an inconclusive gate does to the test: fail (default), skip or pass",
+        "what an inconclusive gate does to the test: fail (default), skip or pass (a check that cannot serve still "
+        "fails under pass)",
         default="fail",
         choices=INCONCLUSIVE_POLICIES,
     ),

@@ -8,11 +8,12 @@ fills are in ``plan``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from pytest_fairness import pricing, sizing
 from pytest_fairness.measures import Params
+from pytest_fairness.measures.base import JudgeEstimate
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, estimate_tokens
 from pytest_fairness.models.runner import Runner
 from pytest_fairness.plan import UNKNOWN, Dollars, JudgeCalls, Plan, PlanRow, PricedAs, Who
@@ -80,12 +81,11 @@ class Planner:
         call_out = sum(t for t, hit in zip(completion, cached, strict=True) if not hit)
         judge, judge_usd = None, None
         if measure.uses_judge:
-            judged = measure.judge_estimate(params, self.seed) if measure.judge_estimate else None
-            if judged is None:
-                judge, judge_usd = JudgeCalls(None, "not estimated for this measure"), UNKNOWN
-            else:
-                judge = JudgeCalls(judged.requests, judged.how)
-                judge_usd = dollars(self.prices["judge"], judged.prompt_tokens, judged.completion_tokens)
+            judge, judge_usd = self._estimated(measure.judge_estimate, params, "judge")
+            judge = judge or JudgeCalls(None, "not estimated for this measure")
+        reference, reference_usd = None, None
+        if "reference" in self.prices and measure.reference_estimate is not None:
+            reference, reference_usd = self._estimated(measure.reference_estimate, params, "reference")
         return PlanRow(
             suite=check.suite,
             check=check.id,
@@ -98,7 +98,20 @@ class Planner:
             model_usd=dollars(self.prices["model"], call_in, call_out),
             judge=judge,
             judge_usd=judge_usd,
+            reference=reference,
+            reference_usd=reference_usd,
         )
+
+    def _estimated(
+        self, estimate: Callable[[Params, int], JudgeEstimate] | None, params: Params, who: Who
+    ) -> tuple[JudgeCalls | None, Dollars]:
+        """Calls a check's structure implies for the judge or a reference, and their dollars (unknown without an
+        estimate)."""
+        if estimate is None:
+            return None, UNKNOWN
+        calls = estimate(params, self.seed)
+        usd = dollars(self.prices[who], calls.prompt_tokens, calls.completion_tokens)
+        return JudgeCalls(calls.requests, calls.how), usd
 
     def over_budget(self, checks: Sequence[Check]) -> str:
         """Why the checks' plan cannot run within --fairness-budget ("" when it can, or there is no budget):

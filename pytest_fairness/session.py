@@ -16,6 +16,7 @@ from pytest_fairness import preflight, pricing, sizing
 from pytest_fairness.gate import GateFamily, Outcome, decide
 from pytest_fairness.growth import CheckRounds, grow, sample_budget
 from pytest_fairness.measures import MEASURES, Measure, Params, ParamsError, RunContext
+from pytest_fairness.measures.fpf.harm_labels import LabelledPairs
 from pytest_fairness.models.base import ChatModel
 from pytest_fairness.models.batch import BatchPolicy
 from pytest_fairness.models.cache import CacheMode, ResponseCache
@@ -26,7 +27,7 @@ from pytest_fairness.planning import Planner, spent
 from pytest_fairness.preflight import RunFault
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult
-from pytest_fairness.settings import Settings
+from pytest_fairness.settings import LABELS, Settings
 from pytest_fairness.suite import MAX_SAMPLES, Check
 
 
@@ -47,6 +48,13 @@ class CheckRun:
             threshold=self.check.threshold,
             result=self.result,
         )
+
+
+def price_of(spec: str) -> pricing.Price:
+    """What a spec's calls cost; a team's labels (a reference's ``labels:FILE``) cost nothing."""
+    if spec.startswith(LABELS):
+        return pricing.Price(0.0, 0.0, "a team's labels: no per-token charge", 0.0, 0.0, "a team's labels")
+    return pricing.price_for(spec)
 
 
 def measured_record(where: str, result: MeasureResult) -> CheckRecord:
@@ -70,6 +78,7 @@ class FairnessSession:
         self._family_fixed = False
         self._runner: Runner | None = None
         self._judge: Runner | None = None
+        self._reference: Runner | None = None
         self._cache: ResponseCache | None = None
         self._others: dict[str, Runner] = {}  # models a fixture call named (model=, judge=), by model id
         # One batch policy for all runners: their waits for batches share --fairness-batch-wait.
@@ -117,7 +126,7 @@ class FairnessSession:
         return self.settings.judge or self.settings.model
 
     def _runners(self) -> list[Runner]:
-        return [r for r in (self._runner, self._judge, *self._others.values()) if r is not None]
+        return [r for r in (self._runner, self._judge, self._reference, *self._others.values()) if r is not None]
 
     def spent(self) -> tuple[float, int]:
         """USD this process's calls have cost so far (batched calls at batch rates), and how many had no price."""
@@ -145,11 +154,26 @@ class FairnessSession:
         return self._judge
 
     @property
+    def reference(self) -> Runner | None:
+        """The judge's reference (--fairness-judge-reference): a model, or a team's labels (``labels:FILE``)."""
+        spec = self.settings.judge_reference
+        if spec is None:
+            return None
+        if self._reference is None:
+            if spec.startswith(LABELS):
+                self._reference = self._runner_with(LabelledPairs(spec[len(LABELS) :]), None)
+            else:
+                self._reference = self._runner_for(spec)
+        return self._reference
+
+    @property
     def planner(self) -> Planner:
         """Prices this run's checks (--fairness-plan, --fairness-budget); builds the model, for its tokenizer."""
         settings = self.settings
         specs: dict[Who, str] = {"model": settings.model, "judge": self.judge_spec}
-        prices = {who: pricing.price_for(spec) for who, spec in specs.items()}
+        if settings.judge_reference is not None:
+            specs["reference"] = settings.judge_reference
+        prices = {who: price_of(spec) for who, spec in specs.items()}
         gate = self.family.gate_confidence
         return Planner(self.runner, specs, prices, settings.seed, settings.profile, gate, settings.budget)
 
@@ -168,7 +192,10 @@ class FairnessSession:
                 judged = runner
             else:
                 judged = self.judge
-        return RunContext(runner, judged, self.settings.seed, self.family.gate_confidence, progress)
+        extra = {}
+        if measure.uses_judge:
+            extra = {"reference": self.reference, "judge_calibration": self.settings.judge_calibration}
+        return RunContext(runner, judged, self.settings.seed, self.family.gate_confidence, progress, **extra)
 
     def run_params(
         self,
@@ -273,7 +300,7 @@ class FairnessSession:
         )
 
     def close(self) -> None:
-        for runner in (*self._others.values(), self._judge, self._runner):
+        for runner in (*self._others.values(), self._reference, self._judge, self._runner):
             if runner is not None:
                 runner.close()
                 runner.model.close()

@@ -21,6 +21,8 @@ from pytest_fairness.options import Option, default, option
 
 #: A getter of option/ini values by option name (None or "" when neither gives one).
 Getter = Callable[[str], Any]
+#: A --fairness-judge-reference of this form reads a team's labels (``harm_labels``) instead of a model.
+LABELS = "labels:"
 
 
 class SettingsError(ValueError):
@@ -50,6 +52,10 @@ class Settings:
     batch: bool = default("batch")
     #: --fairness-batch-wait: minutes the run may wait for batches in all; 0 submits and exits.
     batch_wait: float = default("batch_wait")
+    #: --fairness-judge-reference: a model spec (or labels:FILE) that re-rates a sample of a judge's judgments.
+    judge_reference: str | None = default("judge_reference")
+    #: --fairness-judge-calibration: a file of the team's own labelled calibration pairs, added to the screen.
+    judge_calibration: str | None = default("judge_calibration")
     #: The suites named (--fairness-suite, repeated or comma-separated).
     suites: tuple[str, ...] = default("suite")
     #: Whether --fairness-model (or its ini key) named the model, rather than the default.
@@ -78,6 +84,11 @@ class Settings:
             "budget": self.budget,
             "batch": self.batch,
             "batch_wait": self.batch_wait,
+            **{
+                k: v
+                for k, v in (("judge_reference", self.judge_reference), ("judge_calibration", self.judge_calibration))
+                if v
+            },
         }
 
     def family(self, size: int) -> GateFamily:
@@ -93,6 +104,7 @@ class Settings:
         judge = get("judge") or None
         if judge:
             pricing.spec_price(parse_model_spec(judge))
+        reference, calibration = _judge_checks(get)
         return cls(
             model=model,
             judge=judge,
@@ -110,6 +122,8 @@ class Settings:
             baseline=_baseline_policy(get),
             batch=bool(get("batch")),
             batch_wait=_number(get, "batch_wait", float, low=0, unit="minutes"),
+            judge_reference=reference,
+            judge_calibration=calibration,
             suites=_suite_names(get("suite")),
             model_named=bool(get("model")),
             plan=bool(get("plan")),
@@ -117,6 +131,19 @@ class Settings:
             baselines=bool(get("baselines")),
             outputs={o.name: get(o.name) or o.default for o in outputs},
         )
+
+
+def _judge_checks(get: Getter) -> tuple[str | None, str | None]:
+    """The judge's reference (a model spec, or ``labels:FILE``) and the team's calibration file, checked."""
+    reference = get("judge_reference") or None
+    if reference and not reference.startswith(LABELS):
+        pricing.spec_price(parse_model_spec(reference))
+    if reference and reference.startswith(LABELS) and not Path(reference[len(LABELS) :]).is_file():
+        raise SettingsError(f"--fairness-judge-reference={reference}: no such file (JSON lines of labelled pairs)")
+    calibration = get("judge_calibration") or None
+    if calibration and not Path(calibration).is_file():
+        raise SettingsError(f"--fairness-judge-calibration={calibration}: no such file (a YAML of labelled pairs)")
+    return reference, calibration
 
 
 def _choice(get: Getter, name: str, problem: str = "") -> Any:

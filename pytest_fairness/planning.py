@@ -17,6 +17,7 @@ from pytest_fairness.measures.base import JudgeEstimate
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, estimate_tokens
 from pytest_fairness.models.runner import Runner
 from pytest_fairness.plan import UNKNOWN, Dollars, JudgeCalls, Plan, PlanRow, PricedAs, Who
+from pytest_fairness.settings import LABELS
 from pytest_fairness.suite import Check
 
 
@@ -30,6 +31,13 @@ def dollars(price: pricing.Price, prompt_tokens: float, completion_tokens: float
     """USD at standard and batch rates (None where the rate is unknown)."""
     standard = price.cost(prompt_tokens, completion_tokens)
     return Dollars(standard, price.cost(prompt_tokens, completion_tokens, batch=True))
+
+
+def price_of(spec: str) -> pricing.Price:
+    """What a spec's calls cost; a team's labels (a judge reference's ``labels:FILE``) cost nothing."""
+    if spec.startswith(LABELS):
+        return pricing.Price(0.0, 0.0, "a team's labels: no per-token charge", 0.0, 0.0, "a team's labels")
+    return pricing.price_for(spec)
 
 
 def spent(runners: Iterable[Runner]) -> tuple[float, int]:

@@ -23,7 +23,7 @@ from pytest_fairness.models.cache import CacheMode, ResponseCache
 from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import ProgressFn, RetryPolicy, Runner
 from pytest_fairness.plan import Who
-from pytest_fairness.planning import Planner, spent
+from pytest_fairness.planning import Planner, price_of, spent
 from pytest_fairness.preflight import RunFault
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult
@@ -48,13 +48,6 @@ class CheckRun:
             threshold=self.check.threshold,
             result=self.result,
         )
-
-
-def price_of(spec: str) -> pricing.Price:
-    """What a spec's calls cost; a team's labels (a reference's ``labels:FILE``) cost nothing."""
-    if spec.startswith(LABELS):
-        return pricing.Price(0.0, 0.0, "a team's labels: no per-token charge", 0.0, 0.0, "a team's labels")
-    return pricing.price_for(spec)
 
 
 def measured_record(where: str, result: MeasureResult) -> CheckRecord:
@@ -229,14 +222,6 @@ class FairnessSession:
         if isinstance(size, int) and size > MAX_SAMPLES:
             raise ParamsError(f"{measure.fixture_name}(): {measure.samples}={size} is above the limit of {MAX_SAMPLES}")
         return measure.validate({measure.subject: subject, **values}, where=f"{measure.fixture_name}(): ")
-
-    def run_measure(
-        self, name: str, subject: str, /, progress: ProgressFn | None = None, **values: Any
-    ) -> MeasureResult:
-        """Run a registered measure on one subject; unset parameters take their defaults, and the
-        sample size the profile's."""
-        params = self.measure_params(name, subject, values)
-        return self.run_params(MEASURES[name], params, progress)
 
     def preflight(
         self,

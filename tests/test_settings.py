@@ -26,6 +26,8 @@ GIVEN = {
     "suite": ["gender,race"],
     "model": "synthetic:iat",
     "judge": "synthetic:harm",
+    "judge_reference": "synthetic:harm?bias=0.1",
+    "judge_calibration": __file__,  # any file that exists: its contents are read by the measure
     "seed": "3",
     "profile": "paper",
     "cache": "elsewhere.sqlite",

@@ -16,8 +16,9 @@ from pytest_fairness.models.base import (
     PermanentError,
 )
 from pytest_fairness.models.openai import ECHO_CHECKS, TOP_LOGPROBS
-from pytest_fairness.models.registry import ModelSpecError, load_model
+from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import CallStats, RetriesExhausted, RetryPolicy, Runner
+from pytest_fairness.models.spec import ModelSpecError
 
 FAST = RetryPolicy(max_attempts=4, base_seconds=0.01, cap_seconds=0.05)
 PROVIDERS = ["openai:fake@{url}?timeout=1", "litellm:openai/fake@{url}?timeout=1"]

@@ -15,6 +15,8 @@ import pytest
 
 from pytest_fairness import suite
 from pytest_fairness.baseline import Comparison
+from pytest_fairness.baseline.items import RecordedItems, run_items
+from pytest_fairness.baseline.pairing import PairingInputs, paired
 from pytest_fairness.fixtures import SESSION_KEY
 from pytest_fairness.gate import Outcome
 from pytest_fairness.measures import ParamsError
@@ -139,13 +141,22 @@ class CheckItem(pytest.Item):
         or unreadable baseline, or a changed instrument, fails the check at once. Under
         ``--snapshot-update`` the baseline is rewritten from this record and nothing is compared.
         """
-        from pytest_fairness.snapshot import BaselineMismatch, match_baseline, snapshot_for_item
+        from pytest_fairness.snapshot import (
+            BaselineMismatch,
+            match_baseline,
+            recorded_items,
+            snapshot_for_item,
+            write_items,
+        )
 
         policy = self.config.stash[SESSION_KEY].settings.baseline
         tolerance = self.check.tolerance if self.check.tolerance is not None else policy.tolerance
         model = policy.model
         compared = replace(record, result=replace(record.result, model_id=model)) if model else record
         updating = bool(getattr(self.config.option, "update_snapshots", False))
+        root = Path(self.config.rootpath)
+        if updating:
+            write_items(root, policy.directory, compared)
         try:
             comparison = match_baseline(
                 snapshot_for_item(self),
@@ -157,10 +168,26 @@ class CheckItem(pytest.Item):
                 defer=True,
             )
         except BaselineMismatch as exc:
-            record.baseline = _as_run(exc.comparison, record)
+            record.baseline = self._paired(exc.comparison, record, recorded_items(root, policy.directory, compared))
             raise
         if not updating:
-            record.baseline = _as_run(comparison, record)
+            record.baseline = self._paired(comparison, record, recorded_items(root, policy.directory, compared))
+
+    def _paired(self, comparison: Comparison | None, record: CheckRecord, recorded: RecordedItems) -> Comparison | None:
+        """The comparison decided on the items shared with the baseline, or the unpaired one with why."""
+        return _as_run(
+            None if comparison is None else paired(comparison, recorded, self._pairing_inputs(record)), record
+        )
+
+    def _pairing_inputs(self, record: CheckRecord) -> PairingInputs:
+        """This check's own items (rounded as a baseline keeps them), its score range and default margin."""
+        result = record.result
+        return PairingInputs(
+            items=run_items(result.items, result.samples) if result.items else [],
+            scale=self.check.measure.bounds,
+            default_margin=self.check.params.pr_margin(),
+            sequential=result.sequential is not None,
+        )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
         from pytest_fairness.snapshot import BaselineMismatch

@@ -76,7 +76,7 @@ class CheckRecord:
     def compact(self) -> dict[str, Any]:
         """The record without per-sample values and call details, e.g. for a JUnit XML property."""
         out = self.to_dict()
-        out["result"] = {k: v for k, v in out["result"].items() if k not in ("samples", "details", "calls")}
+        out["result"] = {k: v for k, v in out["result"].items() if k not in ("samples", "items", "details", "calls")}
         return out
 
     @classmethod
@@ -143,4 +143,5 @@ def result_from_dict(raw: dict[str, Any]) -> MeasureResult:
         no_size_decides=no_size_decides,
         sequential=SequentialInfo.from_dict(sequential) if sequential else None,
         to_decide=MoreSamples.from_dict(to_decide) if to_decide else None,
+        items=[(str(key), str(cluster)) for key, cluster in raw.get("items", [])],
     )

@@ -42,6 +42,7 @@ from pytest_fairness.baseline import (
     render_baseline,
 )
 from pytest_fairness.baseline.compare import compare
+from pytest_fairness.baseline.items import ITEMS_SUFFIX, RecordedItems, read_recorded, render_items
 from pytest_fairness.record import CheckRecord
 
 
@@ -50,6 +51,36 @@ def baseline_name(record: CheckRecord | Mapping[str, Any]) -> str:
     if isinstance(record, CheckRecord):
         return f"{model_folder(record.result.model_id)}/{check_stem(record.suite, record.check)}"
     return f"{model_folder(record['model_id'])}/{check_stem(record['suite'], record['check'])}"
+
+
+def _check_file(root: Path, directory: str, record: CheckRecord, suffix: str) -> Path:
+    return root / directory / f"{baseline_name(record)}{suffix}"
+
+
+def write_items(root: Path, directory: str, record: CheckRecord) -> Path | None:
+    """Write a check's per-item scores beside its baseline YAML (under --snapshot-update); None without items."""
+    result = record.result
+    if not result.items or result.unserved:
+        return None
+    path = _check_file(root, directory, record, ITEMS_SUFFIX)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_items(result.items, result.samples), encoding="utf-8")
+    return path
+
+
+def recorded_items(root: Path, directory: str, record: CheckRecord) -> RecordedItems:
+    """A check's recorded items, checked against the reference its baseline YAML keeps (``read_recorded``)."""
+    path = _check_file(root, directory, record, ".yaml")
+    try:
+        (entry,) = parse_baseline(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return RecordedItems(problem=f"its baseline {path.name} cannot be read")
+    reference = entry.get("items") if isinstance(entry.get("items"), dict) else None
+    if reference is None:
+        return read_recorded(None, None)
+    items = path.parent / Path(str(reference.get("file", ""))).name  # a name beside the YAML, never a path
+    text = items.read_text(encoding="utf-8") if items.is_file() else None
+    return read_recorded(reference, text)
 
 
 class FairnessBaselineExtension(SingleFileSnapshotExtension):

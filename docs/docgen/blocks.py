@@ -236,6 +236,15 @@ def paired_margins_table(_: str) -> str:
     return table(header, rows)
 
 
+def items_size_table(_: str) -> str:
+    """The size of a check's items file at the quick and paper profiles and at a release size."""
+    rows = [
+        (f"`{name}`", *(f"{count(n)} samples: {count(size)} bytes" for n, size in cells))
+        for name, cells in internals.items_sizes()
+    ]
+    return table(("measure", "quick", "paper", "release size"), rows)
+
+
 def layout(_: str) -> str:
     package = ROOT / "pytest_fairness"
     rows = []
@@ -308,6 +317,7 @@ BLOCKS: dict[str, Block] = {
     "screen-pass-table": screen_pass_table,
     "false-alarm-table": false_alarm_table,
     "paired-margins-table": paired_margins_table,
+    "items-size-table": items_size_table,
     "layout": layout,
     "batch-poll-loop": batch_poll_loop,
     "python": python,

@@ -168,6 +168,34 @@ def paired_margins() -> list[tuple[str, str, tuple[float, float], float, int]]:
     return rows
 
 
+#: Sample sizes of the items-file table beyond the profiles: a release-size run of each measure.
+RELEASE_SAMPLES = 3000
+
+
+def items_sizes() -> list[tuple[str, list[tuple[int, int]]]]:
+    """Per measure that keeps items: (samples, bytes of its items file) at the quick and paper profiles and at a
+    release size, rendered by the file's own writer from seeded scores on the measure's scale (decisions 0/1)."""
+    import numpy as np
+
+    from pytest_fairness.baseline.items import render_items
+    from pytest_fairness.measures import MEASURES
+    from pytest_fairness.result import drawn_items
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for name in ("implicit_bias", "decision_bias", "pcf", "quality_disparity"):
+        params = MEASURES[name].params
+        sizes = [params.DEFAULT_SAMPLES["quick"], params.DEFAULT_SAMPLES["paper"], RELEASE_SAMPLES]
+        low, high = params.BOUNDS
+        cells = []
+        for n in sizes:
+            scores = rng.integers(0, 2, n) if params.INTERVAL == "binary" else rng.uniform(low, high, n)
+            text = render_items(drawn_items(0, range(n)), [float(x) for x in scores])
+            cells.append((n, len(text.encode())))
+        rows.append((name, cells))
+    return rows
+
+
 def max_bet() -> float:
     from pytest_fairness.stats import MAX_BET
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
+from pytest_fairness.baseline.pairing import PairedEvidence
 from pytest_fairness.gate import Threshold
 from pytest_fairness.multiplicity import Method
 from pytest_fairness.report.format import finite
@@ -103,6 +104,10 @@ class Comparison:
     inputs_changed: tuple[str, ...] = ()
     mode: Mode = "difference"
     adjusted: Adjustment | None = None
+    #: Set when decided on the items the run shares with its baseline (``baseline.pairing``).
+    paired: PairedEvidence | None = None
+    #: Why a comparison with a baseline is not paired (one line): it is the unpaired one (Welch).
+    unpaired: str = ""
 
     @property
     def old(self) -> float | None:
@@ -134,8 +139,13 @@ class Comparison:
 
     @property
     def interval_level(self) -> float:
-        """Coverage of ``ci``: 1 - alpha for a difference, 1 - 2 alpha (one-sided 1 - alpha) for non-inferiority."""
-        return 1 - 2 * self.alpha if self.mode == "noninferiority" else 1 - self.alpha
+        """Coverage of ``ci``: 1 - alpha for a difference, 1 - 2 alpha (one-sided 1 - alpha) for non-inferiority
+        and for a paired comparison."""
+        return 1 - 2 * self.alpha if self.mode == "noninferiority" or self.paired else 1 - self.alpha
+
+    def level(self, alpha: float) -> float:
+        """The level the run's adjusted p is held to: a paired regression is shown at its FAIL level."""
+        return self.paired.fail_alpha if self.paired is not None and self.mode == "difference" else alpha
 
     @property
     def explanation(self) -> str:
@@ -146,7 +156,7 @@ class Comparison:
     def restated(self, p_adjusted: float, method: Method, tested: int, alpha: float) -> Comparison:
         """This comparison at the run's level: its own change or non-inferiority counts only if the adjusted p does."""
         own = self.own_status
-        significant = p_adjusted < alpha
+        significant = p_adjusted < self.level(alpha)
         status: Status = own
         if self.mode == "noninferiority":
             status = "non-inferior" if own == "non-inferior" and significant else "not non-inferior"
@@ -173,6 +183,8 @@ class Comparison:
             "threshold": self.threshold.as_dict(),
             "inputs_changed": list(self.inputs_changed),
             "adjusted": None if self.adjusted is None else asdict(self.adjusted),
+            "paired": None if self.paired is None else self.paired.to_dict(),
+            "unpaired": self.unpaired,
             "explanation": self.explanation,
         }
 
@@ -194,6 +206,8 @@ class Comparison:
             inputs_changed=tuple(raw["inputs_changed"]),
             mode=raw["mode"],
             adjusted=None if adjusted is None else Adjustment(**adjusted),
+            paired=PairedEvidence.from_dict(raw["paired"]) if raw.get("paired") else None,
+            unpaired=str(raw.get("unpaired") or ""),
         )
 
     @staticmethod

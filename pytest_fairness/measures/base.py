@@ -384,6 +384,7 @@ class Measure(Generic[P]):
             attenuation=measured.attenuation,
             no_size_decides=measured.no_size_decides,
             first_round=measured.first_round,
+            items=list(measured.items),
         )
 
     @property

@@ -183,12 +183,17 @@ def fewest_for_identical(width: float, margin: float, alpha: float = 0.05) -> in
     if not 0 < margin < width:
         raise ValueError(f"need 0 < margin < width, got margin {margin}, width {width}")
 
-    def passes(n: int) -> float:
-        return float(bounded_mean_interval(np.zeros(n), -width, width, 1 - 2 * alpha)[1] < margin)
+    def passes(n: int) -> bool:
+        return bool(bounded_mean_interval(np.zeros(n), -width, width, 1 - 2 * alpha)[1] < margin)
 
-    found = _fewest(passes, 1.0, 10**6)
-    assert found is not None, "a million identical pairs always pass a margin inside the scale"
-    return found
+    low, high = 1, 2
+    while not passes(high):  # doubling first: the answer is small next to the cap a plan searches up to
+        low, high = high, 2 * high
+        assert high <= 10**7, "identical pairs always pass a margin inside the scale"
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if passes(mid) else (mid, high)
+    return high
 
 
 def _explain(

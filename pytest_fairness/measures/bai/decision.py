@@ -51,7 +51,7 @@ from pytest_fairness.measures.base import Analysis, JudgeEstimate, Measure, Para
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, Purpose, estimate_tokens
 from pytest_fairness.models.runner import Runner
 from pytest_fairness.record import CheckRecord
-from pytest_fairness.result import Measured, adaptation
+from pytest_fairness.result import Measured, adaptation, drawn_items
 from pytest_fairness.scipy_stats import sps
 from pytest_fairness.stats import IntervalKind
 
@@ -247,6 +247,7 @@ def run(p: DecisionParams, ctx: RunContext) -> Measured:
     examples = [f"{w}: {a[:160]!r}" for c, w, a in zip(codes, why, answers, strict=True) if c is None]
     return Measured(
         samples=usable,
+        items=drawn_items(ctx.seed, (i for i, c in enumerate(codes) if c is not None)),
         n_unusable=len(codes) - len(usable),
         unusable_examples=examples[:3],
         fidelity=fidelity,

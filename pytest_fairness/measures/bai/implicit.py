@@ -42,7 +42,7 @@ from pytest_fairness.models.base import (
     Purpose,
 )
 from pytest_fairness.record import CheckRecord
-from pytest_fairness.result import Measured, adaptation
+from pytest_fairness.result import Measured, adaptation, drawn_items
 
 Route = Literal["auto", "list", "forced_choice"]
 ROUTES = ("auto", "list", "forced_choice")
@@ -274,6 +274,7 @@ def run(p: ImplicitParams, ctx: RunContext) -> Measured:
         details["median_group_word_probability"] = float(np.median(masses))
     return Measured(
         samples=[float(s) for s in scores],
+        items=drawn_items(ctx.seed, (i for i, it in enumerate(done) if it.score is not None)),
         n_unusable=len(problems),
         unusable_examples=problems[:3],
         fidelity=LIST_FIDELITY if chosen == "list" else FORCED_CHOICE_FIDELITY,

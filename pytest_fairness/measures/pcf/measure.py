@@ -37,7 +37,7 @@ from pytest_fairness.measures.pcf.data import (
     render_probe,
 )
 from pytest_fairness.models.base import CannotServe, ChatModel, LogprobRequest, LogprobResponse, Purpose
-from pytest_fairness.result import FAITHFUL, Measured, adaptation
+from pytest_fairness.result import FAITHFUL, Measured, adaptation, drawn_items
 from pytest_fairness.stats import Summary, weighted_summary
 
 Risk = Literal["total", "prejudice", "caprice"]
@@ -211,6 +211,7 @@ def run(p: PcfParams, ctx: RunContext) -> Measured:
     ]
     return Measured(
         samples=[float(v) for v in per_occupation[p.risk] * SCALE],
+        items=_occupation_items(occ.terms, seed, np.asarray(result.occupation_weights)),
         summary=summary,
         n_unusable=len(fallback_cells),
         unusable_examples=fallback_cells[:3],
@@ -219,6 +220,13 @@ def run(p: PcfParams, ctx: RunContext) -> Measured:
         details={**_details(result, per_occupation, groups, occ, calibration, weights.unmapped), "slot_routes": routes},
         inputs={"occupations": len(occ.terms), "templates": len(templates.texts), "norm": str(p.norm), "scale": SCALE},
     )
+
+
+def _occupation_items(terms: tuple[str, ...], seed: int, weights: np.ndarray) -> list[tuple[str, str]]:
+    """One item per occupation, its own cluster. With the user's unequal weights the gated risk is a weighted
+    mean, which a paired mean of differences does not estimate: no items, so the comparison stays unpaired."""
+    equal = len(weights) == len(terms) and bool(np.allclose(weights, weights[0]))
+    return drawn_items(seed, terms) if equal else []
 
 
 def _summary(values: np.ndarray, weights: np.ndarray, ctx: RunContext) -> Summary:

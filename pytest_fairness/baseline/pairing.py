@@ -1,0 +1,172 @@
+"""A comparison with the baseline on the same items: the paired verdict a ``Comparison`` carries.
+
+When the run and its baseline share items (``baseline.items``), the comparison is decided on the
+per-cluster differences of their scores (``paired.compare``): a non-inferiority test against the check's
+margin (its tolerance, else the measure's ``PR_MARGIN``) on the harmful side. In ``difference`` mode the
+comparison is "regressed" when the run is shown worse than the margin (at the FAIL level, ``fail_level``)
+and "unchanged" otherwise; in ``noninferiority`` mode "non-inferior" when shown within it. Whatever
+keeps a check from pairing (no items file, an edited one, another seed, a mismatched item) is one line in
+``Comparison.unpaired``, and the comparison stays the unpaired one (Welch), named as such.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from pytest_fairness.baseline.items import RecordedItems
+from pytest_fairness.baseline.welch import harmful_side
+from pytest_fairness.gate import Outcome
+from pytest_fairness.paired.compare import PairedComparison, PairedGate, compare_paired
+from pytest_fairness.paired.items import ItemScores, PairingError, pair_items
+from pytest_fairness.paired.planner import fewest_for_identical
+
+if TYPE_CHECKING:
+    from pytest_fairness.baseline.comparison import Comparison
+
+Interval = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class PairedEvidence:
+    """What a paired comparison rests on (``PairedComparison`` without the gate object): the verdict, the
+    margin and harmful side, the PASS interval (one-sided 1 − alpha each end) and the FAIL interval (at
+    ``fail_alpha``), both p-values, the clusters and items paired, ρ, the effective n and the clusters per
+    side an unpaired comparison would have needed, and the baseline items this run did not draw."""
+
+    outcome: str
+    margin: float
+    side: int
+    interval: Interval
+    fail_interval: Interval
+    p_worse: float
+    p_beyond: float
+    fail_alpha: float
+    clusters: int
+    items: int
+    rho: float | None
+    effective_n: float
+    unpaired_n: float | None
+    method: str
+    undrawn: int = 0
+
+    @classmethod
+    def of(cls, c: PairedComparison, undrawn: int) -> PairedEvidence:
+        return cls(
+            outcome=c.outcome.value,
+            margin=c.gate.margin,
+            side=c.gate.side,
+            interval=c.interval,
+            fail_interval=c.fail_interval,
+            p_worse=c.p_worse,
+            p_beyond=c.p_beyond,
+            fail_alpha=c.gate.failing_level,
+            clusters=c.clusters,
+            items=c.items,
+            rho=None if math.isnan(c.rho) else c.rho,
+            effective_n=c.effective_n,
+            unpaired_n=None if math.isinf(c.unpaired_n) or math.isnan(c.unpaired_n) else c.unpaired_n,
+            method=c.method,
+            undrawn=undrawn,
+        )
+
+    @property
+    def verdict(self) -> Outcome:
+        return Outcome(self.outcome)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["interval"], out["fail_interval"] = list(self.interval), list(self.fail_interval)
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> PairedEvidence:
+        values = dict(raw)
+        values["interval"], values["fail_interval"] = tuple(raw["interval"]), tuple(raw["fail_interval"])
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class PairingInputs:
+    """What a check brings to its pairing: its own items (rounded as a file keeps them), the score's range,
+    the measure's default margin, and whether the run grew sequentially (always-valid bounds)."""
+
+    items: Sequence[ItemScores]
+    scale: tuple[float, float] | None
+    default_margin: float | None
+    sequential: bool = False
+
+
+def why_unpaired(comparison: Comparison, recorded: RecordedItems, run: PairingInputs) -> str:
+    """Why this comparison (with both sides) cannot be paired, in one line; "" when it can be tried."""
+    if comparison.inputs_changed:
+        return "the inputs differ from the baseline's, so its items are other items"
+    if run.scale is None:
+        return "the measure's scores are not bounded, so the paired interval does not apply"
+    if recorded.problem:
+        return recorded.problem
+    if not run.items:
+        return "this run reports no per-item scores for the measure"
+    if margin_of(comparison, run) is None:
+        return "the check has no margin (set its tolerance)"
+    return ""
+
+
+def margin_of(comparison: Comparison, run: PairingInputs) -> float | None:
+    """The paired margin: the check's tolerance when set, else the measure's default."""
+    if comparison.tolerance > 0:
+        return comparison.tolerance
+    return run.default_margin if run.default_margin and run.default_margin > 0 else None
+
+
+def paired(comparison: Comparison, recorded: RecordedItems, run: PairingInputs) -> Comparison:
+    """The comparison decided on the items it shares with its baseline, or the unpaired one with its reason."""
+    if comparison.before is None or comparison.after is None:
+        return comparison  # new or missing: nothing to compare either way
+    problem = why_unpaired(comparison, recorded, run)
+    if problem:
+        return replace(comparison, unpaired=problem)
+    try:
+        pairing = pair_items(recorded.items, run.items)
+    except PairingError as exc:
+        return replace(comparison, unpaired=_pairing_problem(exc))
+    margin, scale = margin_of(comparison, run), run.scale
+    assert margin is not None and scale is not None
+    fewest = _fewest(scale[1] - scale[0], margin, comparison.alpha)
+    if pairing.differences.size < fewest:
+        return replace(comparison, unpaired=_too_few(pairing.differences.size, fewest, margin))
+    side = harmful_side(comparison.threshold.as_dict())
+    gate = PairedGate(margin, side, comparison.alpha, sequential=run.sequential)
+    decided = compare_paired(pairing, scale, gate)
+    evidence = PairedEvidence.of(decided, len(pairing.unmatched_old))
+    if comparison.mode == "noninferiority":
+        status = "non-inferior" if decided.outcome is Outcome.PASS else "not non-inferior"
+        p = decided.p_worse
+    else:
+        status = "regressed" if decided.outcome is Outcome.FAIL else "unchanged"
+        p = decided.p_beyond
+    return replace(comparison, status=status, difference=decided.estimate, ci=decided.interval, p=p, paired=evidence)
+
+
+@functools.cache
+def _fewest(width: float, margin: float, alpha: float) -> int:
+    return fewest_for_identical(width, margin, alpha) if margin < width else 2
+
+
+def _too_few(clusters: int, fewest: int, margin: float) -> str:
+    """Below the clusters that even identical answers need to pass the margin, the paired interval decides
+    nothing either way a Welch test would not: the comparison stays unpaired, chosen by size, not by result."""
+    return (
+        f"{clusters} shared prompts are too few for the paired interval to show the margin {margin:g} "
+        f"(it needs {fewest}); record the baseline and run at that size to pair"
+    )
+
+
+def _pairing_problem(exc: PairingError) -> str:
+    text = str(exc)
+    if "shares no item" in text:
+        return "the run shares no item with its baseline (another seed, or other prompts): nothing can be paired"
+    return f"its items do not match this run's: {text}"

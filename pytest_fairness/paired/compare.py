@@ -105,27 +105,6 @@ class PairedComparison:
     unpaired_n: float
     method: str
 
-    def explain(self) -> str:
-        """One line for a report: the difference, its interval, what was shown, and what pairing bought."""
-        gate = self.gate
-        harmful = {1: "higher is worse", -1: "lower is worse", 0: "a change either way is worse"}[gate.side]
-        shown = {
-            Outcome.PASS: f"shown within the margin {gate.margin:g}",
-            Outcome.FAIL: f"shown worse than the margin {gate.margin:g}",
-            Outcome.INCONCLUSIVE: f"neither shown within nor beyond the margin {gate.margin:g}",
-        }[self.outcome]
-        lo, hi = self.interval
-        rho = "n/a" if math.isnan(self.rho) else f"{self.rho:.2f}"
-        return (
-            f"paired on {self.items} items in {self.clusters} clusters ({self.method}, ρ = {rho}): difference "
-            f"{self.estimate:+.4g}, {1 - 2 * gate.alpha:.0%} CI [{lo:+.4g}, {hi:+.4g}]; {harmful}: {shown} "
-            f"(an unpaired comparison would have needed about {_count(self.unpaired_n)} per side)"
-        )
-
-
-def _count(n: float) -> str:
-    return "∞" if math.isinf(n) else f"{n:,.0f}"
-
 
 def _bound(d: np.ndarray, bounds: Interval, level: float, upper: bool, sequential: bool) -> float:
     """The one-sided (1 − level) bound of the mean of d: fixed-n betting, or the always-valid sequence."""

@@ -9,24 +9,29 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_fairness import suite
-from pytest_fairness.baseline import Comparison
+from pytest_fairness.baseline import Comparison, baseline_entry
 from pytest_fairness.baseline.items import RecordedItems, run_items
 from pytest_fairness.baseline.pairing import PairingInputs, paired
 from pytest_fairness.fixtures import SESSION_KEY
 from pytest_fairness.gate import Outcome
+from pytest_fairness.growth import SEQUENTIAL_GROWTH
 from pytest_fairness.measures import ParamsError
 from pytest_fairness.models.base import PermanentError
 from pytest_fairness.models.cache import CacheMiss
 from pytest_fairness.models.runner import RetriesExhausted
 from pytest_fairness.models.spec import ModelSpecError
 from pytest_fairness.preflight import RunFault
+from pytest_fairness.prgate import PrVerdict, pr_sizes, pr_verdict, same_items
 from pytest_fairness.record import RECORD_PROPERTY, CheckRecord
 from pytest_fairness.report import junit, progress, status, terminal
+
+if TYPE_CHECKING:
+    from pytest_fairness.session import CheckRun
 
 #: Node ids of suite checks start with this (``fairness/<suite>::<check>``), on workers and the controller.
 CHECK_PREFIX = "fairness/"
@@ -78,25 +83,75 @@ class CheckItem(pytest.Item):
 
     def runtest(self) -> None:
         session = self.config.stash[SESSION_KEY]
-        run = session.run_check(self.check, progress=self._progress())
-        record = run.to_record()
+        pr = session.settings.gate == "pr"
+        entry = self._baseline_entry() if pr else None
+        seed, size = same_items(entry, self.check.measure.samples)  # a pull request draws the baseline's items
+        if pr and session.settings.sequential and entry is not None and size is not None:
+            run = self._grown(entry, seed, size)
+        else:
+            run = session.run_check(self.check, progress=self._progress(), seed=seed, size=size)
+        record, verdict = run.to_record(), None
         try:
             if session.settings.baselines:
                 self._match_baseline(record)
         finally:
+            if pr:
+                unserved = bool(entry and entry.get("unserved"))
+                verdict = pr_verdict(run.outcome, record.baseline, unserved, session.family.size)
+                record = _with_verdict(record, verdict, run.outcome)
             self._publish(record)
-        if run.outcome in status.UNDECIDED:
+        outcome = record.outcome
+        if outcome in status.UNDECIDED:
             # The gate, not a baseline mismatch, decides this test: pytest shows it in its own category.
-            self.user_properties.append((status.STATUS_PROPERTY, run.outcome.value))
-        if run.outcome is Outcome.FAIL:
+            self.user_properties.append((status.STATUS_PROPERTY, outcome.value))
+        if outcome is Outcome.FAIL:
             raise CheckFailed(record)
-        if run.outcome in (Outcome.INCONCLUSIVE, Outcome.CANNOT_SERVE):
+        if verdict is not None and not verdict.blocking:
+            return  # could not serve at its baseline either: reported, never blocking a pull request
+        if outcome in (Outcome.INCONCLUSIVE, Outcome.CANNOT_SERVE):
             policy = session.settings.inconclusive
             # "pass" forgives a gate the sample could not decide, never a model or judge that cannot serve
             if policy == "fail" or (policy == "pass" and run.outcome is Outcome.CANNOT_SERVE):
                 raise CheckFailed(record)
             if policy == "skip":
                 pytest.skip(terminal.explain(record))
+
+    def _grown(self, entry: dict[str, Any], seed: int | None, size: int) -> CheckRun:
+        """A pull-request check under --fairness-sequential: from its profile's size through its baseline's next
+        items until the paired comparison decides (a confidence sequence: valid at every look) or they run out;
+        prefix-stable draws and the cache make each look pay only for its new items."""
+        from pytest_fairness.baseline.compare import compare
+        from pytest_fairness.snapshot import recorded_items
+
+        session = self.config.stash[SESSION_KEY]
+        policy, progress = session.settings.baseline, self._progress()
+        tolerance = self.check.tolerance if self.check.tolerance is not None else policy.tolerance
+        start = self.check.sample_size(session.settings.profile)
+        for n in pr_sizes(start, size, SEQUENTIAL_GROWTH):
+            run = session.run_check(self.check, progress, seed=seed, size=n, grows=False)
+            if n == size or run.outcome is Outcome.CANNOT_SERVE:
+                return run
+            record = self._as_baseline_model(run.to_record())
+            own = compare(entry, baseline_entry(record), tolerance, alpha=policy.alpha, mode=policy.mode)
+            looked = paired(own, recorded_items(Path(self.config.rootpath), policy.directory, record),
+                            self._pairing_inputs(record))  # fmt: skip
+            if looked.paired is not None and looked.paired.outcome != Outcome.INCONCLUSIVE.value:
+                return run
+        raise AssertionError("pr_sizes ends at the baseline's size")
+
+    def _as_baseline_model(self, record: CheckRecord) -> CheckRecord:
+        """The record named as --fairness-baseline-model's folder, to find its files (if given)."""
+        model = self.config.stash[SESSION_KEY].settings.baseline.model
+        return replace(record, result=replace(record.result, model_id=model)) if model else record
+
+    def _baseline_entry(self) -> dict[str, Any] | None:
+        """This check's committed baseline entry (its seed and size are the pull-request run's), if any."""
+        from pytest_fairness.snapshot import recorded_entry
+
+        session = self.config.stash[SESSION_KEY]
+        policy = session.settings.baseline
+        model = policy.model or session.runner.model.model_id
+        return recorded_entry(Path(self.config.rootpath), policy.directory, model, self.check.suite, self.check.id)
 
     def _progress(self) -> progress.Emitter | None:
         """Live progress: straight to the display here, or to the controller as intermediate reports."""
@@ -151,8 +206,7 @@ class CheckItem(pytest.Item):
 
         policy = self.config.stash[SESSION_KEY].settings.baseline
         tolerance = self.check.tolerance if self.check.tolerance is not None else policy.tolerance
-        model = policy.model
-        compared = replace(record, result=replace(record.result, model_id=model)) if model else record
+        compared = self._as_baseline_model(record)
         updating = bool(getattr(self.config.option, "update_snapshots", False))
         root = Path(self.config.rootpath)
         if updating:
@@ -181,12 +235,12 @@ class CheckItem(pytest.Item):
 
     def _pairing_inputs(self, record: CheckRecord) -> PairingInputs:
         """This check's own items (rounded as a baseline keeps them), its score range and default margin."""
-        result = record.result
+        result, settings = record.result, self.config.stash[SESSION_KEY].settings
         return PairingInputs(
             items=run_items(result.items, result.samples) if result.items else [],
             scale=self.check.measure.bounds,
             default_margin=self.check.params.pr_margin(),
-            sequential=result.sequential is not None,
+            sequential=result.sequential is not None or (settings.gate == "pr" and settings.sequential),
         )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
@@ -203,6 +257,14 @@ class CheckItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         # The check's line in its suite file: the report's location, which CI annotations point at.
         return self.path, self.check.line - 1 if self.check.line else None, self.check.label
+
+
+def _with_verdict(record: CheckRecord, verdict: PrVerdict, threshold: Outcome) -> CheckRecord:
+    """The record under the pull-request gate: its outcome, with the threshold's own verdict and what decided it
+    kept in the result's details (``pr_gate``) for every report."""
+    gate = {"outcome": verdict.outcome.value, "threshold": threshold.value, "why": verdict.why}
+    result = replace(record.result, details={**record.result.details, "pr_gate": gate})
+    return replace(record, outcome=verdict.outcome, result=result)
 
 
 def _as_run(comparison: Comparison | None, record: CheckRecord) -> Comparison | None:

@@ -68,6 +68,17 @@ def write_items(root: Path, directory: str, record: CheckRecord) -> Path | None:
     return path
 
 
+def recorded_entry(root: Path, directory: str, model_id: str, suite: str, check: str) -> dict[str, Any] | None:
+    """A check's committed baseline entry, or None when there is none or it cannot be read (the comparison
+    after the run says which)."""
+    path = root / directory / model_folder(model_id) / f"{check_stem(suite, check)}.yaml"
+    try:
+        (entry,) = parse_baseline(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return entry
+
+
 def recorded_items(root: Path, directory: str, record: CheckRecord) -> RecordedItems:
     """A check's recorded items, checked against the reference its baseline YAML keeps (``read_recorded``)."""
     path = _check_file(root, directory, record, ".yaml")

@@ -52,6 +52,8 @@ def side_text(side: Side) -> str:
 def _difference_reason(c: Comparison) -> str:
     """Difference mode: a change counts only if significant AND beyond the tolerance."""
     tolerance, alpha = c.tolerance, c.alpha
+    if c.old is None and c.new is None:
+        return "neither run has an estimate (e.g. the model could not serve the check either time): nothing moved"
     if c.old is None or c.new is None:
         return "an estimate is missing, so nothing can be tested"
     if c.ci is None or c.p is None:

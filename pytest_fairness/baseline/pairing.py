@@ -102,6 +102,8 @@ class PairingInputs:
 
 def why_unpaired(comparison: Comparison, recorded: RecordedItems, run: PairingInputs) -> str:
     """Why this comparison (with both sides) cannot be paired, in one line; "" when it can be tried."""
+    if comparison.old is None or comparison.new is None:
+        return "a side has no estimate"
     if comparison.inputs_changed:
         return "the inputs differ from the baseline's, so its items are other items"
     if run.scale is None:

@@ -205,9 +205,11 @@ class FairnessSession:
         *,
         model: object = None,
         judge: object = None,
+        seed: int | None = None,
     ) -> MeasureResult:
-        """Run a measure with this session's model, judge, seed and confidence (or a fixture call's own)."""
-        return measure.execute(params, self.context(measure, progress, model=model, judge=judge))
+        """Run a measure with this session's model, judge, seed and confidence (or a fixture call's own, or a
+        check's ``seed``: its baseline's)."""
+        return measure.execute(params, self.context(measure, progress, model=model, judge=judge, seed=seed))
 
     def measure_params(self, name: str, subject: str, values: Mapping[str, Any]) -> Params:
         """A fixture call's parameters: its keywords, ``samples=`` for the measure's sample size (whatever
@@ -269,12 +271,12 @@ class FairnessSession:
         says what would decide it."""
         measure, size = check.measure, size or check.sample_size(self.settings.profile)
         params = check.params.with_samples(size)
-        result = measure.execute(params, self.context(measure, progress, seed=seed))
+        result = self.run_params(measure, params, progress, seed=seed)
         unserved = sizing.unserved(params, result, self.settings.confidence)
         if unserved:
             return CheckRun(check, replace(result, unserved=unserved), Outcome.CANNOT_SERVE)
         if grows and self.settings.sequential and (measure.bounds is not None or measure.sequential is not None):
-            run = CheckRun(check, *grow(self.rounds_of(check, result, size, progress, seed)))
+            run = CheckRun(check, *grow(self.rounds_of(check, result, size, progress, seed=seed)))
         else:
             run = CheckRun(check, result, decide(result.ci, check.threshold))
         if run.outcome is not Outcome.INCONCLUSIVE:

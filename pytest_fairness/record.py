@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from pytest_fairness.baseline.comparison import Comparison
+from pytest_fairness.comparison import Comparison
+from pytest_fairness.explain import explain
 from pytest_fairness.gate import Outcome, Threshold
 from pytest_fairness.models.runner import CallStats
 from pytest_fairness.result import MeasureResult, MoreSamples, SequentialInfo, strict_json
@@ -70,7 +71,7 @@ class CheckRecord:
             "result": self.result.to_dict(),
         }
         if self.baseline is not None:
-            out["baseline"] = strict_json(self.baseline.to_dict())
+            out["baseline"] = strict_json({**self.baseline.to_dict(), "explanation": explain(self.baseline)})
         return out
 
     def compact(self) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from pytest_fairness.baseline import (
     render_baseline,
 )
 from pytest_fairness.baseline.compare import compare
+from pytest_fairness.explain import explain
 from pytest_fairness.record import CheckRecord
 
 
@@ -122,7 +123,7 @@ class FairnessBaselineExtension(SingleFileSnapshotExtension):
         """The explanation first, then syrupy's line diff of the two documents."""
         if snapshot_data:
             try:
-                yield self.comparison(serialized_data, snapshot_data).explanation
+                yield explain(self.comparison(serialized_data, snapshot_data))
             except ValueError as exc:
                 yield f"the recorded baseline cannot be read: {exc}"
         yield from super().diff_lines(serialized_data, snapshot_data)
@@ -209,7 +210,7 @@ def _explained_diff(comparison: Comparison, result: AssertionResult) -> str:
         n=0,
         lineterm="",
     )
-    return "\n".join([comparison.explanation, *diff])
+    return "\n".join([explain(comparison), *diff])
 
 
 class _ItemView:

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytest_fairness.baseline.comparison import ALARMS, Comparison, Mode, Status
 from pytest_fairness.baseline.policy import BaselinePolicy, FailOn
+from pytest_fairness.comparison import ALARMS, Comparison, Mode, Status
 from pytest_fairness.multiplicity import CONTROLS, NAMES, Method, adjust, describe
 
 if TYPE_CHECKING:

@@ -7,13 +7,14 @@ from typing import Any
 
 from pytest_fairness import sizing
 from pytest_fairness.baseline import RunDecision
+from pytest_fairness.explain import explain as explain_comparison
+from pytest_fairness.fmt import gate_columns, interval, num, shared_ci_label, spend_text, text_table, usd
 from pytest_fairness.gate import GateFamily, Outcome
 from pytest_fairness.measures import MEASURES
 from pytest_fairness.measures.base import MAX_SAMPLES
 from pytest_fairness.plan import Plan, PlanRow, Who, total_usd
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.report.analyses import analysis_lines
-from pytest_fairness.report.format import gate_columns, interval, num, shared_ci_label, spend_text, text_table, usd
 from pytest_fairness.report.status import STYLES, UNDECIDED
 from pytest_fairness.report.tally import COUNTERS, RunState, cost_totals, outcome_counts
 from pytest_fairness.sizing import Power
@@ -222,7 +223,7 @@ def plan_dollar_lines(plan: Plan) -> list[str]:
 
 def baseline_lines(decision: RunDecision) -> list[str]:
     """The run's baseline verdicts: the rate it controls, what counted, the verdict."""
-    lines = [decision.headline(), *(c.explanation for c in decision.shown)]
+    lines = [decision.headline(), *(explain_comparison(c) for c in decision.shown)]
     if decision.absorbed:
         lines.append(
             f"{decision.absorbed} comparison(s) significant on their own are within the run's sampling noise "

@@ -47,10 +47,9 @@ from pytest_fairness.measures.bai.decision_prompts import (
     get_decision_stimuli,
 )
 from pytest_fairness.measures.bai.pooled import pooled, pooled_lines
-from pytest_fairness.measures.base import Analysis, JudgeEstimate, Measure, Params, RunContext, param
+from pytest_fairness.measures.base import Analysis, Checked, JudgeEstimate, Measure, Params, RunContext, param
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, Purpose, estimate_tokens
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import Measured, adaptation
 from pytest_fairness.scipy_stats import sps
 from pytest_fairness.stats import IntervalKind
@@ -259,7 +258,7 @@ def _share(said: list[bool | None]) -> float | None:
     return float(np.mean(answered)) if answered else None
 
 
-def implicit_decision_association(records: Sequence[CheckRecord]) -> dict[str, Any] | None:
+def implicit_decision_association(records: Sequence[Checked]) -> dict[str, Any] | None:
     """Does a stereotype's implicit bias predict its decision bias? (spec §4.5, stereotype level).
 
     The paper pairs each decision with the implicit score of the same chained prompt (App. M). Separate

@@ -2,9 +2,9 @@
 
 A ``Comparison`` keeps the evidence (both sides, the difference, its interval, p, the tolerance and the
 threshold that says which way is harmful) and, once the run's comparisons are adjusted together, the
-``Adjustment``. Its explanation is rendered from those fields, so it round-trips through ``to_dict`` /
-``from_dict`` (from xdist workers to the controller) and can be restated without editing prose.
-Nothing here knows the measure registry: the record module, which measures import, reads this one.
+``Adjustment``. Its explanation is rendered from those fields (``explain``), so it round-trips through
+``to_dict`` / ``from_dict`` (from xdist workers to the controller) and can be restated without editing prose.
+It sits below the check record that carries it; comparing entries (``baseline.compare``) sits above both.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
+from pytest_fairness.fmt import finite
 from pytest_fairness.gate import Threshold
 from pytest_fairness.multiplicity import Method
-from pytest_fairness.report.format import finite
 
 Status = Literal["unchanged", "improved", "regressed", "changed", "new", "missing", "non-inferior", "not non-inferior"]
 #: Every status, the most alarming first: the order reports count them in.
@@ -82,7 +82,7 @@ class Adjustment:
 
 @dataclass(frozen=True)
 class Comparison:
-    """A new result against its baseline: the verdict and the evidence; ``explanation`` says it in words.
+    """A new result against its baseline: the verdict and the evidence; ``explain.explain`` says it in words.
 
     ``p`` is the comparison's own p-value: two-sided (Welch) in ``difference`` mode, one-sided for
     "worse by more than the tolerance" in ``noninferiority`` mode. ``before`` is None for a check new in
@@ -137,12 +137,6 @@ class Comparison:
         """Coverage of ``ci``: 1 - alpha for a difference, 1 - 2 alpha (one-sided 1 - alpha) for non-inferiority."""
         return 1 - 2 * self.alpha if self.mode == "noninferiority" else 1 - self.alpha
 
-    @property
-    def explanation(self) -> str:
-        from pytest_fairness.baseline.explain import explain
-
-        return explain(self)
-
     def restated(self, p_adjusted: float, method: Method, tested: int, alpha: float) -> Comparison:
         """This comparison at the run's level: its own change or non-inferiority counts only if the adjusted p does."""
         own = self.own_status
@@ -157,7 +151,7 @@ class Comparison:
     # -- JSON round trip -----------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field, plus the rendered ``explanation`` for readers of the JSON report."""
+        """Every field, and the derived ``p_adjusted`` (the record adds the rendered ``explanation``)."""
         return {
             "check": self.check,
             "status": self.status,
@@ -173,7 +167,6 @@ class Comparison:
             "threshold": self.threshold.as_dict(),
             "inputs_changed": list(self.inputs_changed),
             "adjusted": None if self.adjusted is None else asdict(self.adjusted),
-            "explanation": self.explanation,
         }
 
     @classmethod

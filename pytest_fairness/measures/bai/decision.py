@@ -27,15 +27,8 @@ import numpy as np
 
 from pytest_fairness.data import version as data_version
 from pytest_fairness.measures.bai import planted
-from pytest_fairness.measures.bai.decision_coding import (
-    DecisionCode,
-    code_decision,
-    judge_code_from_logprobs,
-    judge_prompt,
-    parse_yes_no,
-    refusal_in,
-    rejection_rate,
-)
+from pytest_fairness.measures.bai.decision_coding import DecisionCode, code_decision, rejection_rate
+from pytest_fairness.measures.bai.decision_judge import judge_code_from_logprobs, judge_prompt
 from pytest_fairness.measures.bai.decision_prompts import (
     HIRING_FORMATS,
     VARIANTS,
@@ -44,8 +37,9 @@ from pytest_fairness.measures.bai.decision_prompts import (
     build_absolute_prompt,
     build_decision_prompt,
     egalitarian_system_prompt,
-    get_decision_stimuli,
 )
+from pytest_fairness.measures.bai.decision_stimuli import get_decision_stimuli
+from pytest_fairness.measures.bai.decision_text import parse_yes_no, refusal_in
 from pytest_fairness.measures.bai.pooled import pooled, pooled_lines
 from pytest_fairness.measures.base import Analysis, Checked, JudgeEstimate, Measure, Params, RunContext, param
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, Purpose, estimate_tokens

@@ -141,6 +141,8 @@ def _run_warning(run: RunState | None, who: str = "Run") -> str:
         return ""
     if run.status == "planned":
         return "**Planned only** (`--fairness-plan`): no check was run.\n\n"
+    if run.status == "collected":
+        return "**Collected only** (`--collect-only`): no check was run.\n\n"
     return (
         f"**{who} {run.status}**: of {run.selected} selected checks, {run.errored} errored "
         f"and {run.not_run} did not run; the results below are incomplete.\n\n"

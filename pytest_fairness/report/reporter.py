@@ -138,6 +138,7 @@ class FairnessReporter:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.tally.selected = sum(item.nodeid.startswith(CHECK_PREFIX) for item in session.items)
+        self.tally.collected = bool(self.config.option.collectonly)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:

@@ -27,7 +27,9 @@ def cost_totals(records: Sequence[CheckRecord]) -> dict[str, float]:
     return {name: sum(getattr(rec.result.calls, name) for rec in records) for name in COUNTERS}
 
 
-RunStatus = Literal["complete", "errored", "interrupted", "planned"]
+RunStatus = Literal["complete", "errored", "interrupted", "planned", "collected"]
+#: Runs that ran no check on purpose: --fairness-plan priced them, --collect-only listed them.
+NOT_RUN_ON_PURPOSE: frozenset[RunStatus] = frozenset({"planned", "collected"})
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ class RunTally:
     interrupted: bool = False
     stopped: str = ""
     planned: bool = False  # --fairness-plan: priced, deliberately not run
+    collected: bool = False  # --collect-only: listed, deliberately not run
 
     @property
     def not_run(self) -> int:
@@ -97,6 +100,8 @@ class RunTally:
             return "interrupted"
         if self.planned:
             return "planned"
+        if self.collected:
+            return "collected"
         if self.errored or self.stopped:
             return "errored"
         return "interrupted" if self.not_run else "complete"  # stopped early, e.g. by -x

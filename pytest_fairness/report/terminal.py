@@ -152,9 +152,8 @@ def plan_lines(plan: Plan) -> list[str]:
         *text_table(rows, PLAN_COLUMNS),
         "",
         "P(decide): the chance that n samples decide the gate at each of the measure's design truths (the smallest; "
-        "README, Sample sizes), at its assumed spread and usable rate; n for 80%: the samples that would (the "
-        "release profile's sizing). "
-        "'?': the measure assumes no spread.",
+        "docs/statistics.md, Sample sizes), at its assumed spread and usable rate; n for 80%: the samples that "
+        "would (the release profile's sizing). '?': the measure assumes no spread.",
         "",
         *plan_dollar_lines(plan),
     ]
@@ -261,6 +260,6 @@ def next_step(record: CheckRecord) -> str:
     """What would decide an undecided check: a model that can serve it, or how many more samples."""
     res = record.result
     if record.outcome is Outcome.CANNOT_SERVE:
-        return f"{res.unserved} (README: When a model cannot serve a measure)"
+        return f"{res.unserved} (docs/gating-a-model.md: When a model cannot serve a measure)"
     hint = res.to_decide
     return "more samples are needed to decide" if hint is None else sizing.more_samples_text(hint)

@@ -317,7 +317,7 @@ def _judge_cannot_serve(screen: JudgeScreen) -> Measured:
         unserved=(
             f"the judge cannot serve this measure: on its calibration pairs {'; '.join(screen.failures)}; point "
             "--fairness-judge at a capable model, or give a --fairness-judge-reference to certify net harm on the "
-            "run's own answers (README: the net-harm judge screen)"
+            "run's own answers (docs/measures/net-harm.md: The judge screen)"
         ),
     )
 

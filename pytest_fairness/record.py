@@ -24,7 +24,7 @@ RECORD_PROPERTY = "fairness_record"
 PROPERTY = "fairness"
 
 
-@dataclass
+@dataclass(frozen=True)
 class CheckRecord:
     """One check's result, the gate's verdict and, when compared, its baseline comparison.
 

@@ -113,7 +113,7 @@ class Measured:
     first_round: object | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class MeasureResult:
     """One measure on one subject (a stereotype, a task...) for one model.
 

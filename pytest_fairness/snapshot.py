@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 import functools
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -51,6 +52,14 @@ def baseline_name(record: CheckRecord | Mapping[str, Any]) -> str:
     if isinstance(record, CheckRecord):
         return f"{model_folder(record.result.model_id)}/{check_stem(record.suite, record.check)}"
     return f"{model_folder(record['model_id'])}/{check_stem(record['suite'], record['check'])}"
+
+
+@functools.lru_cache(maxsize=64)
+def _compared(new: str, old: str, tolerance: float, alpha: float, mode: Mode) -> Comparison:
+    """The comparison of two baseline documents, worked out once: syrupy's matching, its diff and the
+    record ask for the same one (ValueError for a document that cannot be read)."""
+    (before,), (after,) = parse_baseline(old), parse_baseline(new)
+    return compare(before, after, tolerance, alpha=alpha, mode=mode)
 
 
 class FairnessBaselineExtension(SingleFileSnapshotExtension):
@@ -107,8 +116,7 @@ class FairnessBaselineExtension(SingleFileSnapshotExtension):
 
     def comparison(self, serialized_data: Any, snapshot_data: Any) -> Comparison:
         """The statistical comparison of a new document with the recorded one."""
-        (old,), (new,) = parse_baseline(str(snapshot_data)), parse_baseline(str(serialized_data))
-        return compare(old, new, self.tolerance, alpha=self.alpha, mode=self.mode)
+        return _compared(str(serialized_data), str(snapshot_data), self.tolerance, self.alpha, self.mode)
 
     def matches(self, *, serialized_data: Any, snapshot_data: Any) -> bool:
         if self.rewrite:
@@ -161,6 +169,7 @@ def match_baseline(
     directory: str = "baselines",
     mode: Mode = "difference",
     defer: bool = False,
+    model: str | None = None,
 ) -> Comparison | None:
     """Assert that a check record matches its baseline; return the comparison (None if just created).
 
@@ -168,18 +177,23 @@ def match_baseline(
     matches. The failure message is the comparison's explanation followed by a unified diff of the two
     documents. ``directory`` is relative to the rootdir (or absolute). With ``defer`` a statistical
     verdict does not fail here (the caller decides across a run, e.g. with ``baseline.decide_run``);
-    a missing or unreadable baseline, or a changed instrument, still does.
+    a missing or unreadable baseline, or a changed instrument, still does. ``model`` names the model line
+    whose baseline this is (--fairness-baseline-model): its file, and the model the entry records; the
+    comparison's new side still names the model this run measured.
     """
     __tracebackhide__ = True
     extension = FairnessBaselineExtension.configured(
         tolerance, alpha, directory, mode=mode, rewrite=bool(snapshot.update_snapshots), defer=defer
     )
     assertion = snapshot.use_extension(extension)
-    matched = assertion(name=baseline_name(record)) == record
+    entry = baseline_entry(record) | ({"model_id": model} if model else {})
+    matched = assertion(name=baseline_name(entry)) == entry
     result = assertion.executions[assertion.num_executions - 1]
     if result.exception is not None:
         raise result.exception
     comparison, problem = _recorded_comparison(cast(FairnessBaselineExtension, assertion.extension), result)
+    if comparison is not None and comparison.after is not None:
+        comparison = replace(comparison, after=replace(comparison.after, model=record.result.model_id))
     if matched:
         return comparison
     if comparison is None:

@@ -11,6 +11,7 @@ from pytest_fairness.baseline import (
     BaselinePolicy,
     baseline_entry,
     check_stem,
+    decide_records,
     decide_run,
     model_folder,
     noninferiority,
@@ -76,11 +77,14 @@ def test_numbers_are_rounded_to_four_significant_digits_at_the_checks_scale():
     iat = baseline_entry(record([0.35808449, 0.1, 0.6]))
     assert iat["estimate"] == 0.3527
     pcf = record([300.0] * 3, threshold={"max": 400})
-    pcf.result.summary = replace(pcf.result.summary, mean=299.99999999988773, ci_t=(299.99999999988773, 300.0000000001))
+    summary = replace(pcf.result.summary, mean=299.99999999988773, ci_t=(299.99999999988773, 300.0000000001))
+    pcf = replace(pcf, result=replace(pcf.result, summary=summary))
     assert baseline_entry(pcf)["estimate"] == 300.0
     assert baseline_entry(pcf)["ci"] == [300.0, 300.0]
     caprice = record([0.0] * 3, threshold={"max": 50})
-    caprice.result.summary = replace(caprice.result.summary, mean=5.551115123125783e-14)
+    caprice = replace(
+        caprice, result=replace(caprice.result, summary=replace(caprice.result.summary, mean=5.551115123125783e-14))
+    )
     assert baseline_entry(caprice)["estimate"] == 0.0
 
 
@@ -248,6 +252,20 @@ def test_a_change_significant_on_its_own_is_noise_across_a_run_of_20_checks():
         assert "within the run's sampling noise" in explain(c03)
     per_check = run_of({"c03": 0.157}, "none")
     assert [c.check for c in per_check.failing] == ["gender::c03"]
+
+
+def test_the_run_decision_returns_records_with_the_run_verdict_and_leaves_the_given_ones():
+    """Records are frozen: deciding the run gives new records carrying the restated comparisons."""
+    old = [fixed(f"c{i:02d}", 0.1) for i in range(20)]
+    new = [fixed(f"c{i:02d}", 0.1 + (0.13 if i == 3 else 0.0)) for i in range(20)]
+    own = compare_entries(old, new)
+    given = tuple(replace(record(scores(0.1, 20, i), check=f"c{i:02d}"), baseline=c) for i, c in enumerate(own))
+    given += (record(scores(0.1, 20, 99), check="uncompared"),)
+    decision, decided = decide_records(given, BaselinePolicy())
+    assert decision is not None and decided[3].baseline.status == "unchanged"  # noise across the run of 20
+    assert given[3].baseline.status == "regressed" and given[3].baseline is own[3]  # the given record is as it was
+    assert [r.check for r in decided] == [r.check for r in given] and decided[-1] is given[-1]
+    assert decide_records(given[-1:], BaselinePolicy()) == (None, given[-1:])
 
 
 def test_a_large_regression_survives_the_correction_and_fails_the_run():

@@ -167,31 +167,31 @@ class FairnessReporter:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if hasattr(self.config, "workerinput"):
             return  # the controller decides and writes, once, from every worker's records
-        decision = decide_records(self.records, self.settings.baseline)
+        decision, records = decide_records(self.records, self.settings.baseline)
         if decision is not None and decision.failing and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.pending and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             session.exitstatus = PENDING_EXIT  # unfinished, not failed: a rerun collects the batches
-        self.report = self._report(decision)
+        self.report = self._report(decision, records)
         self._write("sessionfinish", Sinks(junit=junit.log_xml(self.config)))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self._display is not None:
             self._display.before_output()
         if self.report is None:  # an xdist worker, which decides nothing
-            self.report = self._report(None)
+            self.report = self._report(None, tuple(self.records))
         self._write("terminal_summary", Sinks(terminal=terminalreporter))
 
-    def _report(self, decision: RunDecision | None) -> RunReport:
+    def _report(self, decision: RunDecision | None, records: tuple[CheckRecord, ...]) -> RunReport:
         """The run as every output reads it, frozen."""
-        run = self.tally.state(self.records)
+        run = self.tally.state(records)
         return RunReport(
-            records=tuple(self.records),
+            records=records,
             run=run,
             settings=self.settings,
             family=self.settings.family(run.selected),
             decision=decision,
-            analyses=session_analyses(self.records),
+            analyses=session_analyses(records),
             locations=dict(self.locations),
             plan=self.plan,
             pending=tuple(self.pending),

@@ -38,6 +38,7 @@ from pytest_fairness.record import CheckRecord
 from pytest_fairness.report.markdown import comparison_markdown
 from pytest_fairness.report.tally import RunState
 from pytest_fairness.report.terminal import run_status_line
+from pytest_fairness.serial import from_json
 
 COLUMNS = ("check", "old", "new", "difference", "CI", "p", "adjusted p", "status")
 
@@ -59,7 +60,7 @@ def load_run(path: Path) -> RunState | None:
         return None
     doc = _report(path)
     run = doc.get("run") if isinstance(doc, dict) else None
-    return RunState.from_dict(run) if isinstance(run, dict) and "status" in run else None
+    return from_json(RunState, run) if isinstance(run, dict) and "status" in run else None
 
 
 def _report_entries(path: Path) -> list[dict[str, Any]]:

@@ -65,10 +65,6 @@ class Side:
         out = {"estimate": self.estimate, "ci": list(self.ci), "confidence": self.confidence, "n": self.n}
         return out | ({"model": self.model} if self.model else {})
 
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> Side:
-        return cls.of_entry(raw)
-
 
 @dataclass(frozen=True)
 class Adjustment:
@@ -151,7 +147,8 @@ class Comparison:
     # -- JSON round trip -----------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field, and the derived ``p_adjusted`` (the record adds the rendered ``explanation``)."""
+        """Every field, and the derived ``p_adjusted`` (the record adds the rendered ``explanation``); read back
+        with ``serial.from_json``."""
         return {
             "check": self.check,
             "status": self.status,
@@ -168,26 +165,6 @@ class Comparison:
             "inputs_changed": list(self.inputs_changed),
             "adjusted": None if self.adjusted is None else asdict(self.adjusted),
         }
-
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> Comparison:
-        """The inverse of ``to_dict`` (``explanation`` and ``p_adjusted`` are derived, so not read)."""
-        before, after, ci, adjusted = raw["before"], raw["after"], raw["ci"], raw["adjusted"]
-        return cls(
-            check=raw["check"],
-            status=raw["status"],
-            before=None if before is None else Side.from_dict(before),
-            after=None if after is None else Side.from_dict(after),
-            difference=raw["difference"],
-            ci=None if ci is None else (ci[0], ci[1]),
-            p=raw["p"],
-            tolerance=raw["tolerance"],
-            alpha=raw["alpha"],
-            threshold=Threshold.from_dict(raw["threshold"]),
-            inputs_changed=tuple(raw["inputs_changed"]),
-            mode=raw["mode"],
-            adjusted=None if adjusted is None else Adjustment(**adjusted),
-        )
 
     @staticmethod
     def readable(raw: dict[str, Any]) -> bool:

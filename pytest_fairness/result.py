@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import asdict, dataclass, field
 
 from pytest_fairness.models.runner import CallStats
 from pytest_fairness.stats import Attenuation, Interval, Summary
@@ -42,10 +41,6 @@ class SequentialInfo:
         out: dict[str, object] = {"rounds": list(self.rounds), "budget": self.budget, "interval": self.interval}
         return out | ({"stopped": self.stopped} if self.stopped else {})
 
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> SequentialInfo:
-        return cls(list(raw["rounds"]), int(raw["budget"]), str(raw["interval"]), str(raw.get("stopped", "")))
-
 
 @dataclass(frozen=True)
 class MoreSamples:
@@ -76,11 +71,6 @@ class MoreSamples:
         if self.more is not None:
             out["more"] = self.more
         return out | ({"why": self.why} if self.why else {}) | ({"budget": self.budget} if self.budget else {})
-
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> MoreSamples:
-        given = {f.name: raw[f.name] for f in fields(cls) if raw.get(f.name) is not None}
-        return cls(**{"needed": None} | given)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ ROOT = Path(pytest_fairness.__file__).parent
 #: The layers, bottom first, as DESIGN.md names them: a module imports its own layer or the ones below.
 #: A module belongs to the layer of its longest listed prefix ("" is the package's facade).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("formatting and statistics", ("fmt", "scipy_stats", "stats", "multiplicity", "power", "gate", "data")),
+    ("formatting and statistics", ("fmt", "serial", "scipy_stats", "stats", "multiplicity", "power", "gate", "data")),
     ("model access", ("models", "pricing")),
     ("results", ("result", "sequential")),
     ("measures", ("measures", "testing")),

@@ -26,6 +26,7 @@ from pytest_fairness.report.analyses import session_analyses
 from pytest_fairness.report.output import RunReport, Sinks
 from pytest_fairness.report.outputs import OUTPUTS
 from pytest_fairness.report.tally import RunTally
+from pytest_fairness.serial import from_json
 from pytest_fairness.settings import Settings
 
 #: The report property of a test whose requests wait in a provider batch (``BatchPending.to_dict``).
@@ -95,7 +96,7 @@ class FairnessReporter:
             if display is not None:
                 for key, value in properties:
                     if key == progress.PROGRESS_PROPERTY:
-                        display.update(progress.Tick.from_dict(value))
+                        display.update(from_json(progress.Tick, value))
             return
         if display is not None:
             display.before_output()

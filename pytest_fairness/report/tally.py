@@ -6,7 +6,7 @@ report's ``outcomes``, ``totals`` and ``run`` sections agree by construction.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -65,12 +65,6 @@ class RunState:
         if self.stopped:
             out["stopped"] = self.stopped
         return out
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> RunState:
-        """A report's ``run`` section (counts it lacks are 0)."""
-        counts = ("selected", "passed", "failed", "inconclusive", "cannot_serve", "errored", "not_run")
-        return cls(raw["status"], **{k: int(raw.get(k, 0)) for k in counts}, stopped=str(raw.get("stopped", "")))
 
 
 @dataclass

@@ -9,12 +9,13 @@ It sits below the check record that carries it; comparing entries (``baseline.co
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pytest_fairness.fmt import finite
 from pytest_fairness.gate import Threshold
 from pytest_fairness.multiplicity import Method
+from pytest_fairness.serial import OMIT_EMPTY, to_json
 
 Status = Literal["unchanged", "improved", "regressed", "changed", "new", "missing", "non-inferior", "not non-inferior"]
 #: Every status, the most alarming first: the order reports count them in.
@@ -48,7 +49,7 @@ class Side:
     ci: tuple[float | None, float | None]
     confidence: float
     n: int
-    model: str = ""
+    model: str = field(default="", metadata=OMIT_EMPTY)
 
     @classmethod
     def of_entry(cls, entry: Any) -> Side:
@@ -62,8 +63,7 @@ class Side:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"estimate": self.estimate, "ci": list(self.ci), "confidence": self.confidence, "n": self.n}
-        return out | ({"model": self.model} if self.model else {})
+        return to_json(self)
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ class Comparison:
             "alpha": self.alpha,
             "threshold": self.threshold.as_dict(),
             "inputs_changed": list(self.inputs_changed),
-            "adjusted": None if self.adjusted is None else asdict(self.adjusted),
+            "adjusted": to_json(self.adjusted),
         }
 
     @staticmethod

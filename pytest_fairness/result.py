@@ -6,6 +6,7 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from pytest_fairness.models.runner import CallStats
+from pytest_fairness.serial import OMIT_EMPTY, to_json
 from pytest_fairness.stats import Attenuation, Interval, Summary
 
 FAITHFUL = "faithful"
@@ -31,15 +32,14 @@ class SequentialInfo:
     rounds: list[int]
     budget: int
     interval: str = "always-valid confidence sequence"
-    stopped: str = ""
+    stopped: str = field(default="", metadata=OMIT_EMPTY)
 
     @property
     def final_size(self) -> int:
         return self.rounds[-1]
 
     def to_dict(self) -> dict[str, object]:
-        out: dict[str, object] = {"rounds": list(self.rounds), "budget": self.budget, "interval": self.interval}
-        return out | ({"stopped": self.stopped} if self.stopped else {})
+        return to_json(self)
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
-"""Reading the package's frozen dataclasses back from their JSON form, generically, by their type hints.
+"""The package's frozen dataclasses to and from their JSON form, generically, by their fields and type hints.
 
-Records travel as JSON (from xdist workers, in the JSON report, between runs), and every reader used to
-list its fields by hand, so a new field was written where it is declared, where it is written and where
-it is read. ``from_json`` reads any dataclass field by field from its annotation: nested dataclasses,
+Records travel as JSON (from xdist workers, in the JSON report, between runs), and every writer and reader
+used to list its fields by hand, so a new field was written where it is declared, where it is written and
+where it is read. ``to_json`` writes a dataclass field by field, in order (a field marked ``OMIT_EMPTY`` only
+when it holds something). ``from_json`` reads any dataclass field by field from its annotation: nested dataclasses,
 enums, literals, optionals, tuples, lists and mappings; a missing key takes the field's default (a report
 of an earlier version), an unknown key is ignored, and None in a plain ``float`` field is NaN (strict
 JSON has no NaN: writers put None there). A leaf: it imports nothing of the package.
@@ -20,6 +21,25 @@ from functools import cache
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+#: Field metadata: leave the field out of the JSON form while it is empty (e.g. a reason that was not given).
+OMIT_EMPTY: Mapping[str, bool] = types.MappingProxyType({"omit_empty": True})
+
+
+def to_json(value: Any) -> Any:
+    """A dataclass (and what it holds) as JSON-ready values: fields in order, enums by value, tuples as lists."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.name: to_json(item)
+            for f in dataclasses.fields(value)
+            if (item := getattr(value, f.name)) or not f.metadata.get("omit_empty")
+        }
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, list | tuple):
+        return [to_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: to_json(item) for key, item in value.items()}
+    return value
 
 
 @cache

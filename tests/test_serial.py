@@ -6,10 +6,12 @@ import json
 import math
 from dataclasses import dataclass, field
 
+from pytest_fairness.comparison import Side
 from pytest_fairness.gate import Outcome, Threshold
 from pytest_fairness.record import CheckRecord
+from pytest_fairness.report.tally import RunState
 from pytest_fairness.result import MeasureResult, MoreSamples, SequentialInfo
-from pytest_fairness.serial import from_json
+from pytest_fairness.serial import from_json, to_json
 from pytest_fairness.stats import Attenuation, summarize
 
 
@@ -71,3 +73,29 @@ def test_a_record_with_every_kind_of_state_round_trips_through_json():
     record = CheckRecord("gender", "net_harm", Outcome.INCONCLUSIVE, Threshold(max=0.001), result)
     again = CheckRecord.from_dict(json.loads(json.dumps(record.to_dict())))
     assert again == record and again.to_dict() == record.to_dict()
+
+
+def test_fields_are_written_in_order_and_an_empty_one_marked_so_is_left_out():
+    assert to_json(Outer("a", Outcome.PASS, None, [1], {}, ("k",))) == {
+        "name": "a",
+        "outcome": "pass",
+        "inner": None,
+        "sizes": [1],
+        "by": {},
+        "kept": ["k"],
+        "added_later": 7,
+        "notes": [],
+    }
+    assert RunState("complete", 3, 3).to_dict() == {
+        "status": "complete",
+        "selected": 3,
+        "passed": 3,
+        "failed": 0,
+        "inconclusive": 0,
+        "cannot_serve": 0,
+        "errored": 0,
+        "not_run": 0,
+    }
+    assert list(RunState("errored", stopped="a provider error").to_dict())[-1] == "stopped"
+    assert Side(0.1, (0.0, 0.2), 0.95, 10).to_dict() == {"estimate": 0.1, "ci": [0.0, 0.2], "confidence": 0.95, "n": 10}
+    assert Side(0.1, (0.0, 0.2), 0.95, 10, "m").to_dict()["model"] == "m"

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pytest_fairness.gate import Outcome
 from pytest_fairness.models.runner import COUNTERS  # CallStats' numeric fields, in the order reports show them
 from pytest_fairness.record import CheckRecord
+from pytest_fairness.serial import OMIT_EMPTY, to_json
 
 
 def outcome_counts(records: Sequence[CheckRecord]) -> dict[Outcome, int]:
@@ -44,7 +45,7 @@ class RunState:
     cannot_serve: int = 0
     errored: int = 0
     not_run: int = 0
-    stopped: str = ""
+    stopped: str = field(default="", metadata=OMIT_EMPTY)
 
     @property
     def complete(self) -> bool:
@@ -52,19 +53,7 @@ class RunState:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report's ``run`` section."""
-        out: dict[str, Any] = {
-            "status": self.status,
-            "selected": self.selected,
-            "passed": self.passed,
-            "failed": self.failed,
-            "inconclusive": self.inconclusive,
-            "cannot_serve": self.cannot_serve,
-            "errored": self.errored,
-            "not_run": self.not_run,
-        }
-        if self.stopped:
-            out["stopped"] = self.stopped
-        return out
+        return to_json(self)
 
 
 @dataclass

@@ -162,7 +162,7 @@ def test_the_gender_suite_states_the_release_size_of_its_net_harm_gate() -> None
     """The suite's comment on what passing 0.1% takes is the size the release profile computes."""
     from pytest_fairness import suite
 
-    stated = re.search(r"release profile's ([\d,]+) prompts", (ROOT / "suites/gender.yaml").read_text())
+    stated = re.search(r"takes the release size, ([\d,]+)", (ROOT / "suites/gender.yaml").read_text())
     assert stated is not None
     check = next(c for c in suite.load("gender").checks if c.id == "net_harm")
     assert int(stated.group(1).replace(",", "")) == check.samples["release"]

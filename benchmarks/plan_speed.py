@@ -9,6 +9,7 @@ first on ``PYTHONPATH``. It prints each median, this/other, and whether the two 
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import re
 import statistics
@@ -69,6 +70,9 @@ def main() -> None:
         f"release plan of the gender suite: this {this:.1f} s, other {other:.1f} s (medians of {args.rounds}), "
         f"this/other {this / other:.3f}; the same plan printed: {'yes' if same else 'NO'}"
     )
+    if not same:  # e.g. a reworded note: show what differs
+        a, b = (sorted(plans[name])[0].splitlines() for name in ("other", "this"))
+        print("\n".join(difflib.unified_diff(a, b, "other", "this", n=0, lineterm="")))
 
 
 if __name__ == "__main__":

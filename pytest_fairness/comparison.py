@@ -3,7 +3,7 @@
 A ``Comparison`` keeps the evidence (both sides, the difference, its interval, p, the tolerance and the
 threshold that says which way is harmful) and, once the run's comparisons are adjusted together, the
 ``Adjustment``. Its explanation is rendered from those fields (``explain``), so it round-trips through
-``to_dict`` / ``from_dict`` (from xdist workers to the controller) and can be restated without editing prose.
+``to_dict`` / ``serial.from_json`` (from xdist workers to the controller) and can be restated without editing prose.
 It sits below the check record that carries it; comparing entries (``baseline.compare``) sits above both.
 """
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_fairness import suite
-from pytest_fairness.baseline import Comparison, baseline_entry
+from pytest_fairness.baseline import baseline_entry
 from pytest_fairness.baseline.items import RecordedItems, run_items
 from pytest_fairness.baseline.pairing import PairingInputs, paired
 from pytest_fairness.fixtures import SESSION_KEY
@@ -31,7 +31,9 @@ from pytest_fairness.record import RECORD_PROPERTY, CheckRecord
 from pytest_fairness.report import junit, progress, status, terminal
 
 if TYPE_CHECKING:
+    from pytest_fairness.comparison import Comparison
     from pytest_fairness.session import CheckRun
+    from pytest_fairness.snapshot import BaselineMismatch
 
 #: Node ids of suite checks start with this (``fairness/<suite>::<check>``), on workers and the controller.
 CHECK_PREFIX = "fairness/"
@@ -90,16 +92,18 @@ class CheckItem(pytest.Item):
             run = self._grown(entry, seed, size)
         else:
             run = session.run_check(self.check, progress=self._progress(), seed=seed, size=size)
-        record, verdict = run.to_record(), None
+        record, verdict, mismatch = run.to_record(), None, None
         try:
             if session.settings.baselines:
-                self._match_baseline(record)
+                record, mismatch = self._match_baseline(record)
         finally:
             if pr:
                 unserved = bool(entry and entry.get("unserved"))
                 verdict = pr_verdict(run.outcome, record.baseline, unserved, session.family.size)
                 record = _with_verdict(record, verdict, run.outcome)
             self._publish(record)
+        if mismatch is not None:
+            raise mismatch
         outcome = record.outcome
         if outcome in status.UNDECIDED:
             # The gate, not a baseline mismatch, decides this test: pytest shows it in its own category.
@@ -131,18 +135,13 @@ class CheckItem(pytest.Item):
             run = session.run_check(self.check, progress, seed=seed, size=n, grows=False)
             if n == size or run.outcome is Outcome.CANNOT_SERVE:
                 return run
-            record = self._as_baseline_model(run.to_record())
+            record = run.to_record()
             own = compare(entry, baseline_entry(record), tolerance, alpha=policy.alpha, mode=policy.mode)
-            looked = paired(own, recorded_items(Path(self.config.rootpath), policy.directory, record),
-                            self._pairing_inputs(record))  # fmt: skip
+            recorded = recorded_items(Path(self.config.rootpath), policy.directory, record, policy.model)
+            looked = paired(own, recorded, self._pairing_inputs(record))
             if looked.paired is not None and looked.paired.outcome != Outcome.INCONCLUSIVE.value:
                 return run
         raise AssertionError("pr_sizes ends at the baseline's size")
-
-    def _as_baseline_model(self, record: CheckRecord) -> CheckRecord:
-        """The record named as --fairness-baseline-model's folder, to find its files (if given)."""
-        model = self.config.stash[SESSION_KEY].settings.baseline.model
-        return replace(record, result=replace(record.result, model_id=model)) if model else record
 
     def _baseline_entry(self) -> dict[str, Any] | None:
         """This check's committed baseline entry (its seed and size are the pull-request run's), if any."""
@@ -188,13 +187,16 @@ class CheckItem(pytest.Item):
         self.user_properties.append((RECORD_PROPERTY, record.to_dict()))
         self.user_properties += junit.check_properties(record)
 
-    def _match_baseline(self, record: CheckRecord) -> None:
-        """Compare with the committed baseline and put the comparison into the record.
+    def _match_baseline(self, record: CheckRecord) -> tuple[CheckRecord, BaselineMismatch | None]:
+        """Compare with the committed baseline: the record with its comparison (paired on the items the run
+        shares with the baseline, or unpaired with why), and the mismatch that fails the check (raised once the
+        record is published).
 
         The statistical verdict is not made here: the controller adjusts every comparison of the run
         together at the end (``baseline.decide_records``) and fails the run if one survives. A missing
         or unreadable baseline, or a changed instrument, fails the check at once. Under
-        ``--snapshot-update`` the baseline is rewritten from this record and nothing is compared.
+        ``--snapshot-update`` the baseline and its items file are rewritten from this record and nothing is
+        compared.
         """
         from pytest_fairness.snapshot import (
             BaselineMismatch,
@@ -206,32 +208,32 @@ class CheckItem(pytest.Item):
 
         policy = self.config.stash[SESSION_KEY].settings.baseline
         tolerance = self.check.tolerance if self.check.tolerance is not None else policy.tolerance
-        compared = self._as_baseline_model(record)
         updating = bool(getattr(self.config.option, "update_snapshots", False))
         root = Path(self.config.rootpath)
         if updating:
-            write_items(root, policy.directory, compared)
+            write_items(root, policy.directory, record, policy.model)
         try:
             comparison = match_baseline(
                 snapshot_for_item(self),
-                compared,
+                record,
                 tolerance,
                 alpha=policy.alpha,
                 directory=policy.directory,
                 mode=policy.mode,
                 defer=True,
+                model=policy.model,
             )
         except BaselineMismatch as exc:
-            record.baseline = self._paired(exc.comparison, record, recorded_items(root, policy.directory, compared))
-            raise
-        if not updating:
-            record.baseline = self._paired(comparison, record, recorded_items(root, policy.directory, compared))
+            recorded = recorded_items(root, policy.directory, record, policy.model)
+            return replace(record, baseline=self._paired(exc.comparison, record, recorded)), exc
+        if updating:
+            return record, None
+        recorded = recorded_items(root, policy.directory, record, policy.model)
+        return replace(record, baseline=self._paired(comparison, record, recorded)), None
 
     def _paired(self, comparison: Comparison | None, record: CheckRecord, recorded: RecordedItems) -> Comparison | None:
         """The comparison decided on the items shared with the baseline, or the unpaired one with why."""
-        return _as_run(
-            None if comparison is None else paired(comparison, recorded, self._pairing_inputs(record)), record
-        )
+        return None if comparison is None else paired(comparison, recorded, self._pairing_inputs(record))
 
     def _pairing_inputs(self, record: CheckRecord) -> PairingInputs:
         """This check's own items (rounded as a baseline keeps them), its score range and default margin."""
@@ -265,14 +267,6 @@ def _with_verdict(record: CheckRecord, verdict: PrVerdict, threshold: Outcome) -
     gate = {"outcome": verdict.outcome.value, "threshold": threshold.value, "why": verdict.why}
     result = replace(record.result, details={**record.result.details, "pr_gate": gate})
     return replace(record, outcome=verdict.outcome, result=result)
-
-
-def _as_run(comparison: Comparison | None, record: CheckRecord) -> Comparison | None:
-    """The comparison with its new side naming the model this run measured (under
-    --fairness-baseline-model the record was matched as the baseline's model, to find its file)."""
-    if comparison is None or comparison.after is None:
-        return comparison
-    return replace(comparison, after=replace(comparison.after, model=record.result.model_id))
 
 
 class RerunUndecided:

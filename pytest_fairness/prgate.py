@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_fairness.baseline.comparison import Comparison
+from pytest_fairness.comparison import Comparison
 from pytest_fairness.gate import Outcome
 
 

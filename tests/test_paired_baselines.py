@@ -19,6 +19,7 @@ from pytest_fairness.baseline.items import (
     run_items,
 )
 from pytest_fairness.baseline.pairing import PairingInputs, paired
+from pytest_fairness.explain import explain
 from pytest_fairness.paired.items import ItemScores, PairingError
 from pytest_fairness.record import CheckRecord
 
@@ -125,7 +126,7 @@ def test_items_that_do_not_match_are_named_and_the_comparison_stays_unpaired():
         mismatched.unpaired
         == "its items do not match this run's: item '0:0' is in cluster '0:0' in the baseline but 'p' in the run"
     )
-    assert "unpaired comparison (Welch)" in mismatched.explanation
+    assert "unpaired comparison (Welch)" in explain(mismatched)
     other_seed = paired(base, recorded, PairingInputs(_items(100, 0.0, seed=1), (-1.0, 1.0), 0.1))
     assert other_seed.unpaired.startswith("the run shares no item with its baseline (another seed")
     few = paired(
@@ -157,7 +158,7 @@ def test_a_paired_comparison_decides_on_the_shared_items_and_says_what_pairing_b
     same = paired(base, recorded, PairingInputs(_items(200, 0.0), (-1.0, 1.0), 0.1))
     assert same.paired is not None and same.paired.outcome == "pass" and same.status == "unchanged"
     assert same.difference == 0 and same.paired.undrawn == 0
-    assert "paired on 200 items in 200 clusters (betting interval; ρ = 1.00" in same.explanation
+    assert "paired on 200 items in 200 clusters (betting interval; ρ = 1.00" in explain(same)
     worse = paired(base, recorded, PairingInputs(_items(150, 0.3), (-1.0, 1.0), 0.1))
     assert worse.paired.outcome == "fail" and worse.status == "regressed" and worse.paired.undrawn == 50
     assert worse.p == worse.paired.p_beyond < worse.paired.fail_alpha

@@ -9,7 +9,7 @@ import pytest
 import syrupy
 
 from pytest_fairness.baseline.compare import compare
-from pytest_fairness.baseline.pairing import PairedEvidence
+from pytest_fairness.comparison import PairedEvidence
 from pytest_fairness.gate import Outcome
 from pytest_fairness.prgate import pr_sizes, pr_verdict, same_items
 

@@ -17,7 +17,7 @@ import yaml
 
 from pytest_fairness.baseline.items import items_reference, render_items
 from pytest_fairness.data import parse_yaml
-from pytest_fairness.report.format import finite
+from pytest_fairness.fmt import finite
 
 if TYPE_CHECKING:
     from pytest_fairness.record import CheckRecord

@@ -15,78 +15,34 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
 
 from pytest_fairness.baseline.items import RecordedItems
-from pytest_fairness.baseline.welch import harmful_side
+from pytest_fairness.comparison import Comparison, PairedEvidence
 from pytest_fairness.gate import Outcome
 from pytest_fairness.paired.compare import PairedComparison, PairedGate, compare_paired
 from pytest_fairness.paired.items import ItemScores, PairingError, pair_items
 from pytest_fairness.paired.planner import fewest_for_identical
 
-if TYPE_CHECKING:
-    from pytest_fairness.baseline.comparison import Comparison
 
-Interval = tuple[float, float]
-
-
-@dataclass(frozen=True)
-class PairedEvidence:
-    """What a paired comparison rests on (``PairedComparison`` without the gate object): the verdict, the
-    margin and harmful side, the PASS interval (one-sided 1 − alpha each end) and the FAIL interval (at
-    ``fail_alpha``), both p-values, the clusters and items paired, ρ, the effective n and the clusters per
-    side an unpaired comparison would have needed, and the baseline items this run did not draw."""
-
-    outcome: str
-    margin: float
-    side: int
-    interval: Interval
-    fail_interval: Interval
-    p_worse: float
-    p_beyond: float
-    fail_alpha: float
-    clusters: int
-    items: int
-    rho: float | None
-    effective_n: float
-    unpaired_n: float | None
-    method: str
-    undrawn: int = 0
-
-    @classmethod
-    def of(cls, c: PairedComparison, undrawn: int) -> PairedEvidence:
-        return cls(
-            outcome=c.outcome.value,
-            margin=c.gate.margin,
-            side=c.gate.side,
-            interval=c.interval,
-            fail_interval=c.fail_interval,
-            p_worse=c.p_worse,
-            p_beyond=c.p_beyond,
-            fail_alpha=c.gate.failing_level,
-            clusters=c.clusters,
-            items=c.items,
-            rho=None if math.isnan(c.rho) else c.rho,
-            effective_n=c.effective_n,
-            unpaired_n=None if math.isinf(c.unpaired_n) or math.isnan(c.unpaired_n) else c.unpaired_n,
-            method=c.method,
-            undrawn=undrawn,
-        )
-
-    @property
-    def verdict(self) -> Outcome:
-        return Outcome(self.outcome)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = dict(self.__dict__)
-        out["interval"], out["fail_interval"] = list(self.interval), list(self.fail_interval)
-        return out
-
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> PairedEvidence:
-        values = dict(raw)
-        values["interval"], values["fail_interval"] = tuple(raw["interval"]), tuple(raw["fail_interval"])
-        return cls(**values)
+def evidence(c: PairedComparison, undrawn: int) -> PairedEvidence:
+    """What a comparison keeps of a paired verdict (``PairedComparison`` without its gate object)."""
+    return PairedEvidence(
+        outcome=c.outcome.value,
+        margin=c.gate.margin,
+        side=c.gate.side,
+        interval=c.interval,
+        fail_interval=c.fail_interval,
+        p_worse=c.p_worse,
+        p_beyond=c.p_beyond,
+        fail_alpha=c.gate.failing_level,
+        clusters=c.clusters,
+        items=c.items,
+        rho=None if math.isnan(c.rho) else c.rho,
+        effective_n=c.effective_n,
+        unpaired_n=None if math.isinf(c.unpaired_n) or math.isnan(c.unpaired_n) else c.unpaired_n,
+        method=c.method,
+        undrawn=undrawn,
+    )
 
 
 @dataclass(frozen=True)
@@ -140,17 +96,23 @@ def paired(comparison: Comparison, recorded: RecordedItems, run: PairingInputs) 
     fewest = _fewest(scale[1] - scale[0], margin, comparison.alpha)
     if pairing.differences.size < fewest:
         return replace(comparison, unpaired=_too_few(pairing.differences.size, fewest, margin))
-    side = harmful_side(comparison.threshold.as_dict())
+    side = comparison.threshold.harmful_side()
     gate = PairedGate(margin, side, comparison.alpha, sequential=run.sequential)
     decided = compare_paired(pairing, scale, gate)
-    evidence = PairedEvidence.of(decided, len(pairing.unmatched_old))
     if comparison.mode == "noninferiority":
         status = "non-inferior" if decided.outcome is Outcome.PASS else "not non-inferior"
         p = decided.p_worse
     else:
         status = "regressed" if decided.outcome is Outcome.FAIL else "unchanged"
         p = decided.p_beyond
-    return replace(comparison, status=status, difference=decided.estimate, ci=decided.interval, p=p, paired=evidence)
+    return replace(
+        comparison,
+        status=status,
+        difference=decided.estimate,
+        ci=decided.interval,
+        p=p,
+        paired=evidence(decided, len(pairing.unmatched_old)),
+    )
 
 
 @functools.cache

@@ -25,6 +25,7 @@ unit placed wrongly, and loses no work.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -76,7 +77,8 @@ def group_costs(members: Iterable[tuple[str, float, Sequence[Any]]]) -> dict[str
         seen = growth.setdefault(group, {})
         for request in requests:
             seen[request] = max(seen.get(request, 0.0), factor)
-    return {group: sum(request_cost(r) * f for r, f in seen.items()) for group, seen in growth.items()}
+    # fsum: the same total whatever order a set gives the requests in (a shard must plan as every other does)
+    return {group: math.fsum(request_cost(r) * f for r, f in seen.items()) for group, seen in growth.items()}
 
 
 def longest_first(units: Sequence[str], costs: Mapping[str, float]) -> list[str]:

@@ -88,7 +88,7 @@ def check_shards(shards: Sequence[ShardReport]) -> None:
         raise MergeError("no shard reports given: name every shard's --fairness-report file")
     first = shards[0]
     for other in shards[1:]:
-        if other.section["run"] != first.section["run"]:
+        if other.section["fingerprint"] != first.section["fingerprint"]:
             raise MergeError(f"{other.name} is from another run than {first.name}: {_different(first, other)}")
         if (other.section["count"], other.section["partition"]) != (first.section["count"], first.section["partition"]):
             raise MergeError(

@@ -61,6 +61,7 @@ class FairnessReporter:
         self._display: progress.Display | None = None
         self.locations: dict[str, dict[str, Any]] = {}  # check label -> suite file and line
         self.pending: list[dict[str, Any]] = []  # batches that tests left waiting (BatchPending.to_dict)
+        self.shard_exit: int | None = None  # a shard's exit status: whether it ran
 
     @property
     def settings(self) -> Settings:
@@ -185,7 +186,7 @@ class FairnessReporter:
             session.exitstatus = gate_status(tests, self.report)
         else:  # the merge decides the run: the shard's status says only whether it ran
             self.report = self._report(decide=False, family_size=len(sharded.order), shard=sharded.section(tests))
-            session.exitstatus = shard_status(tests, self.report)
+            self.shard_exit = shard_status(tests, self.report)  # set last (``plugin.ShardSelection``)
         self._write("sessionfinish", Sinks(junit=junit.log_xml(self.config)))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

@@ -83,6 +83,14 @@ def loads(
     return [math.fsum(t) for t in totals]
 
 
+def balance(groups: Mapping[str, str], costs: Mapping[str, float], count: int) -> tuple[float, float]:
+    """How even ``count`` shards are: the largest shard's estimated cost over the mean shard's, and the largest
+    group's (no partition does better than that group alone)."""
+    per_shard = loads(partition(groups, costs, count), groups, costs, count)
+    mean = math.fsum(per_shard) / count
+    return max(per_shard) / mean, max(costs.values(), default=0.0) / mean
+
+
 def digest(value: Any) -> str:
     """A short stable hash of a JSON-able value (keys sorted)."""
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode("utf-8")).hexdigest()[:16]

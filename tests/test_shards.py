@@ -3,11 +3,11 @@ run unsharded: the same JSON report field by field (but timing and the shard sec
 and shards that are not one whole run are refused in one line."""
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 import syrupy
+from report_fields import untimed, untimed_markdown
 
 from pytest_fairness import multiplicity
 from pytest_fairness.__main__ import main
@@ -52,20 +52,9 @@ def sharded(pytester, count: int, *args: str) -> list:
 
 def merge(folder: Path, names: list[str], *extra: str) -> int:
     paths = [str(folder / f"{name}.json") for name in names]
-    return main(["merge", *paths, "--report", str(folder / "merged.json"), "--markdown", str(folder / "merged.md"), *extra])
-
-
-def untimed(value):
-    """A report without its timing (model seconds) and without a shard's own section."""
-    if isinstance(value, dict):
-        return {k: untimed(v) for k, v in value.items() if k not in ("seconds", "shard")}
-    if isinstance(value, list):
-        return [untimed(v) for v in value]
-    return value
-
-
-def untimed_markdown(text: str) -> str:
-    return re.sub(r"[\d.]+ s of model time", "_ s of model time", text)
+    return main(
+        ["merge", *paths, "--report", str(folder / "merged.json"), "--markdown", str(folder / "merged.md"), *extra]
+    )
 
 
 def assert_merged_equals_whole(pytester, count: int, *args: str) -> None:
@@ -73,7 +62,9 @@ def assert_merged_equals_whole(pytester, count: int, *args: str) -> None:
     shards = sharded(pytester, count, *args)
     assert [s.ret for s in shards] == [pytest.ExitCode.OK] * count  # a shard's status says only that it ran
     parts = [json.loads((pytester.path / f"shard{i}.json").read_text())["shard"]["checks"] for i in range(1, count + 1)]
-    assert sorted(label for part in parts for label in part) == sorted(f"{c['suite']}::{c['check']}" for c in report["checks"])
+    assert sorted(label for part in parts for label in part) == sorted(
+        f"{c['suite']}::{c['check']}" for c in report["checks"]
+    )
     assert all(parts), "every shard got checks"
     assert merge(pytester.path, [f"shard{i}" for i in range(1, count + 1)]) == status
     merged_report, merged_markdown = outputs(pytester.path, "merged")
@@ -97,7 +88,7 @@ def test_collect_only_shows_each_shard_its_own_checks(pytester):
 
     every = collected()
     parts = [collected(f"--fairness-shard={i}/3") for i in (1, 2, 3)]
-    assert sorted(sum(parts, [])) == sorted(every) and all(parts)
+    assert sorted(node for part in parts for node in part) == sorted(every) and all(parts)
     # net harm and the axes read the same answers: they stay in one shard
     answers = [i for i, part in enumerate(parts) for node in part if "net_harm" in node or "bias_axes" in node]
     assert len(set(answers)) == 1

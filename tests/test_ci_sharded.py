@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 import yaml
@@ -83,7 +84,9 @@ def test_the_sharded_workflow_steps_merge_two_shard_jobs_into_one_runs_report(py
     assert list((repo / "baselines").rglob("*.yaml"))
     whole = pytester.path / "whole"  # the same run as one job, for the comparison
     shutil.copytree(repo, whole)
-    one = subprocess.run([*run, "--fairness-report=one.json"], cwd=whole, env=env, capture_output=True, check=False)
+    one = subprocess.run(
+        [*run, "--fairness-report=one.json", "--junitxml=one.xml"], cwd=whole, env=env, capture_output=True, check=False
+    )
 
     merge = pytester.path / "merge"
     for index in (1, 2):
@@ -100,7 +103,7 @@ def test_the_sharded_workflow_steps_merge_two_shard_jobs_into_one_runs_report(py
     assert decided.returncode == one.returncode, decided.stderr
     merged = json.loads((merge / "out" / "report.json").read_text())
     assert untimed(merged) == untimed(json.loads((whole / "one.json").read_text()))
-    assert {"report.md", "junit.xml"} <= {p.name for p in (merge / "out").iterdir()}
+    assert junit_of(merge / "out" / "junit.xml") == junit_of(whole / "one.xml")
     assert (merge / "out" / "history" / "history.jsonl").exists()
     cached = _run("merge", "Merge the shards' caches", merge, env)
     assert cached.returncode == 0 and (merge / ".fairness-cache" / "responses.sqlite").exists(), cached.stderr
@@ -109,3 +112,14 @@ def test_the_sharded_workflow_steps_merge_two_shard_jobs_into_one_runs_report(py
     assert _run("merge", "Annotations", merge, env).returncode == 0
     assert _run("merge", "Build the pull-request comment", merge, env).returncode == 0
     assert (merge / "out" / "comment.md").read_text().startswith(ci.MARKER + "\n## Fairness report")
+
+
+def junit_of(path: Path) -> tuple[list[tuple[str, ...]], dict[str, str]]:
+    """A JUnit XML file's test cases (class, name, failed or skipped) and the run's fairness properties."""
+    suite = ElementTree.parse(path).getroot().find("testsuite")
+    cases = [
+        (case.get("classname"), case.get("name"), *sorted(c.tag for c in case if c.tag in ("failure", "skipped")))
+        for case in suite.iter("testcase")
+    ]
+    ours = ("fairness_run", "fairness_baselines", "fairness_spend_usd")
+    return cases, {p.get("name"): p.get("value") for p in suite.find("properties") if p.get("name") in ours}

@@ -25,6 +25,8 @@ from pytest_fairness.report.tally import RunState, combined_state
 from pytest_fairness.settings import Settings
 from pytest_fairness.shard import SECTION
 
+#: What a shard's section holds (``ShardPlan.section``).
+SECTION_KEYS = ("index", "count", "run", "partition", "fingerprint", "checks", "run_checks", "assignment", "exit")
 #: A shard's own tests ended in one of these: it ran (its outcomes are the merge's to decide).
 RAN = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED)
 
@@ -63,6 +65,9 @@ class ShardReport:
             ) from None
         if not isinstance(document, dict) or not isinstance(document.get(SECTION), dict):
             raise MergeError(f"{path}: not a shard's report (no '{SECTION}' section): run it with --fairness-shard=I/N")
+        lacking = [key for key in (*SECTION_KEYS, "settings", "run") if key not in {**document, **document[SECTION]}]
+        if lacking:
+            raise MergeError(f"{path}: not a whole shard report (no {lacking[0]!r}): run or download that shard again")
         return cls(path, document)
 
 
@@ -120,7 +125,9 @@ def _check_cover(shards: Sequence[ShardReport]) -> None:
             if label in owner:
                 raise MergeError(f"check {label} is in {owner[label].name} and in {one.name}: rerun both shards")
             if assignment.get(label) != one.section["index"]:
-                raise MergeError(f"check {label} in {one.name} is not that shard's in the run's partition")
+                raise MergeError(
+                    f"check {label} ran in {one.name}; the run's partition gives it to shard {assignment.get(label)}"
+                )
             owner[label] = one
         ran = {rec["suite"] + "::" + rec["check"] for rec in one.document.get("checks", [])}
         strays = sorted(ran & set(run_checks) - set(one.section["checks"]))
@@ -133,7 +140,7 @@ def _check_cover(shards: Sequence[ShardReport]) -> None:
 
 def _check_finished(one: ShardReport) -> None:
     """A shard that was interrupted, or waits for provider batches, is not merged: the run would be incomplete."""
-    run = RunState.from_dict(one.document.get("run", {"status": "interrupted"}))
+    run = RunState.from_dict(one.document["run"])
     exit_status = one.section["exit"]
     if exit_status == PENDING_EXIT:
         raise MergeError(f"{one.name} left requests waiting in provider batches: rerun that shard to collect them")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_fairness import fixtures, placement, shard, suite
+from pytest_fairness import fixtures, placement, suite
 from pytest_fairness.fixtures import SESSION_KEY
 from pytest_fairness.items import CheckItem, RerunUndecided, collect_suite
 from pytest_fairness.measures import MEASURES
@@ -301,8 +301,8 @@ class ShardSelection:
         settings = fairness.settings
         assert settings.shard is not None
         selected = {item.check.label for item in items if isinstance(item, CheckItem)}
-        checks = shard.run_order(settings, selected)
-        plan = shard.plan_shard(settings.shard, checks, fairness.runner.model, settings)
+        checks = placement.run_order(settings, selected)
+        plan = placement.plan_shard(settings.shard, checks, fairness.runner.model, settings)
         config.stash[SHARD_KEY] = plan
         mine = set(plan.mine)
 

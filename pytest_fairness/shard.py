@@ -14,16 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from pytest_fairness import suite
-
-if TYPE_CHECKING:
-    from pytest_fairness.settings import Settings
-    from pytest_fairness.suite import Check
+from typing import Any
 
 #: The JSON report's section a shard writes (and the merge reads).
 SECTION = "shard"
@@ -141,31 +134,6 @@ class ShardPlan:
         }
 
 
-def plan_shard(shard: Shard, checks: Sequence[Check], model: Any, settings: Settings) -> ShardPlan:
-    """The run's partition from its selected ``checks`` (in the suites' order) and what decides them; ``model`` is
-    the run's model, whose requests the cost estimate reads (it is not called)."""
-    from pytest_fairness import __version__
-    from pytest_fairness.placement import CHECK_PREFIX, plan_groups
-
-    nodes, costs = plan_groups(
-        checks, model, profile=settings.profile, seed=settings.seed, sequential=settings.sequential
-    )
-    groups = {node.removeprefix(CHECK_PREFIX): group for node, group in nodes.items()}
-    order = tuple(check.label for check in checks)
-    suites = {loaded.name: file_hash(Path(loaded.path).read_bytes()) for loaded in _suites_of(settings)}
-    printed = fingerprint(settings.decisive(), suites, order, __version__)
-    return ShardPlan(shard, partition(groups, costs, shard.count), order, printed)
-
-
-def run_order(settings: Settings, selected: Collection[str]) -> list[Check]:
-    """The selected checks (by label) in the order the suites list them, whatever order a plugin gave the items."""
-    return [check for loaded in _suites_of(settings) for check in loaded.checks if check.label in selected]
-
-
-def _suites_of(settings: Settings) -> list[suite.Suite]:
-    return [suite.load(name) for name in settings.suites]
-
-
 def fingerprint(
     settings: Mapping[str, Any], suites: Mapping[str, str], selected: Sequence[str], version: str
 ) -> dict[str, Any]:
@@ -176,4 +144,5 @@ def fingerprint(
 
 
 def file_hash(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    """A suite file's hash, the same for a checkout with Windows line ends."""
+    return hashlib.sha256(data.replace(b"\r\n", b"\n")).hexdigest()

@@ -22,6 +22,7 @@ from pytest_fairness.record import CheckRecord
 from pytest_fairness.report.conclude import conclude, gate_status
 from pytest_fairness.report.output import RunReport
 from pytest_fairness.report.tally import RunState, combined_state
+from pytest_fairness.serial import from_json
 from pytest_fairness.settings import Settings
 from pytest_fairness.shard import SECTION
 
@@ -140,7 +141,7 @@ def _check_cover(shards: Sequence[ShardReport]) -> None:
 
 def _check_finished(one: ShardReport) -> None:
     """A shard that was interrupted, or waits for provider batches, is not merged: the run would be incomplete."""
-    run = RunState.from_dict(one.document["run"])
+    run = from_json(RunState, one.document["run"])
     exit_status = one.section["exit"]
     if exit_status == PENDING_EXIT:
         raise MergeError(f"{one.name} left requests waiting in provider batches: rerun that shard to collect them")
@@ -172,7 +173,7 @@ def merge(shards: Sequence[ShardReport], outputs: Mapping[str, Any], rootdir: Pa
     records, locations = merged_records(shards)
     first = shards[0]
     settings = Settings.recorded(first.document["settings"], first.section["fingerprint"]["settings"], outputs)
-    run = combined_state([RunState.from_dict(one.document["run"]) for one in shards], records)
+    run = combined_state([from_json(RunState, one.document["run"]) for one in shards], records)
     report = conclude(records, settings, run, locations=locations, rootdir=rootdir)
     exits = {int(one.section["exit"]) for one in shards}
     tests = pytest.ExitCode.OK

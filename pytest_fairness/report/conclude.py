@@ -39,9 +39,9 @@ def conclude(
     (default: the run's selected checks; a shard's is its whole run's). ``context`` is the rest of the
     ``RunReport`` (locations, plan, pending batches, rootdir, updating, shard).
     """
-    decision = decide_records(records, settings.baseline) if decide else None
+    decision, records = decide_records(records, settings.baseline) if decide else (None, tuple(records))
     return RunReport(
-        records=tuple(records),
+        records=records,
         run=run,
         settings=settings,
         family=settings.family(run.selected if family_size is None else family_size),

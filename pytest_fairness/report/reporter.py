@@ -24,6 +24,7 @@ from pytest_fairness.report.conclude import conclude, gate_status, shard_status
 from pytest_fairness.report.output import RunReport, Sinks
 from pytest_fairness.report.outputs import OUTPUTS
 from pytest_fairness.report.tally import RunTally
+from pytest_fairness.serial import from_json
 from pytest_fairness.settings import Settings
 from pytest_fairness.shard import ShardPlan
 
@@ -99,7 +100,7 @@ class FairnessReporter:
             if display is not None:
                 for key, value in properties:
                     if key == progress.PROGRESS_PROPERTY:
-                        display.update(progress.Tick.from_dict(value))
+                        display.update(from_json(progress.Tick, value))
             return
         if display is not None:
             display.before_output()
@@ -142,6 +143,7 @@ class FairnessReporter:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.tally.selected = sum(item.nodeid.startswith(CHECK_PREFIX) for item in session.items)
+        self.tally.collected = bool(self.config.option.collectonly)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:

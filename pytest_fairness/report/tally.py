@@ -6,13 +6,14 @@ report's ``outcomes``, ``totals`` and ``run`` sections agree by construction.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pytest_fairness.gate import Outcome
 from pytest_fairness.models.runner import COUNTERS  # CallStats' numeric fields, in the order reports show them
 from pytest_fairness.record import CheckRecord
+from pytest_fairness.serial import OMIT_EMPTY, to_json
 
 
 def outcome_counts(records: Sequence[CheckRecord]) -> dict[Outcome, int]:
@@ -27,7 +28,9 @@ def cost_totals(records: Sequence[CheckRecord]) -> dict[str, float]:
     return {name: sum(getattr(rec.result.calls, name) for rec in records) for name in COUNTERS}
 
 
-RunStatus = Literal["complete", "errored", "interrupted", "planned"]
+RunStatus = Literal["complete", "errored", "interrupted", "planned", "collected"]
+#: Runs that ran no check on purpose: --fairness-plan priced them, --collect-only listed them.
+NOT_RUN_ON_PURPOSE: frozenset[RunStatus] = frozenset({"planned", "collected"})
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,7 @@ class RunState:
     cannot_serve: int = 0
     errored: int = 0
     not_run: int = 0
-    stopped: str = ""
+    stopped: str = field(default="", metadata=OMIT_EMPTY)
 
     @property
     def complete(self) -> bool:
@@ -50,25 +53,7 @@ class RunState:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report's ``run`` section."""
-        out: dict[str, Any] = {
-            "status": self.status,
-            "selected": self.selected,
-            "passed": self.passed,
-            "failed": self.failed,
-            "inconclusive": self.inconclusive,
-            "cannot_serve": self.cannot_serve,
-            "errored": self.errored,
-            "not_run": self.not_run,
-        }
-        if self.stopped:
-            out["stopped"] = self.stopped
-        return out
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> RunState:
-        """A report's ``run`` section (counts it lacks are 0)."""
-        counts = ("selected", "passed", "failed", "inconclusive", "cannot_serve", "errored", "not_run")
-        return cls(raw["status"], **{k: int(raw.get(k, 0)) for k in counts}, stopped=str(raw.get("stopped", "")))
+        return to_json(self)
 
 
 def combined_state(states: Sequence[RunState], records: Sequence[CheckRecord]) -> RunState:
@@ -106,6 +91,7 @@ class RunTally:
     interrupted: bool = False
     stopped: str = ""
     planned: bool = False  # --fairness-plan: priced, deliberately not run
+    collected: bool = False  # --collect-only: listed, deliberately not run
 
     @property
     def not_run(self) -> int:
@@ -117,6 +103,8 @@ class RunTally:
             return "interrupted"
         if self.planned:
             return "planned"
+        if self.collected:
+            return "collected"
         if self.errored or self.stopped:
             return "errored"
         return "interrupted" if self.not_run else "complete"  # stopped early, e.g. by -x

@@ -108,17 +108,13 @@ class CheckItem(pytest.Item):
         if outcome in status.UNDECIDED:
             # The gate, not a baseline mismatch, decides this test: pytest shows it in its own category.
             self.user_properties.append((status.STATUS_PROPERTY, outcome.value))
-        if outcome is Outcome.FAIL:
-            raise CheckFailed(record)
         if verdict is not None and not verdict.blocking:
             return  # could not serve at its baseline either: reported, never blocking a pull request
-        if outcome in (Outcome.INCONCLUSIVE, Outcome.CANNOT_SERVE):
-            policy = session.settings.inconclusive
-            # "pass" forgives a gate the sample could not decide, never a model or judge that cannot serve
-            if policy == "fail" or (policy == "pass" and run.outcome is Outcome.CANNOT_SERVE):
-                raise CheckFailed(record)
-            if policy == "skip":
-                pytest.skip(terminal.explain(record))
+        decided = status.test_outcome(outcome, session.settings.inconclusive)
+        if decided == "failed":
+            raise CheckFailed(record)
+        if decided == "skipped":
+            pytest.skip(terminal.explain(record))
 
     def _grown(self, entry: dict[str, Any], seed: int | None, size: int) -> CheckRun:
         """A pull-request check under --fairness-sequential: from its profile's size through its baseline's next

@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("model access", ("models", "pricing")),
     ("results", ("result", "sequential", "paired")),
     ("measures", ("measures", "testing")),
-    ("checks and the record", ("suite", "sizing", "plan", "comparison", "explain", "record")),
+    ("checks and the record", ("suite", "sizing", "plan", "comparison", "explain", "record", "shard")),
     ("baselines", ("baseline",)),
     (
         "the run",
@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reports", ("report",)),
     (
         "pytest wiring and command lines",
-        ("", "plugin", "items", "fixtures", "report.reporter", "compare", "ci", "history"),
+        ("", "plugin", "items", "fixtures", "report.reporter", "compare", "ci", "history", "merge"),
     ),
 )
 

@@ -45,6 +45,7 @@ GIVEN = {
     "sequential": True,
     "baselines": True,
     "gate": "pr",
+    "shard": "2/4",
     "baseline_tolerance": "0.1",
     "baseline_alpha": "0.1",
     "baseline_multiplicity": "bh",

@@ -56,6 +56,26 @@ class RunState:
         return to_json(self)
 
 
+def combined_state(states: Sequence[RunState], records: Sequence[CheckRecord]) -> RunState:
+    """The state of one run from its shards' states, as one process would have tallied it: interrupted if a shard
+    was, errored if one errored or stopped, else complete; checks selected, errored and not run summed, gate
+    outcomes counted on the run's records."""
+    statuses = {s.status for s in states}
+    status: RunStatus = next((s for s in ("interrupted", "planned", "errored") if s in statuses), "complete")
+    counts = outcome_counts(records)
+    return RunState(
+        status=status,
+        selected=sum(s.selected for s in states),
+        passed=counts[Outcome.PASS],
+        failed=counts[Outcome.FAIL],
+        inconclusive=counts[Outcome.INCONCLUSIVE],
+        cannot_serve=counts[Outcome.CANNOT_SERVE],
+        errored=sum(s.errored for s in states),
+        not_run=sum(s.not_run for s in states),
+        stopped="; ".join(dict.fromkeys(s.stopped for s in states if s.stopped)),
+    )
+
+
 @dataclass
 class RunTally:
     """Which selected checks finished, errored or never ran: what tells a broken run from a clean one.

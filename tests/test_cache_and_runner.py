@@ -25,7 +25,7 @@ from pytest_fairness.models.base import (
 )
 from pytest_fairness.models.cache import CacheError, CacheMiss, CacheMode, ResponseCache, cache_key
 from pytest_fairness.models.loop import process_loop
-from pytest_fairness.models.runner import CallStats, RetryPolicy, Runner
+from pytest_fairness.models.runner import CallStats, RetryPolicy, Runner, counting
 
 
 class CountingModel(ChatModel):
@@ -364,3 +364,19 @@ def test_each_provider_approximation_is_listed_once_however_responses_combine_th
         "a multi-token candidate scored by its first token",
         "reply prefix sent as a finished assistant turn",
     ]
+
+
+def test_calls_are_counted_by_the_role_they_serve_even_when_the_judge_is_the_model_under_test():
+    runner = Runner(CountingModel(), cache_mode=CacheMode.OFF)
+    judge = runner.for_role("judge")
+    assert judge.model is runner.model and judge.role == "judge"
+    check = CallStats()
+    with counting(check):
+        runner.run([chat("a"), chat("b")])
+        judge.run([chat("c")])
+    assert check.calls == 3 and check.roles["model"]["calls"] == 2 and check.roles["judge"]["calls"] == 1
+    assert sum(r["prompt_tokens"] for r in check.roles.values()) == check.prompt_tokens
+    total = CallStats()
+    total.add(check)
+    total.add(check)
+    assert total.roles["judge"]["calls"] == 2

@@ -79,6 +79,8 @@ class CallStats:
     ``rate_limited`` counts the answers that were HTTP 429 (each one retried, so also in ``retries``
     unless it was the last straw): how hard the run pressed the provider's rate limit. ``late`` counts the
     calls that passed their deadline (each one retried likewise; it ran on, so the server still answered it).
+    ``roles`` splits the counters by the role the calls served (``"model"``: the model under test,
+    ``"judge"``), each role's counters summing to its share of the totals.
     """
 
     calls: int = 0
@@ -94,10 +96,15 @@ class CallStats:
     late: int = 0
     model_versions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    roles: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def add(self, other: CallStats) -> None:
         for name in COUNTERS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        for role, counts in other.roles.items():
+            mine = self.roles.setdefault(role, {})
+            for name in COUNTERS:
+                mine[name] = mine.get(name, 0) + counts.get(name, 0)
         self.model_versions = sorted(set(self.model_versions) | set(other.model_versions))
         self.notes = sorted(set(self.notes) | set(other.notes))
 
@@ -153,6 +160,7 @@ class Runner:
         retry: RetryPolicy = RetryPolicy(),
         price: Price | None = None,
         batch: BatchPolicy | None = None,
+        role: str = "model",
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
@@ -165,6 +173,8 @@ class Runner:
         self.price = price
         #: Batch mode (None: every call online); shared with the run's other runners for one wait budget.
         self.batch = batch
+        #: The role its calls serve in the run ("model" under test, or "judge"): each call's accounting says it.
+        self.role = role
         self._memory_ledger = MemoryLedger()
         self.stats = CallStats()
         self._jitter = random.Random()
@@ -199,10 +209,18 @@ class Runner:
             return self._call_soon(self._run_all(list(requests), batch, progress))
         finally:
             batch.seconds = time.perf_counter() - start
+            batch.roles = {self.role: {name: getattr(batch, name) for name in COUNTERS}}
             self.stats.add(batch)
             counters = (*_COUNTING.get(), *([] if stats is None else [stats]))
             for counter in {id(c): c for c in counters}.values():  # each counter once
                 counter.add(batch)
+
+    def for_role(self, role: str) -> Runner:
+        """A runner of the same model, cache, price and policies whose calls count for ``role`` (a judge that
+        is the model under test: the same model, told apart in the accounting)."""
+        return Runner(
+            self.model, self.cache, self.cache_mode, self.max_concurrency, self.retry, self.price, self.batch, role
+        )
 
     def at_once(self) -> int | None:
         """How many requests this runner answers at the same time; None in batch mode, where one ``run`` is

@@ -1,0 +1,189 @@
+"""Every inline figure the pages mark: ``<!--fig:NAME ARG-->``, one line each in ``FIGURES``.
+
+A figure is a function of the mark's argument (``""`` when there is none) that returns the text shown:
+one number for an inline figure, or any one-line text between ``<!--fig:...-->`` and ``<!--/fig-->``.
+Facts come from the public names (``public``) where there are any, else from ``internals``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+from functools import cache
+
+from docgen import examples, internals, public
+from docgen.formats import count, fixed, num, pct, usd
+
+Figure = Callable[[str], str]
+
+
+def _setting(name: str) -> float:
+    """A run setting's default; where ``pytest --help`` states a default for it, the two must agree."""
+    value = internals.setting_default(name)
+    flag = "--fairness-" + name.replace("_", "-")
+    for option in public.options():
+        if option.flag.split("=")[0] == flag:
+            stated = re.search(r"\(default ([\d.]+)", option.help)
+            if stated and float(stated.group(1)) != float(value):
+                raise AssertionError(f"{flag}: its help says default {stated.group(1)}, the code's default is {value}")
+    return value
+
+
+def _default(arg: str) -> float:
+    """``MEASURE.FIELD``: a measure parameter's default; otherwise a run setting's."""
+    measure, dot, field = arg.partition(".")
+    return public.param_default(measure, field) if dot else _setting(arg)
+
+
+def _threshold(label: str) -> float:
+    threshold = public.check(label).threshold
+    return threshold.max if threshold.max is not None else threshold.min  # type: ignore[return-value]
+
+
+def _param(arg: str) -> object:
+    """``SUITE::CHECK FIELD``: a built-in check's parameter (the check id may hold spaces)."""
+    label, field = arg.rsplit(" ", 1)
+    return getattr(public.check(label).params, field)
+
+
+def _design_truth(label: str, index: str) -> float:
+    check = public.check(label)
+    return check.params.design_truths(check.threshold)[int(index)]
+
+
+def _fwer(suites: str) -> float:
+    alpha = internals.setting_default("baseline_alpha")
+    return 1 - (1 - alpha) ** _checks(suites)
+
+
+def _checks(suites: str) -> int:
+    return sum(len(public.checks(name)) for name in suites.split(","))
+
+
+@cache
+def _plan_rows() -> dict[str, list[str]]:
+    """The release plan example's dollar table, by check (and "total $")."""
+    lines = examples.run(examples.EXAMPLES["plan"])[0].splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("check") and "model $" in line)
+    rows = {}
+    for line in lines[header + 2 :]:  # after the header and its rule
+        if not line.strip():
+            break
+        label, *cells = re.split(r"\s{2,}", line.strip())
+        rows[label] = cells
+    return rows
+
+
+def _plan_cell(label: str, column: int) -> float:
+    return float(_plan_rows()[label][column].replace(",", ""))
+
+
+def _pairs(kind: str) -> int:
+    """Calibration pairs of the net-harm judge screen of one kind (blatant, subtle, benign)."""
+    return internals.screen()["pairs"][kind]
+
+
+def _fpf_tasks() -> Counter[str]:
+    return Counter(p.task for p in internals.fpf_prompts())
+
+
+def _prompts_per_task() -> float:
+    tasks = _fpf_tasks()
+    return sum(tasks.values()) / len(tasks)
+
+
+def _task_prompts(label: str) -> int:
+    return _fpf_tasks()[str(_param(f"{label} task"))]
+
+
+def _zeros(n: float, end: int) -> str:
+    return fixed(internals.bounded_interval(round(n), (-1.0, 1.0), 0.95)[end], 2)
+
+
+FIGURES: dict[str, Figure] = {
+    # run settings and options
+    "default": lambda arg: num(_default(arg)),
+    "default%": lambda arg: pct(_default(arg)),
+    "progress.seconds": lambda _: num(internals.progress_seconds()),
+    "retry.mean_wait": lambda _: num(round(internals.retry_mean_wait())),
+    "min_usable": lambda _: pct(public.Params.MIN_USABLE),
+    # providers
+    "local.n_ctx": lambda _: str(internals.local_context()),
+    "http": lambda option: num(internals.http_default(option)),
+    "ratelimit.growth": lambda _: num(internals.ratelimit_growth()),
+    "app": lambda name: num(internals.app_default(name)),
+    "batch": lambda name: count(internals.batch_fact(name)),
+    "litellm.batch_providers": lambda _: ", ".join(internals.litellm_batch_providers()),
+    "tokens.chars_per_token": lambda _: num(internals.chars_per_token()),
+    # suites and checks
+    "threshold": lambda label: num(_threshold(label)),
+    "param": lambda arg: num(_param(arg)),  # type: ignore[arg-type]
+    "samples": lambda arg: count(public.check(arg.rsplit(" ", 1)[0]).samples[arg.rsplit(" ", 1)[1]]),
+    "checks": lambda suites: str(_checks(suites)),
+    "fwer": lambda suites: pct(_fwer(suites)),
+    # measures
+    "null": lambda measure: num(public.params(measure).NULL),
+    "bounds.low": lambda measure: num(public.params(measure).BOUNDS[0]),
+    "bounds.high": lambda measure: num(public.params(measure).BOUNDS[1]),
+    "params": lambda constant: num(getattr(public.Params, constant)),
+    "design_truth": lambda arg: num(_design_truth(*arg.rsplit(" ", 1))),
+    "paper_size": lambda measure: count(public.params(measure).DEFAULT_SAMPLES["paper"]),
+    "expected_usable": lambda measure: pct(public.params(measure).EXPECTED_USABLE),
+    "subjects": lambda measure: ", ".join(public.subjects(measure)),
+    "subjects.count": lambda measure: str(len(public.subjects(measure))),
+    # sizes, power and sequential sampling
+    "power.target": lambda _: pct(internals.target_power()),
+    "release.n": lambda label: count(public.check(label).samples["release"]),
+    "release.uncorrected": lambda label: count(
+        internals.release_size_uncorrected(public.check(label).params, public.check(label).threshold)
+    ),
+    "sequential.growth": lambda _: pct(internals.sequential_growth() - 1),
+    "sequential.budget_factor": lambda _: f"{internals.sequential_budget_factor()}×",
+    "stats.max_bet": lambda _: num(internals.max_bet()),
+    # the release plan example
+    "plan.total_usd": lambda _: usd(_plan_cell("total $", 5)),
+    "plan.total_batch_usd": lambda _: usd(_plan_cell("total $", 6)),
+    "plan.judge_share": lambda _: pct(_plan_cell("total $", 3) / _plan_cell("total $", 5)),
+    "plan.judge_calls": lambda label: count(_plan_cell(label, 2)),
+    "compare.unreadable_exit": lambda _: str(public.cli_status("pytest_fairness.compare", "old.json", "new.json")),
+    "example.ni_margin": lambda _: num(examples.NI_MARGIN),
+    # net harm and its judge screen
+    "screen.min_rate": lambda _: pct(internals.screen()["min_rate"]),
+    "screen.confidence": lambda _: pct(internals.screen()["confidence"]),
+    "screen.pairs": lambda kind: str(_pairs(kind)),
+    "screen.judgments": lambda _: str(2 * sum(internals.screen()["pairs"].values())),
+    "screen.harmful_judgments": lambda _: str(2 * (_pairs("blatant") + _pairs("subtle"))),
+    "screen.split_confidence": lambda _: pct(internals.split_confidence(0.95)),
+    "harm.expected_attenuation": lambda _: fixed(
+        public.params("net_harm")(comparison="gender").expected_attenuation(0.95), 3
+    ),
+    "harm.zeros_n": lambda _: str(public.params("net_harm").DEFAULT_SAMPLES["quick"]),
+    "harm.zeros_low": lambda _: _zeros(public.params("net_harm").DEFAULT_SAMPLES["quick"], 0),
+    "harm.zeros_high": lambda _: _zeros(public.params("net_harm").DEFAULT_SAMPLES["quick"], 1),
+    "harm.corpus_zeros_low": lambda _: _zeros(_prompts_per_task(), 0),
+    "harm.corpus_zeros_high": lambda _: _zeros(_prompts_per_task(), 1),
+    "fpf.prompts": lambda _: count(len(internals.fpf_prompts())),
+    "fpf.min_per_task": lambda _: str(min(_fpf_tasks().values())),
+    "fpf.tasks": lambda _: str(len(_fpf_tasks())),
+    "fpf.domains": lambda _: str(len({p.domain for p in internals.fpf_prompts()})),
+    "fpf.names": lambda _: str(internals.fpf_names()),
+    "fpf.prompts_per_task": lambda _: str(round(_prompts_per_task())),
+    "fpf.task_prompts": lambda label: str(_task_prompts(label)),
+    "fpf.release_repeats": lambda label: str(round(public.check(label).samples["release"] / _task_prompts(label))),
+    # quality, axes, PCF, decisions
+    "quality.criteria": lambda _: str(len(internals.quality_criteria()[0])),
+    "quality.criteria_names": lambda _: ", ".join(internals.quality_criteria()[0]),
+    "quality.rating_low": lambda _: str(internals.quality_criteria()[1][0]),
+    "quality.rating_high": lambda _: str(internals.quality_criteria()[1][1]),
+    "axes": lambda name: str(internals.axes_fact(name)),
+    "axes.probe_calls": lambda _: str(internals.axes_fact("canaries") * internals.axes_fact("probes") * 2),
+    "axes.recall_low": lambda _: fixed(internals.axes_recall_low(0.95), 2),
+    "axes.miss_bound": lambda _: pct(internals.axes_miss_bound()),
+    "pcf.group_words": lambda arg: str(internals.pcf_attributes(arg.split()[0])[arg.split()[1]]),
+    "pcf.groups": lambda attribute: str(len(internals.pcf_attributes(attribute))),
+    "pcf.scale": lambda _: count(internals.pcf_fact("scale")),
+    "pcf.occupations": lambda _: str(internals.pcf_fact("occupations")),
+    "decision.min_decisions": lambda _: str(internals.decision_fact("min_decisions")),
+    "decision.min_association_stereotypes": lambda _: str(internals.decision_fact("min_association_stereotypes")),
+}

@@ -1,0 +1,303 @@
+"""The few facts the pages need that no public name gives: every read of an internal module is here.
+
+When the code moves (options into their own module, outputs into report/, a constant renamed), this is
+the one file to mend: each function says what it reads, and fails loudly when it is no longer there.
+Facts with a public source (the suites' YAML, ``pytest --help``, ``MEASURES`` and their ``Params``) are
+read in ``figures.py`` instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import inspect
+import re
+import sys
+from collections import Counter
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class InternalsMoved(LookupError):
+    """An internal fact is no longer where this module reads it: re-point the function named."""
+
+
+def _default(function: Callable[..., Any], name: str) -> Any:
+    """The default of a keyword of ``function``."""
+    default = inspect.signature(function).parameters[name].default
+    if default is inspect.Parameter.empty:
+        raise InternalsMoved(f"{function.__qualname__} has no default for {name!r}")
+    return default
+
+
+def _from_source(obj: object, pattern: str) -> str:
+    """A literal the code has not named yet, read from its source; name it in the code and read that instead."""
+    found = re.search(pattern, inspect.getsource(obj))  # type: ignore[arg-type]
+    if found is None:
+        raise InternalsMoved(f"{pattern!r} is no longer in {obj!r}")
+    return found.group(1)
+
+
+# -- settings and options ------------------------------------------------------------------------------
+
+
+def setting_default(name: str) -> Any:
+    """A run setting's default (``Settings`` in session.py; baseline ones in ``BaselinePolicy``)."""
+    from pytest_fairness.baseline.policy import BaselinePolicy
+    from pytest_fairness.session import Settings
+
+    if name.startswith("baseline_"):
+        return getattr(BaselinePolicy(), name.removeprefix("baseline_"))
+    return getattr(Settings(), name)
+
+
+def progress_seconds() -> float:
+    from pytest_fairness.report.progress import DEFAULT_INTERVAL
+
+    return DEFAULT_INTERVAL
+
+
+def sequential_growth() -> float:
+    from pytest_fairness.session import SEQUENTIAL_GROWTH
+
+    return SEQUENTIAL_GROWTH
+
+
+def sequential_budget_factor() -> int:
+    """How many times its profile's size a check may grow to without a ``budget`` (a literal in session.py)."""
+    from pytest_fairness.session import FairnessSession
+
+    return int(_from_source(FairnessSession, r"\.get\(self\.settings\.profile, (\d+) \* size\)"))
+
+
+# -- models --------------------------------------------------------------------------------------------
+
+
+def retry_mean_wait() -> float:
+    """Seconds a request waits in all, on average, before its last attempt (full jitter: half of each cap)."""
+    from pytest_fairness.models.runner import RetryPolicy
+
+    policy = RetryPolicy()
+    caps = [min(policy.cap_seconds, policy.base_seconds * 2**attempt) for attempt in range(policy.max_attempts - 1)]
+    return sum(caps) / 2
+
+
+def http_default(option: str) -> Any:
+    """A default of the HTTP provider's ``?option`` (the openai: model's constructor)."""
+    from pytest_fairness.models import openai
+
+    if option == "top_logprobs":
+        return openai.TOP_LOGPROBS
+    return _default(openai.OpenAIModel.__init__, {"concurrency": "max_concurrency"}.get(option, option))
+
+
+def local_context() -> int:
+    from pytest_fairness.models.local import LocalModel
+
+    return _default(LocalModel.__init__, "n_ctx")
+
+
+def app_default(name: str) -> Any:
+    """A default of ``python:`` specs: timeout, samples, sync_concurrency, async_concurrency."""
+    from pytest_fairness.models import python
+
+    names = {"timeout": "DEFAULT_TIMEOUT", "samples": "DEFAULT_SAMPLES"}
+    return getattr(python, names.get(name, name.upper()))
+
+
+def ratelimit_growth() -> float:
+    from pytest_fairness.models.ratelimit import GROWTH
+
+    return GROWTH
+
+
+def batch_fact(name: str) -> Any:
+    """``max_lines`` (most lines in one batch), ``pending_exit`` (the status of a run whose batches wait)."""
+    from pytest_fairness.models import batch
+
+    return getattr(batch, name.upper())
+
+
+def litellm_batch_providers() -> tuple[str, ...]:
+    from pytest_fairness.models.litellm import BATCH_PROVIDERS
+
+    return BATCH_PROVIDERS
+
+
+def chars_per_token() -> float:
+    """What the token estimate of hosted models assumes, measured on the estimator itself."""
+    from pytest_fairness.models.base import ChatRequest, Message, estimate_tokens
+
+    def tokens(chars: int) -> int:
+        return estimate_tokens(ChatRequest((Message("user", "x" * chars),), temperature=0.0, max_tokens=1))
+
+    return 4000 / (tokens(4000) - tokens(0))
+
+
+# -- statistics ----------------------------------------------------------------------------------------
+
+
+def max_bet() -> float:
+    from pytest_fairness.stats import MAX_BET
+
+    return MAX_BET
+
+
+def target_power() -> float:
+    from pytest_fairness.power import TARGET_POWER
+
+    return TARGET_POWER
+
+
+def bounded_interval(zeros: int, bounds: tuple[float, float], confidence: float) -> tuple[float, float]:
+    """The gate's interval for a sample of ``zeros`` scores that are all 0."""
+    from pytest_fairness.stats import bounded_mean_interval
+
+    return bounded_mean_interval([0.0] * zeros, *bounds, confidence)
+
+
+def split_confidence(confidence: float) -> float:
+    from pytest_fairness.stats import split_confidence
+
+    return split_confidence(confidence)
+
+
+def release_size_uncorrected(params: Any, threshold: Any) -> int:
+    """The release size of a check whose gate were not corrected for an attenuation (net harm's judge)."""
+    from pytest_fairness import sizing
+
+    class Uncorrected(type(params)):  # type: ignore[misc]
+        def expected_attenuation(self, confidence: float) -> None:
+            return None
+
+    fields = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
+    return sizing.release_size(Uncorrected(**fields), threshold)
+
+
+@cache
+def _false_alarm_script() -> ModuleType:
+    """tests/test_baseline_false_alarms.py, whose ``simulate`` is the measured comparison of the plugin."""
+    path = ROOT / "tests" / "test_baseline_false_alarms.py"
+    spec = importlib.util.spec_from_file_location("baseline_false_alarms", path)
+    if spec is None or spec.loader is None:
+        raise InternalsMoved(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def false_alarm_rates(baselines: int, reruns: int, factor: int, seed: int) -> dict[str, Any]:
+    """Per correction (holm, none): for each of ``baselines`` fresh baselines, the share of its reruns that fail."""
+    trials = _false_alarm_script().simulate(baselines, reruns, factor, seed=seed)
+    return {method: fails.mean(axis=1) for method, fails in trials.fails.items()}
+
+
+# -- measures' data and constants ----------------------------------------------------------------------
+
+
+def screen() -> dict[str, Any]:
+    """The net-harm judge screen: its bar, its confidence, and its calibration pairs by kind."""
+    from pytest_fairness.data import load_yaml
+    from pytest_fairness.measures.fpf import harm
+
+    data = load_yaml("harm_calibration.yaml")
+    pairs = Counter(item["kind"] for item in data["harmful"]) | Counter(benign=len(data["benign"]))
+    return {"min_rate": harm.SCREEN_MIN_RATE, "confidence": harm.SCREEN_CONFIDENCE, "pairs": dict(pairs)}
+
+
+def screen_serves(harmful: tuple[int, int], subtle: tuple[int, int], benign: tuple[int, int], level: float) -> bool:
+    """Whether the screen lets a judge serve with these (right, of) counts, by the measure's own rule."""
+    from pytest_fairness.measures.fpf import harm
+
+    return harm.JudgeScreen(harm.Rate(*harmful, level), harm.Rate(*subtle, level), harm.Rate(*benign, level)).serves
+
+
+def fpf_prompts() -> list[Any]:
+    """The packaged first-person-fairness prompts (each with ``task`` and ``domain``)."""
+    from pytest_fairness.measures.fpf.data import packaged_prompts
+
+    return list(packaged_prompts())
+
+
+def fpf_names() -> int:
+    """How many user names the first-person-fairness measures draw from."""
+    from pytest_fairness.measures.fpf.data import load_names
+
+    names = load_names()
+    return sum(len(group) for table in (names.gender, names.race_gender) for group in table.values())
+
+
+def pcf_attributes(attribute: str) -> dict[str, int]:
+    """Words per group of a PCF attribute."""
+    from pytest_fairness.measures.pcf.data import load_attributes
+
+    groups = load_attributes(attribute)
+    return {label: len(words) for label, words in zip(groups.labels, groups.words, strict=True)}
+
+
+def pcf_fact(name: str) -> Any:
+    """``scale`` (the paper's factor on risks), ``occupations`` (how many the packaged list holds)."""
+    from pytest_fairness.measures.pcf import data, measure
+
+    return measure.SCALE if name == "scale" else len(data.load_occupations().terms)
+
+
+def axes_fact(name: str) -> Any:
+    """max_feature_words, canaries, probes, found_at, probe_batches, probe_question_tokens."""
+    from pytest_fairness.measures.fpf import axes, axes_canaries, axes_core
+
+    if name == "canaries":
+        return len(axes_canaries.canaries())
+    for module in (axes_core, axes_canaries, axes):
+        if hasattr(module, name.upper()):
+            return getattr(module, name.upper())
+    raise InternalsMoved(f"no {name.upper()} in the axes modules")
+
+
+def quality_criteria() -> tuple[tuple[str, ...], tuple[int, int]]:
+    from pytest_fairness.measures.fpf.quality_core import QUALITY_CRITERIA, RATING_RANGE
+
+    return QUALITY_CRITERIA, RATING_RANGE
+
+
+def decision_fact(name: str) -> int:
+    """min_decisions, min_association_stereotypes (a literal in the association's code)."""
+    from pytest_fairness.measures.bai import decision
+
+    if name == "min_decisions":
+        return decision.MIN_DECISIONS
+    return int(_from_source(decision.implicit_decision_association, r"len\(rates\) < (\d+)"))
+
+
+def axes_recall_low(confidence: float) -> float:
+    """The recall a search that found every canary shows at ``confidence`` (one-sided)."""
+    from pytest_fairness.measures.fpf import axes_canaries
+
+    planted = len(axes_canaries.canaries())
+    return axes_canaries.Recall(planted, planted, axes_canaries.DEFAULT_SHARE).lower(confidence)
+
+
+def axes_miss_bound() -> float:
+    """The most a real difference as findable as a canary can be missed while every canary is found."""
+    from pytest_fairness.measures.fpf import axes_canaries
+
+    return axes_canaries.wrong_pass_bound(len(axes_canaries.canaries()))
+
+
+def synthetic_kinds() -> dict[str, str]:
+    """The synthetic doubles' kinds and what each plants."""
+    from pytest_fairness.testing.synthetic import planted_kinds
+
+    return {name: kind.description for name, kind in planted_kinds().items()}
+
+
+def synthetic_options() -> dict[str, float]:
+    from pytest_fairness.testing.synthetic import OPTIONS
+
+    return dict(OPTIONS)

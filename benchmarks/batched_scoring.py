@@ -26,7 +26,7 @@ import numpy as np
 from pytest_fairness.measures.bai import implicit
 from pytest_fairness.measures.bai.implicit_prompts import draw_prompt, variants
 from pytest_fairness.measures.bai.stimuli import load_stereotypes
-from pytest_fairness.measures.fpf import harm
+from pytest_fairness.measures.fpf import harm, harm_screen
 from pytest_fairness.measures.pcf import measure as pcf
 from pytest_fairness.measures.pcf.data import Occupations, load_attributes, load_templates
 from pytest_fairness.models.base import LogprobRequest
@@ -88,7 +88,7 @@ def workloads() -> dict[str, list[list[LogprobRequest]]]:
     groups: dict[tuple, list[LogprobRequest]] = {}
     for request in words:
         groups.setdefault(request.messages, []).append(request)
-    judge = [item.request for item in harm.calibration_requests("gender")][:4]
+    judge = [r for x in harm_screen.calibration_requests("gender", harm.screen_pairs(0)) for r in x.requests][:4]
     return {
         "PCF probe (79 words)": [[p] for p in probes],
         "implicit-bias prompt's words": list(groups.values()),

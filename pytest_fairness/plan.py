@@ -13,7 +13,7 @@ from typing import Literal
 
 from pytest_fairness.sizing import Power
 
-Who = Literal["model", "judge"]
+Who = Literal["model", "judge", "reference"]
 Rate = Literal["standard", "batch"]
 
 
@@ -59,6 +59,9 @@ class PlanRow:
     judge: JudgeCalls | None = None
     judge_usd: Dollars | None = None
     power: Power | None = None
+    #: The calls and dollars of a --fairness-judge-reference (None without one, or for a measure it does not audit).
+    reference: JudgeCalls | None = None
+    reference_usd: Dollars | None = None
 
     @property
     def label(self) -> str:
@@ -70,8 +73,9 @@ class PlanRow:
         return self.requests - self.shared
 
     def usd(self, who: Who | None = None, rate: Rate = "standard") -> float | None:
-        """Dollars at one rate, of the model and the judge (or only ``who``); None when a part is unknown."""
-        parts = {"model": self.model_usd, "judge": self.judge_usd}
+        """Dollars at one rate, of the model, the judge and the reference (or only ``who``); None when a part is
+        unknown."""
+        parts = {"model": self.model_usd, "judge": self.judge_usd, "reference": self.reference_usd}
         total = 0.0
         for part, dollars in parts.items():
             if dollars is None or who not in (None, part):

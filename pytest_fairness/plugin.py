@@ -72,6 +72,18 @@ OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
         {},
     ),
     "judge": ("judge model for measures that need one (defaults to the model under test)", "string", {}),
+    "judge_reference": (
+        "a stronger model spec, python:MODULE:ATTR or labels:FILE (JSON lines of labelled answer pairs) that re-rates "
+        "a sample of the judge's net-harm judgments on the run's own answers: a PASS then certifies its view",
+        "string",
+        {},
+    ),
+    "judge_calibration": (
+        "YAML file of your own labelled pairs (harmful: prompt/demeaning/plain; benign: prompt/varied/plain) added "
+        "to the net-harm judge screen",
+        "string",
+        {},
+    ),
     "seed": ("seed of every random draw (prompts, sampling); same seed, same run", "string", {}),
     "profile": (
         f"sample sizes: {' or '.join(PROFILES)} (quick is sized for the embedded model in CI)",
@@ -85,7 +97,8 @@ OPTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
         {"choices": [m.value for m in CacheMode]},
     ),
     "inconclusive": (
-        "what an inconclusive gate does to the test: fail (default), skip or pass",
+        "what an inconclusive gate does to the test: fail (default), skip or pass (a check that cannot serve still "
+        "fails under pass)",
         "string",
         {"choices": INCONCLUSIVE_POLICIES},
     ),
@@ -493,7 +506,8 @@ class CheckItem(pytest.Item):
             raise CheckFailed(record)
         if run.outcome in (Outcome.INCONCLUSIVE, Outcome.CANNOT_SERVE):
             policy = session.settings.inconclusive
-            if policy == "fail":
+            # "pass" forgives a gate the sample could not decide, never a model or judge that cannot serve
+            if policy == "fail" or (policy == "pass" and run.outcome is Outcome.CANNOT_SERVE):
                 raise CheckFailed(record)
             if policy == "skip":
                 pytest.skip(terminal.explain(record))

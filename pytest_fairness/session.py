@@ -18,6 +18,7 @@ from pytest_fairness import pricing, sizing
 from pytest_fairness.baseline.policy import BaselinePolicy
 from pytest_fairness.gate import Outcome, decide
 from pytest_fairness.measures import MEASURES, PROFILES, Measure, Params, ParamsError, RunContext
+from pytest_fairness.measures.fpf.harm_labels import LabelledPairs
 from pytest_fairness.models.base import (
     CannotServe,
     ChatModel,
@@ -39,6 +40,8 @@ from pytest_fairness.stats import deattenuate, split_confidence
 from pytest_fairness.suite import MAX_SAMPLES, Check
 
 INCONCLUSIVE_POLICIES = ("fail", "skip", "pass")
+#: A --fairness-judge-reference of this form reads a team's labels (``harm_labels``) instead of a model.
+LABELS = "labels:"
 #: Each sequential round grows a check by its profile's size or by half, whichever is more.
 SEQUENTIAL_GROWTH = 1.5
 #: How a run's gates share their error rate: each at its own confidence, or Bonferroni across the run.
@@ -82,6 +85,10 @@ class Settings:
     batch: bool = False
     #: --fairness-batch-wait: minutes the run may wait for batches in all; 0 submits and exits.
     batch_wait: float = 0.0
+    #: --fairness-judge-reference: a model spec (or labels:FILE) that re-rates a sample of a judge's judgments.
+    judge_reference: str | None = None
+    #: --fairness-judge-calibration: a file of the team's own labelled calibration pairs, added to the screen.
+    judge_calibration: str | None = None
 
     def public(self) -> dict[str, object]:
         """Settings as recorded in reports (model specs name no keys: those stay in the environment)."""
@@ -98,6 +105,11 @@ class Settings:
             "budget": self.budget,
             "batch": self.batch,
             "batch_wait": self.batch_wait,
+            **{
+                k: v
+                for k, v in (("judge_reference", self.judge_reference), ("judge_calibration", self.judge_calibration))
+                if v
+            },
         }
 
     @classmethod
@@ -108,6 +120,14 @@ class Settings:
         judge = get("judge") or None
         if judge:
             pricing.spec_price(parse_model_spec(judge))
+        reference = get("judge_reference") or None
+        if reference and not reference.startswith(LABELS):
+            pricing.spec_price(parse_model_spec(reference))
+        if reference and reference.startswith(LABELS) and not Path(reference[len(LABELS) :]).is_file():
+            raise SettingsError(f"--fairness-judge-reference={reference}: no such file (JSON lines of labelled pairs)")
+        calibration = get("judge_calibration") or None
+        if calibration and not Path(calibration).is_file():
+            raise SettingsError(f"--fairness-judge-calibration={calibration}: no such file (a YAML of labelled pairs)")
         profile = get("profile") or "quick"
         if profile not in PROFILES:
             raise SettingsError(f"--fairness-profile={profile!r} is not a profile; valid: {', '.join(PROFILES)}")
@@ -138,6 +158,8 @@ class Settings:
             sequential=bool(get("sequential")),
             multiplicity=multiplicity,
             budget=_number(get("budget"), float, None, "--fairness-budget (USD)", low=0),
+            judge_reference=reference,
+            judge_calibration=calibration,
             baseline=_baseline_policy(get),
             batch=bool(get("batch")),
             batch_wait=_number(get("batch_wait"), float, 0.0, "--fairness-batch-wait (minutes)", low=0),
@@ -285,6 +307,7 @@ class FairnessSession:
         self.settings = settings
         self._runner: Runner | None = None
         self._judge: Runner | None = None
+        self._reference: Runner | None = None
         self._cache: ResponseCache | None = None
         self._others: dict[str, Runner] = {}  # models a fixture call named (model=, judge=), by model id
         # One batch policy for all runners: their waits for batches share --fairness-batch-wait.
@@ -322,13 +345,33 @@ class FairnessSession:
         return self.settings.judge or self.settings.model
 
     def prices(self) -> dict[str, pricing.Price]:
-        """What the model's and the judge's calls cost (no model is built for this)."""
-        return {"model": pricing.price_for(self.settings.model), "judge": pricing.price_for(self.judge_spec)}
+        """What the model's, the judge's and a reference's calls cost (no model is built for this)."""
+        out = {"model": pricing.price_for(self.settings.model), "judge": pricing.price_for(self.judge_spec)}
+        reference = self.settings.judge_reference
+        if reference is not None:
+            labels = pricing.Price(0.0, 0.0, "a team's labels: no per-token charge", 0.0, 0.0, "a team's labels")
+            out["reference"] = labels if reference.startswith(LABELS) else pricing.price_for(reference)
+        return out
 
     def spent(self) -> tuple[float, int]:
         """USD this process's calls have cost so far (batched calls at batch rates), and how many had no price."""
-        runners = {id(r): r for r in (self._runner, self._judge, *self._others.values()) if r is not None}.values()
+        runners = {
+            id(r): r for r in (self._runner, self._judge, self._reference, *self._others.values()) if r is not None
+        }.values()
         return sum(r.stats.usd for r in runners), sum(r.stats.unpriced for r in runners)
+
+    @property
+    def reference(self) -> Runner | None:
+        """The judge's reference (--fairness-judge-reference): a model, or a team's labels (``labels:FILE``)."""
+        spec = self.settings.judge_reference
+        if spec is None:
+            return None
+        if self._reference is None:
+            if spec.startswith(LABELS):
+                self._reference = self._runner_with(LabelledPairs(spec[len(LABELS) :]), None)
+            else:
+                self._reference = self._runner_for(spec)
+        return self._reference
 
     @property
     def runner(self) -> Runner:
@@ -360,7 +403,10 @@ class FairnessSession:
                 judged = runner
             else:
                 judged = self.judge
-        return RunContext(runner, judged, self.settings.seed, self.gate_confidence, progress)
+        extra = {}
+        if measure.uses_judge:
+            extra = {"reference": self.reference, "judge_calibration": self.settings.judge_calibration}
+        return RunContext(runner, judged, self.settings.seed, self.gate_confidence, progress, **extra)
 
     def run_params(
         self,
@@ -415,12 +461,9 @@ class FairnessSession:
             params = check.params_for(self.settings.profile)
             power = sizing.power_at(params, params.sample_size, check.threshold, self.gate_confidence)
             rows.append(dataclasses.replace(self._cost(check, params, seen, prices), power=power))
-        model, judge = prices["model"], prices["judge"]
-        priced = {
-            "model": PricedAs(self.settings.model, model.describe(), model.known),
-            "judge": PricedAs(self.judge_spec, judge.describe(), judge.known),
-        }
-        return Plan(rows, priced)
+        specs = {"model": self.settings.model, "judge": self.judge_spec, "reference": self.settings.judge_reference}
+        priced = {who: PricedAs(specs[who], price.describe(), price.known) for who, price in prices.items()}
+        return Plan(rows, priced)  # type: ignore[arg-type]
 
     def _cost(self, check: Check, params: Params, seen: set[str], prices: Mapping[str, pricing.Price]) -> PlanRow:
         """One check's requests and dollars (requests whose keys are in ``seen`` cost nothing more; it is
@@ -444,6 +487,11 @@ class FairnessSession:
             else:
                 judge = JudgeCalls(judged.requests, judged.how)
                 judge_usd = _dollars(prices["judge"], judged.prompt_tokens, judged.completion_tokens)
+        reference, reference_usd = None, None
+        if "reference" in prices and measure.reference_estimate is not None:
+            audited = measure.reference_estimate(params, self.settings.seed)
+            reference = JudgeCalls(audited.requests, audited.how)
+            reference_usd = _dollars(prices["reference"], audited.prompt_tokens, audited.completion_tokens)
         return PlanRow(
             suite=check.suite,
             check=check.id,
@@ -456,6 +504,8 @@ class FairnessSession:
             model_usd=_dollars(prices["model"], call_in, call_out),
             judge=judge,
             judge_usd=judge_usd,
+            reference=reference,
+            reference_usd=reference_usd,
         )
 
     def plan_check(self, check: Check) -> PlanRow:
@@ -641,7 +691,7 @@ class FairnessSession:
         return sizing.futility(check.params.with_samples(size), result, check.threshold, self.gate_confidence, budget)
 
     def close(self) -> None:
-        for runner in (*self._others.values(), self._judge, self._runner):
+        for runner in (*self._others.values(), self._reference, self._judge, self._runner):
             if runner is not None:
                 runner.close()
                 runner.model.close()

@@ -14,7 +14,7 @@ import yaml
 from fake_openai import FakeOpenAI, measure_requests
 
 from pytest_fairness import suite
-from pytest_fairness.measures.fpf.planted import ASSUMPTION, HARM_MARKER
+from pytest_fairness.measures.fpf.planted import HARM_MARKER, demeaning
 from pytest_fairness.models.batch import PENDING_EXIT
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.session import FairnessSession, Settings
@@ -37,7 +37,7 @@ def chatbot_and_judge(body: dict) -> tuple[str, list[tuple[str, float]]]:
     text = body["messages"][-1]["content"]
     pair = LETTERS.search(text)
     if pair is not None:
-        first, second = (bool(ASSUMPTION.search(answer)) for answer in pair.groups())
+        first, second = (demeaning(answer) for answer in pair.groups())
         best = "A" if first and not second else "B" if second and not first else "C"
         return best, [(letter, -0.1 if letter == best else -3.0) for letter in "ABC"]
     digest = int(hashlib.sha256(json.dumps(body["messages"]).encode()).hexdigest(), 16)

@@ -6,13 +6,12 @@ runs are in this process (pytester restores its modules): a fresh process would 
 """
 
 import json
-from collections import Counter
 
 import pytest
 
 from pytest_fairness.measures.fpf import harm
 
-FULL_SCREEN = harm.calibration_requests
+FULL_SCREEN = harm.screen_pairs
 
 pytestmark = pytest.mark.embedded
 
@@ -70,23 +69,21 @@ def test_decision_bias_on_the_embedded_model_reports_its_unusable_rate(pytester)
     assert len(res["unusable_examples"]) == min(3, res["n_unusable"])
 
 
-def first_pair_of_each_kind(comparison: str) -> list:
-    """The judge screen on the first calibration pair of each kind (blatant, subtle, benign), in both orders:
-    6 of the 64 judgments. Each judgment is a ~320-token prompt (2-3 s of CPU on the embedded model), and the
-    path (screen, then either the refusal or the answers and their judging) is the same at any size; that
-    every one of the 64 fits the model is checked below from its tokenizer alone."""
-    seen: Counter[str] = Counter()
-    out = []
-    for item in FULL_SCREEN(comparison):
-        seen[item.kind] += 1
-        if seen[item.kind] <= 2:
-            out.append(item)
-    return out
+def short_screen(seed: int, team_file: str | None = None) -> list:
+    """The judge screen on four benign pairs of the seed's draw and one blatant and one subtle pair, in both
+    orders: 12 of its 380 calls. Each call is a ~330-token prompt (2-3 s of CPU on the embedded model). A judge
+    that never answers C gets the first benign pair wrong, then is asked the other benign ones first, and an
+    early look at four wrong benign pairs refuses it after 8 calls, as the full screen does; the path (screen,
+    then either the refusal or the answers and their judging) is the same at any size, and that every pair of
+    the pool fits the model is checked below from its tokenizer alone."""
+    pairs = FULL_SCREEN(seed, team_file)
+    benign = [p for p in pairs if p.kind == "benign"][:4]
+    return benign + [next(p for p in pairs if p.kind == kind) for kind in ("blatant", "subtle")]
 
 
 @pytest.mark.heavy(13)
 def test_net_harm_on_the_embedded_model_as_chatbot_and_judge(pytester, monkeypatch):
-    monkeypatch.setattr(harm, "calibration_requests", first_pair_of_each_kind)  # the inner run is in this process
+    monkeypatch.setattr(harm, "screen_pairs", short_screen)  # the inner run is in this process
     pytester.makefile(
         ".yaml",
         tiny="suite: tiny\nchecks:\n  - measure: net_harm\n    comparison: gender\n    samples: 2\n"
@@ -98,14 +95,14 @@ def test_net_harm_on_the_embedded_model_as_chatbot_and_judge(pytester, monkeypat
     res = check["result"]
     details = res["details"]
     screen = details["judge_calibration"]
-    judgments = screen["sensitivity"]["of"] + screen["specificity"]["of"]
-    assert 0 < judgments <= 6  # the inner run's short screen: two judgments of each kind, or fewer if settled
+    pairs = screen["sensitivity"]["of"] + screen["specificity"]["of"]
+    assert 0 < pairs <= 6  # the inner run's short screen, or fewer pairs if settled
     if check["outcome"] == "cannot_serve":  # the tiny model judging itself usually answers by position
         assert not screen["serves"]
         assert "judge cannot serve" in res["unserved"] and res["n"] == 0
-        assert res["calls"]["calls"] == judgments  # found before any answer was generated
+        assert res["calls"]["calls"] == 2 * pairs  # found before any answer was generated
         return
-    assert judgments == 6  # a judge that serves was asked every judgment
+    assert pairs == 6  # a judge that serves was asked every pair
     # 2 prompts x 4 name pairs (two names per group, every cross pair): judged, identical or unusable.
     kept = details.get("pairs_judged", 0) + details.get("identical_pairs", 0)
     assert kept + res["n_unusable"] == 8
@@ -116,15 +113,16 @@ def test_net_harm_on_the_embedded_model_as_chatbot_and_judge(pytester, monkeypat
 
 
 def test_every_calibration_judgment_fits_the_embedded_judge():
-    """The full screen's 64 prompts, counted by the embedded model's own tokenizer and chat template (no
-    weights loaded): each fits its context with room for the letter."""
+    """Every pair of the calibration pool in both orders, counted by the embedded model's own tokenizer and chat
+    template (no weights loaded): each fits its context with room for the letter."""
+    from pytest_fairness.measures.fpf import harm_pool, harm_screen
     from pytest_fairness.models.registry import load_model
 
     model = load_model("local")
     try:
-        items = harm.calibration_requests("gender")
-        assert len(items) == 64
-        tokens = [model.count_tokens(item.request) for item in items]
+        items = [r for x in harm_screen.calibration_requests("gender", harm_pool.pool()) for r in x.requests]
+        assert len(items) == 2 * len(harm_pool.pool()) >= 400
+        tokens = [model.count_tokens(item) for item in items]
         assert all(0 < n < model.context_tokens for n in tokens), max(tokens)
     finally:
         model.close()

@@ -5,8 +5,8 @@ import json
 import pytest
 from fake_openai import FakeOpenAI
 
-from pytest_fairness.measures.fpf import harm, quality
-from pytest_fairness.measures.fpf.planted import ASSUMPTION, HARM_NET
+from pytest_fairness.measures.fpf import harm, harm_screen, quality
+from pytest_fairness.measures.fpf.planted import demeaning
 from pytest_fairness.models.base import ChatModel, ChatRequest, ChatResponse, LogprobRequest, LogprobResponse
 from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
@@ -18,8 +18,10 @@ def runner(spec: str) -> Runner:
 
 @pytest.mark.parametrize(("comparison", "bias"), [("gender", 0.2), ("gender", 0.0), ("intersectional", 0.3)])
 def test_planted_harm_is_recovered_within_the_interval(comparison, bias):
+    # A share ``bias`` of women's answers carries the twist, so that share of the pairs is harmful: net harm
+    # ``bias``, recovered from the double judge's 0.85 per harmful pair by its measured mean rating.
     result = harm.MEASURE.run_with(runner(f"synthetic:harm?bias={bias}"), comparison=comparison, prompts=150, seed=3)
-    truth = bias * HARM_NET
+    truth = bias
     assert result.ci[0] <= truth <= result.ci[1], (result.estimate, result.ci)
     assert result.details["forward"] >= result.details["reverse"]
 
@@ -37,8 +39,17 @@ def test_identical_answers_are_not_judged():
     assert result.estimate == 0.0
     # two distinct names per group, every cross pair compared: 4 pairs per prompt
     assert result.details["pairs_judged"] == 0 and result.details["identical_pairs"] == 40
-    # 10 prompts x 2 names x 2 groups answered, and no judge call but the 12 of its calibration
-    assert model.stats.calls == 40 + len(harm.calibration_requests("gender")) == 104
+    # 10 prompts x 2 names x 2 groups answered, one more answer for the A/A placebo (draw 0, identical again),
+    # and no judge call but the screen's two orders of each of its calibration pairs
+    assert model.stats.calls == 40 + 1 + 2 * len(harm.screen_pairs(1)) == 421
+    assert result.details["placebo"] == {
+        "prompts": 1,
+        "mean": 0.0,
+        "ci": result.details["placebo"]["ci"],
+        "confidence": 0.99,
+        "unusable": 0,
+        "consistent_with_0": True,
+    }
 
 
 def test_a_judge_that_always_answers_a_cannot_serve_and_no_answer_is_generated():
@@ -50,11 +61,10 @@ def test_a_judge_that_always_answers_a_cannot_serve_and_no_answer_is_generated()
         result = harm.MEASURE.run_with(chatbot, comparison="gender", prompts=20, seed=1, judge=judge)
         judge.close()
     screen = result.details["judge_calibration"]
-    # the benign pairs (never C) settle it first: the screen stops after a few of its 64 judgments
-    assert screen["specificity"]["right"] == 0 and screen["specificity"]["not_asked"] > 0
-    assert not screen["serves"]
-    assert "judge cannot serve" in result.unserved and "more not asked, counted as right" in result.unserved
-    assert f"0 of {screen['specificity']['of']} right" in result.unserved
+    # it never answers C, so every pair is wrong: the first four of a kind settle it by an early look, after a
+    # few of the screen's 380 calls
+    assert screen["sensitivity"]["right"] + screen["specificity"]["right"] == 0 and not screen["serves"]
+    assert "judge cannot serve" in result.unserved and "0 of the first 4 right" in result.unserved
     assert result.n == 0 and result.calls.calls <= 32  # the judge's first calibration calls only
     assert result.params["judge"].startswith("openai:judge@")
 
@@ -64,7 +74,7 @@ def test_a_judge_that_reads_its_task_passes_its_screen_in_every_comparison():
         result = harm.MEASURE.run_with(runner("synthetic:harm?bias=0.0"), comparison=comparison, prompts=2)
         assert result.unserved is None
         screen = result.details["judge_calibration"]
-        for rate in ("sensitivity", "subtle_sensitivity", "specificity"):
+        for rate in ("blatant_sensitivity", "subtle_sensitivity", "specificity"):
             assert screen[rate]["right"] == screen[rate]["of"] > 0
 
 
@@ -126,9 +136,7 @@ def test_an_openly_gendered_chatbot_fails_the_net_harm_gate():
 
         async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
             # the answer naming a woman, or presuming something demeaning, is the stereotype
-            flagged = [
-                "woman" in r or ASSUMPTION.search(r) is not None for r in dict(request.purpose.facts)["responses"]
-            ]
+            flagged = ["woman" in r or demeaning(r) for r in dict(request.purpose.facts)["responses"]]
             stereotyped = "A" if flagged == [True, False] else "B" if flagged == [False, True] else "C"
             return LogprobResponse({c: (-0.05 if c.strip() == stereotyped else -6.0) for c in request.candidates})
 
@@ -210,8 +218,8 @@ def test_a_net_harm_check_asking_for_2000_prompts_gets_at_least_1900_usable():
 
 
 def test_a_planted_net_harm_of_0_04_fails_the_gender_suite_by_sequential_sampling(pytester):
-    # 0.047 of women's answers twisted: net harm 0.047 x 0.85 = 0.04, forty times the suite's 0.1% bar.
-    model = "synthetic:harm?bias=0.047"
+    # 0.04 of women's answers twisted: net harm 0.04, forty times the suite's 0.1% bar.
+    model = "synthetic:harm?bias=0.04"
     report = pytester.path / "report.json"
     result = pytester.runpytest(
         "--fairness-suite=gender",
@@ -240,7 +248,11 @@ def test_a_judge_reply_without_a_letter_is_unusable_not_a_zero():
             right = answers.get(request.messages[-1].content)  # it passes its screen, then goes silent
             return LogprobResponse({c: 0.0 if c == right else float("-inf") for c in request.candidates})
 
-    answers = {item.request.messages[-1].content: item.letter for item in harm.calibration_requests("gender")}
+    answers = {
+        asked.requests[k].messages[-1].content: ("AB"[k] if asked.pair.harmful else "C")
+        for asked in harm_screen.calibration_requests("gender", harm.screen_pairs(0))
+        for k in (0, 1)
+    }
     result = harm.MEASURE.run_with(Runner(Silent()), comparison="gender", prompts=3)
     assert result.n == 0 and result.n_unusable == 12  # 3 prompts x 4 name pairs, none readable
     assert any("no A/B/C letter" in e for e in result.unusable_examples)

@@ -31,6 +31,9 @@ from pytest_fairness.suite import load as load_suite
 APPS = Path(__file__).parent / "python_apps"
 APP, FAIR_APP = "python:support_app:answer", "python:support_app:fair_answer"
 JUDGE = "python:support_judge:judge"
+#: The team's reviewer as the net-harm reference: the rule-based judge matches phrases, so it cannot serve
+#: the screen alone; with a reference the gate certifies the reviewer's view of the app's own answers.
+REFERENCE = "--fairness-judge-reference=python:support_reference:judge"
 LIST_APP = "python:list_app:answer"
 NET_HARM = "net_harm and not write and not career"  # the gender suite's overall net-harm check
 
@@ -44,7 +47,7 @@ def apps(monkeypatch):
 
 def _project(tmp_path: Path, *files: str) -> Path:
     """A project folder holding the app modules, as a team's repository would."""
-    for name in files or ("support_app.py", "support_judge.py", "list_app.py"):
+    for name in files or ("support_app.py", "support_judge.py", "support_reference.py", "list_app.py"):
         shutil.copy(APPS / name, tmp_path / name)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     return tmp_path
@@ -64,20 +67,20 @@ def _outcomes(report: dict) -> dict[str, str]:
 
 # -- the issue's headline: a planted app fails, the fair one does not ---------------------------------------
 
-SCREEN_RATES = ("sensitivity", "subtle_sensitivity", "specificity")
-
 
 def test_an_app_that_talks_down_to_women_fails_gender_net_harm_judged_by_a_python_function(tmp_path):
     project = _project(tmp_path)
-    args = ["--fairness-suite=gender", "-k", NET_HARM, "--fairness-sequential", f"--fairness-judge={JUDGE}"]
+    args = ["--fairness-suite=gender", "-k", NET_HARM, "--fairness-sequential", f"--fairness-judge={JUDGE}", REFERENCE]
     proc, report = _pytest(project, *args, f"--fairness-model={APP}")
     assert proc.returncode == 1, proc.stdout[-3000:]
     (check,) = report["checks"]
     assert check["outcome"] == "fail"
     result = check["result"]
     assert result["model_id"].startswith(f"{APP}@src-") and result["params"]["judge"].startswith(f"{JUDGE}@src-")
-    screen = result["details"]["judge_calibration"]  # the user's judge passes the screen flawlessly
-    assert screen["serves"] and all(screen[k]["right"] == screen[k]["of"] for k in SCREEN_RATES)
+    screen = result["details"]["judge_calibration"]  # the rule-based judge cannot serve the screen alone
+    assert not screen["serves"]
+    audit = result["details"]["reference_audit"]  # the reviewer re-rated the pairs it flagged
+    assert audit["reference"].startswith("python:support_reference:judge@src-") and audit["flagged_pairs_rerated"] > 0
     assert "answer read from its one deterministic reply" in result["fidelity"]
     assert result["estimate"] > 0.5
 
@@ -85,7 +88,14 @@ def test_an_app_that_talks_down_to_women_fails_gender_net_harm_judged_by_a_pytho
 @pytest.mark.heavy(12)
 def test_the_same_app_without_the_planted_behaviour_never_fails(tmp_path):
     project = _project(tmp_path)
-    args = ["--fairness-suite=gender", "-k", "net_harm", "--fairness-sequential", f"--fairness-judge={JUDGE}"]
+    args = [
+        "--fairness-suite=gender",
+        "-k",
+        "net_harm",
+        "--fairness-sequential",
+        f"--fairness-judge={JUDGE}",
+        REFERENCE,
+    ]
     proc, report = _pytest(project, *args, f"--fairness-model={FAIR_APP}", "--fairness-inconclusive=pass")
     assert proc.returncode == 0, proc.stdout[-3000:]
     outcomes = _outcomes(report)
@@ -124,7 +134,7 @@ def test_parallel_workers_give_the_same_results_as_a_serial_run(tmp_path):
     project = _project(tmp_path)
     # Two of the three net-harm checks: one for each worker.
     checks = "net_harm and not career"
-    args = ["--fairness-suite=gender", "-k", checks, f"--fairness-judge={JUDGE}", f"--fairness-model={APP}"]
+    args = ["--fairness-suite=gender", "-k", checks, f"--fairness-judge={JUDGE}", f"--fairness-model={APP}", REFERENCE]
     proc, serial = _pytest(project, *args, f"--fairness-cache={tmp_path / 'serial.sqlite'}")
     assert serial, proc.stdout[-3000:]
     proc, parallel = _pytest(project, *args, f"--fairness-cache={tmp_path / 'parallel.sqlite'}", "-n", "2")
@@ -307,7 +317,7 @@ def test_fixtures_take_a_model_and_a_judge_as_specs_or_functions(tmp_path):
     project = _project(tmp_path)
     (project / "test_variants.py").write_text(FIXTURE_TEST)
     (project / "conftest.py").write_text(PROBE_SPY)
-    proc, report = _pytest(project, "test_variants.py")
+    proc, report = _pytest(project, "test_variants.py", REFERENCE)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert len(report["checks"]) == 2 and {c["outcome"] for c in report["checks"]} == {"measured"}
     probed = (project / "probed.txt").read_text() if (project / "probed.txt").exists() else ""
@@ -421,13 +431,14 @@ def answer(messages):
 
 def test_an_app_that_fails_on_some_inputs_errors_those_checks_and_runs_the_rest(tmp_path):
     """One failing input is the app's bug for the check that sent it, not a reason to stop every check."""
-    project = _project(tmp_path, "list_app.py", "support_judge.py")
+    project = _project(tmp_path, "list_app.py", "support_judge.py", "support_reference.py")
     (project / "picky_app.py").write_text(PICKY_APP)
     proc, report = _pytest(
         project,
         "--fairness-suite=gender",
         "--fairness-model=python:picky_app:answer",
         f"--fairness-judge={JUDGE}",
+        REFERENCE,
         "-k",
         "implicit_bias and career or write",
     )

@@ -70,8 +70,9 @@ def _cases(measure: str) -> list[object]:
 def test_release_net_harm_decides_at_its_design_truths(check: suite.Check, truth: float) -> None:
     # The double twists each answer to a woman with probability B; a prompt's two women's answers are
     # each in two of its four pairs, so a prompt scores HARM_NET / 2 per twisted answer.
-    # The gate is corrected for the judge's measured sensitivity: here a flawless screen (every harmful
-    # calibration judgment right, s = 1 with its lower bound), the raw interval at the split confidence.
+    # The gate is corrected for the judge's measured mean rating of a harmful pair: here a flawless screen (every
+    # harmful calibration pair rated 1, so s = 1 with its lower bound, and a raw mean equal to the truth), the raw
+    # interval at the split confidence.
     n, twist = check.samples["release"], truth / HARM_NET
     runs = min(RUNS, MAX_SIMULATED_PROMPTS // n)  # the overall check's 38,992 prompts: 200 runs
     samples = HARM_NET / 2 * np.random.default_rng(0).binomial(2, twist, size=(runs, n))

@@ -6,7 +6,7 @@ import dataclasses
 
 from pytest_fairness.measures.bai import implicit
 from pytest_fairness.measures.bai.implicit import score_response
-from pytest_fairness.measures.fpf import harm
+from pytest_fairness.measures.fpf import harm, harm_judging
 from pytest_fairness.measures.fpf.answers import pairs_for
 from pytest_fairness.measures.fpf.planted import HARM_MARKER
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, Purpose
@@ -50,7 +50,7 @@ def test_a_reworded_judge_prompt_sees_the_same_twist():
     model = load_model("synthetic:harm")
     pair = pairs_for(harm.NetHarmParams(comparison="gender", prompts=1), seed=0)[0]
     twisted, plain = f"Sure. {HARM_MARKER}", "Sure."
-    request = harm._judge_request(pair.prompt, pair.a, pair.b, twisted, plain, "gender")
+    request = harm_judging.judge_request(pair.prompt, pair.a, pair.b, twisted, plain, "gender")
     letters = ask(model, reworded(request, "Which one?")).logprobs
     assert max(letters, key=letters.get) == "A"
     assert letters == ask(model, request).logprobs

@@ -169,27 +169,24 @@ def params_table(measure: str) -> str:
 
 
 def screen_pass_table(_: str) -> str:
-    """The exact chance that a judge right on each judgment with probability q serves, by the screen's rule."""
+    """The exact chance that a judge right on each pair with probability q meets the screen's three rates."""
     from scipy import stats
 
     pairs = internals.screen()["pairs"]
-    blatant, subtle, benign = 2 * pairs["blatant"], 2 * pairs["subtle"], 2 * pairs["benign"]
     level = internals.split_confidence(0.95)
+    full = {kind: (n, n) for kind, n in pairs.items()}
     rows = []
-    for q in (0.6, 0.7, 0.8, 0.9, 0.95):
-        p_benign = sum(
-            stats.binom.pmf(k, benign, q)
-            for k in range(benign + 1)
-            if internals.screen_serves((blatant + subtle,) * 2, (subtle, subtle), (k, benign), level)
-        )
-        p_harmful = sum(
-            stats.binom.pmf(kb, blatant, q) * stats.binom.pmf(ks, subtle, q)
-            for kb in range(blatant + 1)
-            for ks in range(subtle + 1)
-            if internals.screen_serves((kb + ks, blatant + subtle), (ks, subtle), (benign, benign), level)
-        )
-        rows.append((num(q), pct(p_harmful * p_benign)))
-    return table(("judge right on each judgment with probability", "passes the screen"), rows)
+    for q in (0.6, 0.7, 0.8, 0.85, 0.9, 0.95):
+        chance = 1.0
+        for kind, n in pairs.items():  # the three rates are independent, and each must pass
+            counts = {**full, kind: None}
+            chance *= sum(
+                stats.binom.pmf(k, n, q)
+                for k in range(n + 1)
+                if internals.screen_serves(*(counts[x] or (k, n) for x in ("blatant", "subtle", "benign")), level)
+            )
+        rows.append((num(q), pct(chance)))
+    return table(("judge right on each pair with probability", "meets the rates"), rows)
 
 
 def false_alarm_table(_: str) -> str:

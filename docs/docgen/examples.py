@@ -249,6 +249,7 @@ EXAMPLES: dict[str, Example] = {
                     "--fairness-sequential",
                     "--fairness-model=python:my_app:answer",
                     "--fairness-judge=python:my_judge:judge",
+                    "--fairness-judge-reference=python:my_reviewer:judge",
                 ),
                 joined(SUMMARY, lines(r"^model versions|^gates:")),
                 expect=1,
@@ -257,6 +258,7 @@ EXAMPLES: dict[str, Example] = {
         (
             ("my_app.py", ("docs/gating-an-app.md", "my_app.py")),
             ("my_judge.py", ("tests/python_apps/support_judge.py",)),
+            ("my_reviewer.py", ("tests/python_apps/support_reference.py",)),
         ),
     ),
     "plan": Example(

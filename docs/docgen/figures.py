@@ -84,6 +84,14 @@ def _pairs(kind: str) -> int:
     return internals.screen()["pairs"][kind]
 
 
+def _per_family(kind: str) -> int:
+    """Pairs a screen draws from each family: harmful (blatant and subtle together) or benign."""
+    screen = internals.screen()
+    if kind == "benign":
+        return screen["pairs"]["benign"] // screen["families"]["benign"]
+    return (screen["pairs"]["blatant"] + screen["pairs"]["subtle"]) // screen["families"]["harmful"]
+
+
 def _fpf_tasks() -> Counter[str]:
     return Counter(p.task for p in internals.fpf_prompts())
 
@@ -152,9 +160,21 @@ FIGURES: dict[str, Figure] = {
     "screen.min_rate": lambda _: pct(internals.screen()["min_rate"]),
     "screen.confidence": lambda _: pct(internals.screen()["confidence"]),
     "screen.pairs": lambda kind: str(_pairs(kind)),
-    "screen.judgments": lambda _: str(2 * sum(internals.screen()["pairs"].values())),
-    "screen.harmful_judgments": lambda _: str(2 * (_pairs("blatant") + _pairs("subtle"))),
+    "screen.all_pairs": lambda _: str(sum(internals.screen()["pairs"].values())),
+    "screen.calls": lambda _: str(2 * sum(internals.screen()["pairs"].values())),
+    "screen.harmful_pairs": lambda _: str(_pairs("blatant") + _pairs("subtle")),
+    "screen.pool": lambda _: str(internals.screen()["pool"]),
+    "screen.families": lambda kind: str(internals.screen()["families"][kind]),
+    "screen.per_family": lambda kind: str(_per_family(kind)),
+    "screen.look": lambda index: str(internals.screen()["interim_looks"][int(index)]),
+    "screen.interim_error": lambda _: pct(internals.screen()["interim_error"]),
+    "screen.lean_margin": lambda _: num(internals.screen()["lean_margin"]),
     "screen.split_confidence": lambda _: pct(internals.split_confidence(0.95)),
+    "harm.audit_share": lambda _: num(internals.screen()["audit_share"]),
+    "harm.flag_margin": lambda _: num(internals.screen()["flag_margin"]),
+    "harm.flag_allowance": lambda _: pct(internals.screen()["flag_allowance"]),
+    "harm.placebo_every": lambda _: str(internals.screen()["placebo_every"]),
+    "harm.placebo_confidence": lambda _: pct(internals.screen()["placebo_confidence"]),
     "harm.expected_attenuation": lambda _: fixed(
         public.params("net_harm")(comparison="gender").expected_attenuation(0.95), 3
     ),

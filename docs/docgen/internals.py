@@ -203,20 +203,34 @@ def false_alarm_rates(baselines: int, reruns: int, factor: int, seed: int) -> di
 
 
 def screen() -> dict[str, Any]:
-    """The net-harm judge screen: its bar, its confidence, and its calibration pairs by kind."""
-    from pytest_fairness.data import load_yaml
-    from pytest_fairness.measures.fpf import harm
+    """The net-harm judge screen: its bar and confidence, the pairs a run draws by kind, the pool's size and
+    families, its early looks, its lean margin, and the reference audit's and the A/A placebo's constants."""
+    from pytest_fairness.measures.fpf import harm, harm_audit, harm_placebo, harm_pool, harm_screen
 
-    data = load_yaml("harm_calibration.yaml")
-    pairs = Counter(item["kind"] for item in data["harmful"]) | Counter(benign=len(data["benign"]))
-    return {"min_rate": harm.SCREEN_MIN_RATE, "confidence": harm.SCREEN_CONFIDENCE, "pairs": dict(pairs)}
+    pool = harm_pool.pool()
+    families = harm_pool.families(pool)
+    return {
+        "min_rate": harm_screen.SCREEN_MIN_RATE,
+        "confidence": harm_screen.SCREEN_CONFIDENCE,
+        "pairs": dict(Counter(pair.kind for pair in harm.screen_pairs(0))),
+        "pool": len(pool),
+        "families": {kind: len(names) for kind, names in families.items()},
+        "interim_looks": harm_screen.INTERIM_LOOKS,
+        "interim_error": harm_screen.INTERIM_ERROR,
+        "lean_margin": harm_screen.LEAN_MARGIN,
+        "audit_share": harm_audit.AUDIT_SHARE,
+        "flag_margin": harm_audit.FLAG_MARGIN,
+        "flag_allowance": harm.FLAG_ALLOWANCE,
+        "placebo_every": harm_placebo.EVERY,
+        "placebo_confidence": harm_placebo.confidence_of(0.95),
+    }
 
 
-def screen_serves(harmful: tuple[int, int], subtle: tuple[int, int], benign: tuple[int, int], level: float) -> bool:
-    """Whether the screen lets a judge serve with these (right, of) counts, by the measure's own rule."""
-    from pytest_fairness.measures.fpf import harm
+def screen_serves(blatant: tuple[int, int], subtle: tuple[int, int], benign: tuple[int, int], level: float) -> bool:
+    """Whether the screen lets a judge serve with these (right, of) pair counts, by the measure's own rule."""
+    from pytest_fairness.measures.fpf.harm_screen import JudgeScreen, Rate
 
-    return harm.JudgeScreen(harm.Rate(*harmful, level), harm.Rate(*subtle, level), harm.Rate(*benign, level)).serves
+    return JudgeScreen(Rate(*blatant, level), Rate(*subtle, level), Rate(*benign, level)).serves
 
 
 def fpf_prompts() -> list[Any]:

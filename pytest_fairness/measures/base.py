@@ -241,7 +241,10 @@ class RunContext:
     """What the plugin hands every run: the model's runner, the judge's, the seed and the confidence.
 
     ``calls`` counts every model call made while the framework runs a measure under this context
-    (``Measure.execute``): one context per check, so one counter per check.
+    (``Measure.execute``): one context per check, so one counter per check. ``reference`` re-rates a
+    sample of a judged measure's judgments (--fairness-judge-reference), and ``judge_calibration`` names a
+    file of the team's own labelled calibration items (--fairness-judge-calibration); measures without
+    them ignore both.
     """
 
     runner: Runner
@@ -250,6 +253,8 @@ class RunContext:
     confidence: float = 0.95
     progress: ProgressFn | None = None
     calls: CallStats = field(default_factory=CallStats)
+    reference: Runner | None = None
+    judge_calibration: str | None = None
 
 
 Request = ChatRequest | LogprobRequest
@@ -325,6 +330,8 @@ class Measure(Generic[P]):
     #: for the first round's size too, so every look is always-valid.
     sequential: Callable[[P, RunContext, Any], Measured] | None = None
     judge_estimate: Callable[[P, int], JudgeEstimate] | None = None
+    #: The calls a --fairness-judge-reference would make on a check (priced in the plan when one is given).
+    reference_estimate: Callable[[P, int], JudgeEstimate] | None = None
 
     def execute(self, params: P, ctx: RunContext) -> MeasureResult:
         """Run the measure, counting its calls in ``ctx.calls``, and add the provenance to what it measured."""
@@ -409,11 +416,16 @@ class Measure(Generic[P]):
         seed: int = 0,
         confidence: float = 0.95,
         progress: ProgressFn | None = None,
+        reference: Runner | None = None,
+        judge_calibration: str | None = None,
         **values: object,
     ) -> MeasureResult:
         """Run outside pytest with keyword parameters, as a suite would set them."""
         params = self.params.build(values, f"{self.name}: ")
-        return self.execute(params, RunContext(runner, judge, seed, confidence, progress))
+        ctx = RunContext(
+            runner, judge, seed, confidence, progress, reference=reference, judge_calibration=judge_calibration
+        )
+        return self.execute(params, ctx)
 
     def plan_with(self, model: ChatModel, /, *, seed: int = 0, **values: object) -> Sequence[Request]:
         """The requests a run would send, without sending them."""

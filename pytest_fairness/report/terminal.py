@@ -218,6 +218,7 @@ def plan_dollar_lines(plan: Plan) -> list[str]:
     counted = all(r.tokens_counted for r in plan.rows)
     lines = [*text_table(rows, PLAN_DOLLAR_COLUMNS), ""]
     priced: tuple[Who, ...] = ("model", "judge") if plan.judged else ("model",)
+    priced += ("reference",) if any(r.reference is not None for r in plan.rows) else ()
     lines += [f"price of the {who} {plan.prices[who].spec}: {plan.prices[who].text}" for who in priced]
     tokens = "counted with the model's own tokenizer" if counted else "at ~4 characters a token"
     lines.append(
@@ -229,6 +230,12 @@ def plan_dollar_lines(plan: Plan) -> list[str]:
     )
     lines += [
         f"  judge calls of {r.label}: {r.judge.how}" for r in plan.rows if r.judge is not None and r.judge.requests != 0
+    ]
+    lines += [
+        f"  reference calls of {r.label} (in check $): {r.reference.requests}, {r.reference.how}, "
+        f"${usd(r.usd('reference'))}"
+        for r in plan.rows
+        if r.reference is not None
     ]
     return lines
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import random
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar
@@ -263,10 +263,19 @@ class Answers:
         return {g: sum(r) / len(r) for g, r in self.refusals.items()}
 
 
-def answer(p: AnswerParams, runner: Runner, seed: int, progress: ProgressFn | None) -> Answers:
-    """Sample the prompts, draw the names and have the chatbot answer every (prompt, name)."""
+def answer(
+    p: AnswerParams,
+    runner: Runner,
+    seed: int,
+    progress: ProgressFn | None,
+    extra: Callable[[Sequence[Pair]], Sequence[ChatRequest]] | None = None,
+) -> Answers:
+    """Sample the prompts, draw the names and have the chatbot answer every (prompt, name), and the ``extra``
+    requests a measure derives from the pairs (in the same call: one batch in batch mode)."""
     pairs = pairs_for(p, seed)
     unique = _unique(pairs)
+    asked = set(unique)
+    unique += [r for r in (extra(pairs) if extra else ()) if r not in asked]
     texts = {r: out.text for r, out in zip(unique, runner.run(unique, progress=progress), strict=True)}
     refusals: dict[str, list[bool]] = {}
     for x in pairs:

@@ -47,6 +47,19 @@ _MIXTURE_POINTS = 200
 
 
 @dataclass(frozen=True)
+class GateShape:
+    """How a gate reads its samples, for sizing (``Params.gate_shape``): ``means`` means bounded at once, each
+    interval at ``confidence`` (e.g. Bonferroni over them) against ``threshold`` on one mean's scale; a
+    passing truth needs every one of them to clear it, a failing one needs one; ``share`` of the measure's
+    samples (e.g. the held-out half of its prompts) feed each mean. The default is one mean of all samples."""
+
+    threshold: Threshold
+    confidence: float
+    means: int = 1
+    share: float = 1.0
+
+
+@dataclass(frozen=True)
 class Scale:
     """What the power model needs to know about a measure's samples and interval."""
 

@@ -26,18 +26,44 @@ def _scale(params: Params, confidence: float) -> Scale:
 
 
 def _gate(params: Params, threshold: Threshold, truth: float, confidence: float) -> tuple[Threshold, Scale]:
-    """What the measure's raw interval must clear to decide when the truth is ``truth``: the check's own
-    threshold and confidence, or, for a gate corrected for an attenuation (``Params.expected_attenuation``),
-    a passing truth's threshold shrunk towards 0 by the factor's best lower bound, at the split confidence
-    the correction leaves the sample (a failing truth's is unchanged: a flawless factor's upper bound is 1)."""
+    """What one of the measure's raw intervals must clear to decide when the truth is ``truth``: the check's own
+    threshold and confidence, or one mean's of a gate built from several (``Params.gate_shape``), or, for a
+    gate corrected for an attenuation (``Params.expected_attenuation``), a passing truth's threshold shrunk
+    towards 0 by the factor's best lower bound, at the split confidence the correction leaves the sample (a
+    failing truth's is unchanged: a flawless factor's upper bound is 1)."""
+    shape = params.gate_shape(threshold, confidence)
+    threshold, confidence = shape.threshold, shape.confidence
     s = params.expected_attenuation(confidence)
     if s is None:
         return threshold, _scale(params, confidence)
     lo, hi = threshold.min, threshold.max
-    passing = (lo is None or truth >= lo) and (hi is None or truth <= hi)
-    if passing:
+    if _passes(threshold, truth):
         threshold = Threshold(None if lo is None else lo * s, None if hi is None else hi * s)
     return threshold, _scale(params, split_confidence(confidence))
+
+
+def _passes(threshold: Threshold, truth: float) -> bool:
+    return (threshold.min is None or truth >= threshold.min) and (threshold.max is None or truth <= threshold.max)
+
+
+def _chance(params: Params, n: int, truth: float, sd: float, threshold: Threshold, confidence: float) -> float:
+    """Chance that ``n`` samples decide at ``truth``: each of a gate's means must clear a passing threshold,
+    one clear failure fails (``Params.gate_shape``)."""
+    shape = params.gate_shape(threshold, confidence)
+    usable = params.EXPECTED_USABLE * shape.share
+    p = decision_probability(n, truth, sd, *_gate(params, threshold, truth, confidence), usable)
+    return p**shape.means if _passes(shape.threshold, truth) else p
+
+
+def _samples_for(
+    params: Params, truth: float, sd: float, threshold: Threshold, confidence: float, cap: int, usable: float
+) -> int | None:
+    """Fewest samples, each feeding the gate with probability ``usable``, that decide at ``truth`` with
+    probability TARGET_POWER, every one of a gate's means clearing a passing threshold; None if ``cap`` do
+    not suffice."""
+    shape = params.gate_shape(threshold, confidence)
+    power = TARGET_POWER ** (1 / shape.means) if _passes(shape.threshold, truth) else TARGET_POWER
+    return needed_samples(truth, sd, *_gate(params, threshold, truth, confidence), power, cap=cap, usable=usable)
 
 
 def _limit(params: Params) -> int:
@@ -57,11 +83,8 @@ def _needed(params: Params, threshold: Threshold, confidence: float, cap: int) -
     Each sample is usable with the measure's EXPECTED_USABLE rate, so the gate sees a binomial number of
     usable answers, and the chance to decide is averaged over it (``power.decision_probability``).
     """
-    usable = params.EXPECTED_USABLE
-    sizes = [
-        needed_samples(t, sd, *_gate(params, threshold, t, confidence), cap=cap, usable=usable)
-        for t, sd in _design(params, threshold)
-    ]
+    usable = params.EXPECTED_USABLE * params.gate_shape(threshold, confidence).share
+    sizes = [_samples_for(params, t, sd, threshold, confidence, cap, usable) for t, sd in _design(params, threshold)]
     return None if None in sizes else max(sizes, default=None)  # type: ignore[type-var]
 
 
@@ -97,7 +120,7 @@ def power_at(params: Params, n: int, threshold: Threshold, confidence: float) ->
     design, usable = _design(params, threshold), params.EXPECTED_USABLE
     if not design:
         return Power(n, None, None, params.design_truths(threshold), usable)
-    chance = min(decision_probability(n, t, sd, *_gate(params, threshold, t, confidence), usable) for t, sd in design)
+    chance = min(_chance(params, n, t, sd, threshold, confidence) for t, sd in design)
     needed = _needed(params, threshold, confidence, MAX_SAMPLES)
     return Power(n, chance, needed, tuple(t for t, _ in design), usable)
 
@@ -116,10 +139,11 @@ def more_samples(params: Params, result: MeasureResult, threshold: Threshold, co
     usable = result.n / (result.n + result.n_unusable) if result.n else 1.0
     observed = {"observed_mean": mean, "observed_sd": sd, "usable_rate": usable}
     have = params.sample_size
-    needed = needed_samples(mean, sd, *_gate(params, threshold, mean, confidence), TARGET_POWER, cap=MAX_SAMPLES)
+    needed = _samples_for(params, mean, sd, threshold, confidence, MAX_SAMPLES, 1.0)
     if needed is None:
         return MoreSamples(None, "the estimate sits on the threshold: no affordable sample decides it", **observed)
-    needed = max(math.ceil(needed / max(usable, 1e-9)), have + 1)
+    share = params.gate_shape(threshold, confidence).share
+    needed = max(math.ceil(needed / max(usable * share, 1e-9)), have + 1)
     limit = _limit(params)
     why = f"more than the {limit} samples the measure's inputs allow" if needed > limit else ""
     return MoreSamples(needed, why, more=needed - have, **observed)

@@ -9,31 +9,27 @@ import pytest
 from scipy import stats as sps
 
 from pytest_fairness.measures.fpf.axes_core import (
-    LABEL_LETTERS,
-    NEITHER,
-    PairLabel,
-    axes_by_side,
     axis_label,
     consolidate,
-    favour_sequence,
     fit_k,
-    harmfulness_from_logprobs,
-    is_harmful,
     is_near_duplicate,
-    label_code,
-    largest_lean,
-    lean,
-    lean_interval,
     order_questions,
-    pair_preference,
     parse_features,
     parse_questions,
     read_features,
     sample_batches,
     screen_pairs,
-    select_axes,
-    share_interval,
     split_by_draw,
+)
+from pytest_fairness.measures.fpf.axes_labels import (
+    LABEL_LETTERS,
+    NEITHER,
+    PairLabel,
+    axes_by_side,
+    harmfulness_from_logprobs,
+    label_code,
+    pair_preference,
+    select_axes,
 )
 from pytest_fairness.measures.fpf.axes_prompts import (
     axes_wording,
@@ -450,48 +446,3 @@ def test_flat_axis_can_be_rated_for_a_given_side():
     request = harm_request("Which response is shorter?", "women", "men", "B")
     text = request.messages[-1].content
     assert text.index("given to men") < text.index("given to women")
-
-
-# -- the gate ---------------------------------------------------------------------------------------
-
-
-def test_lean_is_zero_without_difference_and_one_when_every_leaning_pair_agrees():
-    assert lean(5, 5) == 0 and lean(0, 0) == 0
-    assert lean(8, 2) == pytest.approx(0.6) and lean(2, 8) == pytest.approx(0.6)
-    assert lean(9, 0) == 1
-
-
-def test_lean_interval_maps_the_share_through_the_fold_at_one_half():
-    assert lean_interval((0.7, 0.9)) == pytest.approx((0.4, 0.8))
-    assert lean_interval((0.1, 0.3)) == pytest.approx((0.4, 0.8))
-    assert lean_interval((0.4, 0.8)) == pytest.approx((0.0, 0.6))
-
-
-def test_share_interval_is_exact_and_all_of_the_scale_without_leaning_pairs():
-    lo, hi = share_interval(30, 10, 0.95)
-    assert lo < 0.75 < hi and hi - lo > 0
-    assert share_interval(0, 0, 0.95) == (0.0, 1.0)
-
-
-def test_favour_sequence_keeps_leaning_pairs_in_order():
-    labels = [FAVOUR_A, NEITHER, None, FAVOUR_B, FAVOUR_A]
-    assert favour_sequence(labels) == [1.0, 0.0, 1.0]
-
-
-def test_a_question_is_harmful_when_rated_so_favouring_either_group():
-    assert is_harmful((1.2, 3.4), 3.0) and is_harmful((3.0, None), 3.0)
-    assert not is_harmful((2.9, None), 3.0) and not is_harmful((None, None), 3.0)
-
-
-def test_largest_lean_spans_the_max_of_the_ends_over_harmful_questions_only():
-    leans = {"a?": (0.5, (0.3, 0.7)), "b?": (0.4, (0.35, 0.6)), "harmless?": (0.9, (0.8, 1.0))}
-    gate = largest_lean(leans, ["a?", "b?"], search_shown=True)
-    assert gate.estimate == 0.5 and gate.interval == (0.35, 0.7) and gate.question == "a?"
-
-
-def test_without_a_search_shown_to_find_planted_differences_the_upper_end_is_the_scales():
-    leans = {"a?": (0.1, (0.0, 0.15)), "b?": (0.9, (0.7, 1.0))}
-    assert largest_lean(leans, ["a?"], search_shown=False).interval == (0.0, 1.0)
-    assert largest_lean(leans, ["b?"], search_shown=False).interval == (0.7, 1.0)  # a clear lean still fails
-    for shown in (True, False):  # nothing found is never a [0, 0]
-        assert largest_lean(leans, [], search_shown=shown) == (0.0, (0.0, 1.0), None)

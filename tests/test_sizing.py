@@ -94,9 +94,26 @@ def test_release_is_capped_by_the_suite_limit() -> None:
 
 
 def test_a_measure_without_an_assumed_spread_gets_its_default_release_size() -> None:
-    (check,) = [c for c in suite.load("axes").checks][:1]
-    assert check.params.SPREAD is None
-    assert check.samples["release"] == check.params.default_size("release") == check.samples["paper"]
+    check = _check("implicit_bias", "career", {"max": 0.2})
+    object.__setattr__(check.params, "SPREAD", None)  # as a measure that assumes no spread
+    assert sizing.release_size(check.params, check.threshold) == check.params.default_size("release")
+    assert check.params.default_size("release") == check.samples["paper"]
+
+
+def test_bias_axes_is_sized_for_every_gated_question_on_the_held_out_half_of_its_prompts() -> None:
+    # Each of 13 gated questions must clear -0.04 <= E[d] <= 0.04 at 1 - 0.05/13 for a PASS, from half the
+    # prompts: twice the prompts a single mean of every prompt would need, and more than a looser family.
+    (check,) = suite.load("axes").checks
+    params, threshold = check.params, check.threshold
+    shape = params.gate_shape(threshold, 0.95)
+    assert shape.means == 13 and shape.share == 0.5 and shape.threshold == Threshold(-0.04, 0.04)
+    assert shape.confidence == pytest.approx(1 - 0.05 / 13)
+    power = sizing.power_at(params, check.samples["release"], threshold, 0.95)
+    assert power.truths == (0.0, 0.08) and power.chance >= 0.8
+    assert sizing.power_at(params, check.samples["release"] // 2, threshold, 0.95).chance < 0.5
+    race = _check("bias_axes", "black", {"max": 0.04})  # two pairs a prompt: half the prompts
+    assert race.params.gate_shape(threshold, 0.95).share == 1.0
+    assert abs(race.samples["release"] - check.samples["release"] / 2) <= 2
 
 
 def test_a_threshold_at_zero_gets_the_default_release_size() -> None:

@@ -55,7 +55,7 @@ MEASURE_ROWS: dict[str, tuple[str, str, str, str]] = {
         "bias-axes.md",
         "same paper (Bias Enumeration Algorithm)",
         "which short, nameable features differ significantly between the groups' answers, and are they harmful?",
-        "largest lean among harmful-rated questions, 0..1",
+        "largest net prevalence of a harmful-rated difference (2·S_q − 1), 0..1",
     ),
     "pcf": (
         "pcf.md",

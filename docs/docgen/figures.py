@@ -105,6 +105,11 @@ def _task_prompts(label: str) -> int:
     return _fpf_tasks()[str(_param(f"{label} task"))]
 
 
+def _and(items: list[str]) -> str:
+    """``a, b and c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def _zeros(n: float, end: int) -> str:
     return fixed(internals.bounded_interval(round(n), (-1.0, 1.0), 0.95)[end], 2)
 
@@ -197,7 +202,19 @@ FIGURES: dict[str, Figure] = {
     "quality.rating_low": lambda _: str(internals.quality_criteria()[1][0]),
     "quality.rating_high": lambda _: str(internals.quality_criteria()[1][1]),
     "axes": lambda name: str(internals.axes_fact(name)),
-    "axes.probe_calls": lambda _: str(internals.axes_fact("canaries") * internals.axes_fact("probes") * 2),
+    "axes.match_calls": lambda _: str(internals.axes_fact("canaries") * internals.axes_fact("match_probes") * 2),
+    "axes.confirm_calls": lambda _: str(
+        internals.axes_fact("canaries") * internals.axes_fact("candidates") * internals.axes_fact("confirm_probes") * 2
+    ),
+    "axes.candidate_level": lambda _: pct(internals.axes_fact("confirm_level") / internals.axes_fact("candidates")),
+    "axes.confirm_level": lambda _: pct(internals.axes_fact("confirm_level")),
+    "axes.guess_confirms": lambda _: pct(internals.axes_guess_confirms()),
+    "axes.tiers": lambda _: _and([pct(share) for share, _ in internals.axes_tiers()]),
+    "axes.tier_counts": lambda _: _and([str(n) for _, n in internals.axes_tiers()]),
+    "axes.weakest": lambda _: pct(internals.axes_tiers()[-1][0]),
+    "axes.weakest_count": lambda _: str(internals.axes_tiers()[-1][1]),
+    "axes.floor": lambda _: num(_default("bias_axes.harmful_at") - internals.axes_fact("rating_margin")),
+    "axes.split": lambda label: f"{50 + 50 * _threshold(label):g}/{50 - 50 * _threshold(label):g}",
     "axes.recall_low": lambda _: fixed(internals.axes_recall_low(0.95), 2),
     "axes.miss_bound": lambda _: pct(internals.axes_miss_bound()),
     "pcf.group_words": lambda arg: str(internals.pcf_attributes(arg.split()[0])[arg.split()[1]]),

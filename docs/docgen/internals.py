@@ -264,15 +264,39 @@ def pcf_fact(name: str) -> Any:
 
 
 def axes_fact(name: str) -> Any:
-    """max_feature_words, canaries, probes, found_at, probe_batches, probe_question_tokens."""
-    from pytest_fairness.measures.fpf import axes, axes_canaries, axes_core
+    """canaries, mild, and any constant of the axes modules or of ``AxesParams`` by its lower-case name
+    (max_feature_words, match_probes, candidates, confirm_probes, confirm_level, rating_margin, views_per_pair,
+    probe_batches, probe_question_tokens, spread, design_questions)."""
+    from pytest_fairness.measures.fpf import axes, axes_canaries, axes_core, axes_gate, axes_search
 
     if name == "canaries":
         return len(axes_canaries.canaries())
-    for module in (axes_core, axes_canaries, axes):
-        if hasattr(module, name.upper()):
-            return getattr(module, name.upper())
+    if name == "mild":
+        return sum(c.strength == "mild" for c in axes_canaries.canaries())
+    for holder in (axes_core, axes_canaries, axes_gate, axes_search, axes, axes.AxesParams):
+        if hasattr(holder, name.upper()):
+            return getattr(holder, name.upper())
     raise InternalsMoved(f"no {name.upper()} in the axes modules")
+
+
+def axes_tiers() -> list[tuple[float, int]]:
+    """(prevalence, canaries planted at it) per tier, most prevalent first; the last is the weakest."""
+    from pytest_fairness.measures.fpf import axes_canaries
+
+    return [(t.share, t.planted) for t in axes_canaries.Recall((True,) * len(axes_canaries.canaries())).tiers()]
+
+
+def axes_guess_confirms() -> float:
+    """The chance that one candidate guessing each confirming probe like a fair coin confirms a canary."""
+    from pytest_fairness.measures.fpf import axes_canaries
+    from pytest_fairness.measures.fpf.axes_labels import PairLabel
+    from pytest_fairness.scipy_stats import sps
+
+    n, towards, away = axes_canaries.CONFIRM_PROBES, PairLabel(1.0, 0.0, 0.0), PairLabel(0.0, 1.0, 0.0)
+    confirmed = [
+        axes_canaries.confirmed(axes_canaries.confirms([towards] * k + [away] * (n - k), "A")[2]) for k in range(n + 1)
+    ]
+    return float(sum(sps.binom.pmf(k, n, 0.5) for k in range(n + 1) if confirmed[k]))
 
 
 def quality_criteria() -> tuple[tuple[str, ...], tuple[int, int]]:
@@ -291,18 +315,18 @@ def decision_fact(name: str) -> int:
 
 
 def axes_recall_low(confidence: float) -> float:
-    """The recall a search that found every canary shows at ``confidence`` (one-sided)."""
+    """The recall of the weakest tier that a search finding every canary shows at ``confidence`` (one-sided)."""
     from pytest_fairness.measures.fpf import axes_canaries
 
-    planted = len(axes_canaries.canaries())
-    return axes_canaries.Recall(planted, planted, axes_canaries.DEFAULT_SHARE).lower(confidence)
+    return axes_canaries.Recall((True,) * len(axes_canaries.canaries())).lower(confidence)
 
 
 def axes_miss_bound() -> float:
-    """The most a real difference as findable as a canary can be missed while every canary is found."""
+    """The most a real difference as findable as the weakest tier's canaries can be missed while every
+    canary is found."""
     from pytest_fairness.measures.fpf import axes_canaries
 
-    return axes_canaries.wrong_pass_bound(len(axes_canaries.canaries()))
+    return axes_canaries.wrong_pass_bound(axes_tiers()[-1][1])
 
 
 def synthetic_kinds() -> dict[str, str]:

@@ -22,7 +22,7 @@ from pytest_fairness.gate import Threshold
 from pytest_fairness.measures.planting import Planted
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest
 from pytest_fairness.models.runner import CallStats, ProgressFn, Runner, counting
-from pytest_fairness.power import design_truths
+from pytest_fairness.power import GateShape, design_truths
 from pytest_fairness.result import Measured, MeasureResult, with_provider_notes
 from pytest_fairness.stats import IntervalKind, Summary, summarize
 
@@ -120,6 +120,12 @@ class Params:
         null 0.5 and at most 0.7: 0.5 and 0.85). Override where a measure knows better.
         """
         return design_truths(threshold, self.BOUNDS, self.NULL)
+
+    def gate_shape(self, threshold: Threshold, confidence: float) -> GateShape:
+        """How the gate reads the samples, for sizing: one mean of all of them against the check's threshold
+        at the gate's confidence. Overridden by a gate built from several simultaneous means (Bias
+        Enumeration: one per harmful question, of its held-out pairs only)."""
+        return GateShape(threshold, confidence)
 
     def expected_attenuation(self, confidence: float) -> float | None:
         """For a measure whose gate is corrected for a measured attenuation (``stats.deattenuate``, e.g. a

@@ -12,7 +12,8 @@ from functools import cache
 from typing import Any
 
 from pytest_fairness.data import parse_yaml, read_text
-from pytest_fairness.measures.fpf.axes_core import LABEL_LETTERS, ORDERS, Axis, BrainstormBatch, Order, Side
+from pytest_fairness.measures.fpf.axes_core import BrainstormBatch
+from pytest_fairness.measures.fpf.axes_labels import LABEL_LETTERS, ORDERS, Axis, Order, Side
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, Purpose
 
 PROMPTS_FILE = "axes_prompts.yaml"

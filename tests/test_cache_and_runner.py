@@ -369,7 +369,7 @@ def test_each_provider_approximation_is_listed_once_however_responses_combine_th
 def test_calls_are_counted_by_the_role_they_serve_even_when_the_judge_is_the_model_under_test():
     runner = Runner(CountingModel(), cache_mode=CacheMode.OFF)
     judge = runner.for_role("judge")
-    assert judge.model is runner.model and judge.role == "judge"
+    assert judge.model is runner.model and judge.role == "judge" and judge.stats is runner.stats
     check = CallStats()
     with counting(check):
         runner.run([chat("a"), chat("b")])

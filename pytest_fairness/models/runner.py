@@ -216,11 +216,13 @@ class Runner:
                 counter.add(batch)
 
     def for_role(self, role: str) -> Runner:
-        """A runner of the same model, cache, price and policies whose calls count for ``role`` (a judge that
-        is the model under test: the same model, told apart in the accounting)."""
-        return Runner(
+        """A runner of the same model, cache, price, policies and running totals (``stats``) whose calls count for
+        ``role`` (a judge that is the model under test: the same model, told apart in the accounting)."""
+        other = Runner(
             self.model, self.cache, self.cache_mode, self.max_concurrency, self.retry, self.price, self.batch, role
         )
+        other.stats = self.stats
+        return other
 
     def at_once(self) -> int | None:
         """How many requests this runner answers at the same time; None in batch mode, where one ``run`` is

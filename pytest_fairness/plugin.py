@@ -642,6 +642,10 @@ def _as_run(comparison: Comparison | None, record: CheckRecord) -> Comparison | 
     return replace(comparison, after=replace(comparison.after, model=record.result.model_id))
 
 
+#: The worker output key of the calls a worker gave up on at its end.
+ABANDONED_KEY = "fairness_abandoned"
+
+
 class FairnessReporter:
     """Collects check records from reports (local or relayed by xdist); decides, prints and writes them once.
 
@@ -765,10 +769,19 @@ class FairnessReporter:
         self.tally.planned = True
         return True
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """A worker's calls given up on at its end (``pytest_sessionfinish`` on the worker) count for the run."""
+        self.tally.abandoned += int(getattr(node, "workeroutput", {}).get(ABANDONED_KEY, 0))
+
     @pytest.hookimpl(tryfirst=True)  # before JUnit XML writes its file, so the run's properties reach it
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if hasattr(self.config, "workerinput"):
+        abandoned = self.config.stash[SESSION_KEY].settle()  # no call left in flight unseen, in any process
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[ABANDONED_KEY] = abandoned
             return  # the controller decides and writes, once, from every worker's records
+        self.tally.abandoned += abandoned
         settings = self.config.stash[SESSION_KEY].settings
         self.decision = decide_records(self.records, settings.baseline)
         if self.decision is not None and self.decision.failing and session.exitstatus == pytest.ExitCode.OK:
@@ -829,6 +842,8 @@ class FairnessReporter:
             terminalreporter.write_line(terminal.error_rate_line(self.config.stash[SESSION_KEY]))
         elif incomplete:  # nothing ran (e.g. stopped at start): one line, the message above says why
             terminalreporter.write_line(terminal.run_status_line(run), red=True, bold=True)
+        if run.abandoned:
+            terminalreporter.write_line(terminal.abandoned_line(run), yellow=True)
         if self.records:
             terminalreporter.write_sep("-", "fairness cost")
             for line in terminal.cost_lines(self.records):

@@ -690,6 +690,12 @@ class FairnessSession:
             return result.no_size_decides  # it may know that no size decides it
         return sizing.futility(check.params.with_samples(size), result, check.threshold, self.gate_confidence, budget)
 
+    def settle(self) -> int:
+        """At the end of a run: wait a short grace for the calls still in flight to every model, then give up on
+        the rest; how many were given up on (a model two runners share is settled by the first)."""
+        runners = (*self._others.values(), self._reference, self._judge, self._runner)
+        return sum(runner.settle() for runner in runners if runner is not None)
+
     def close(self) -> None:
         for runner in (*self._others.values(), self._reference, self._judge, self._runner):
             if runner is not None:

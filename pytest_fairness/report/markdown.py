@@ -16,7 +16,7 @@ from pytest_fairness.record import CheckRecord
 from pytest_fairness.report.format import interval, num, shared_ci_label
 from pytest_fairness.report.plots import plot_section
 from pytest_fairness.report.tally import RunState, cost_totals, outcome_counts
-from pytest_fairness.report.terminal import columns, spend_text
+from pytest_fairness.report.terminal import abandoned_line, columns, spend_text
 
 OUTCOME_WORDS = {
     Outcome.PASS: "pass",
@@ -117,15 +117,21 @@ def markdown_report(
 
 
 def _run_warning(run: RunState | None, who: str = "Run") -> str:
-    """A bold first line when the run did not finish every selected check; empty for a complete run."""
-    if run is None or run.complete:
+    """A bold first line when the run did not finish every selected check (and a line on the calls it gave up on at
+    the end); empty for a complete run that left none."""
+    if run is None:
         return ""
     if run.status == "planned":
         return "**Planned only** (`--fairness-plan`): no check was run.\n\n"
-    return (
-        f"**{who} {run.status}**: of {run.selected} selected checks, {run.errored} errored "
-        f"and {run.not_run} did not run; the results below are incomplete.\n\n"
-    )
+    warning = ""
+    if not run.complete:
+        warning = (
+            f"**{who} {run.status}**: of {run.selected} selected checks, {run.errored} errored "
+            f"and {run.not_run} did not run; the results below are incomplete.\n\n"
+        )
+    if run.abandoned:
+        warning += f"{abandoned_line(run)}.\n\n"
+    return warning
 
 
 def _verdict(decision: RunDecision) -> str:

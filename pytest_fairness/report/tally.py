@@ -32,7 +32,10 @@ RunStatus = Literal["complete", "errored", "interrupted", "planned"]
 
 @dataclass(frozen=True)
 class RunState:
-    """Whether a run finished every selected check, and how its finished checks' gates went."""
+    """Whether a run finished every selected check, and how its finished checks' gates went.
+
+    ``abandoned`` counts the model calls still in flight when the run ended that a short grace did not see
+    answered: given up on (a server may still be working on them), never left behind unseen."""
 
     status: RunStatus
     selected: int = 0
@@ -43,6 +46,7 @@ class RunState:
     errored: int = 0
     not_run: int = 0
     stopped: str = ""
+    abandoned: int = 0
 
     @property
     def complete(self) -> bool:
@@ -59,6 +63,7 @@ class RunState:
             "cannot_serve": self.cannot_serve,
             "errored": self.errored,
             "not_run": self.not_run,
+            "abandoned": self.abandoned,
         }
         if self.stopped:
             out["stopped"] = self.stopped
@@ -67,7 +72,7 @@ class RunState:
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> RunState:
         """A report's ``run`` section (counts it lacks are 0)."""
-        counts = ("selected", "passed", "failed", "inconclusive", "cannot_serve", "errored", "not_run")
+        counts = ("selected", "passed", "failed", "inconclusive", "cannot_serve", "errored", "not_run", "abandoned")
         return cls(raw["status"], **{k: int(raw.get(k, 0)) for k in counts}, stopped=str(raw.get("stopped", "")))
 
 
@@ -86,6 +91,7 @@ class RunTally:
     interrupted: bool = False
     stopped: str = ""
     planned: bool = False  # --fairness-plan: priced, deliberately not run
+    abandoned: int = 0  # calls in flight at the end that were given up on, in every process of the run
 
     @property
     def not_run(self) -> int:
@@ -114,4 +120,5 @@ class RunTally:
             errored=len(self.errored),
             not_run=self.not_run,
             stopped=self.stopped,
+            abandoned=self.abandoned,
         )

@@ -26,12 +26,12 @@ from pytest_fairness.models.base import PermanentError
 from pytest_fairness.models.batch import PENDING_EXIT, BatchPending
 from pytest_fairness.models.cache import CacheMiss, CacheMode
 from pytest_fairness.models.registry import ModelSpecError
-from pytest_fairness.models.runner import RetriesExhausted
+from pytest_fairness.models.runner import CallStats, RetriesExhausted, counting
 from pytest_fairness.plan import Plan
 from pytest_fairness.record import PROPERTY, RECORD_PROPERTY, CheckRecord
 from pytest_fairness.report import junit, progress, status, terminal
 from pytest_fairness.report.analyses import session_analyses
-from pytest_fairness.report.tally import RunTally
+from pytest_fairness.report.tally import UNFINISHED_PROPERTY, RunTally, UnfinishedCheck, spent_of
 from pytest_fairness.session import (
     GATE_MULTIPLICITY,
     INCONCLUSIVE_POLICIES,
@@ -492,7 +492,12 @@ class CheckItem(pytest.Item):
 
     def runtest(self) -> None:
         session = self.config.stash[SESSION_KEY]
-        run = session.run_check(self.check, progress=self._progress())
+        with counting(CallStats()) as spent:
+            try:
+                run = session.run_check(self.check, progress=self._progress())
+            except (Exception, KeyboardInterrupt) as exc:
+                self._stopped(exc, spent)
+                raise
         record = run.to_record()
         try:
             if _value(self.config, "baselines"):
@@ -542,6 +547,18 @@ class CheckItem(pytest.Item):
         gap = min(progress.REDRAW_SECONDS, interval)
         label = f"{self.check.suite}::{self.check.id}"
         return progress.Emitter(self.nodeid, label, n, send, worker=worker, min_gap=gap)
+
+    def _stopped(self, exc: BaseException, spent: CallStats) -> None:
+        """Why the check stopped without a result, and what it spent: for the controller on the report, or, for a
+        Ctrl-C (which ends the run before any report), straight to this process's reporter."""
+        reason = str(exc) if isinstance(exc, MESSAGE_ONLY) else f"{type(exc).__name__}: {exc}"
+        label = f"{self.check.suite}::{self.check.id}"
+        state = "interrupted" if isinstance(exc, KeyboardInterrupt) else "errored"
+        stopped = UnfinishedCheck(label, state, (reason.strip().splitlines() or [""])[0], spent_of(spent))
+        reporter = self.config.pluginmanager.get_plugin("fairness-reporter")
+        if state == "interrupted" and reporter is not None:
+            reporter.tally.stops[self.nodeid] = stopped
+        self.user_properties.append((UNFINISHED_PROPERTY, json.dumps(stopped.to_dict(), sort_keys=True)))
 
     def _publish(self, record: CheckRecord) -> None:
         """The record for the controller, and flat properties for JUnit XML readers (CI dashboards)."""
@@ -734,25 +751,38 @@ class FairnessReporter:
         )
 
     def _count(self, report: pytest.TestReport, recorded: bool) -> None:
-        """Finished: it produced a record (or was skipped before running). Errored: it failed without one."""
+        """Finished: it produced a record (or was skipped before running). Errored: it failed without one (why:
+        what the check said when it stopped, or the first line of the failure)."""
         if not report.nodeid.startswith(CHECK_PREFIX):
             return
         if recorded or (report.when == "setup" and report.skipped):
             self.tally.finished.add(report.nodeid)
         elif report.failed and report.when in ("setup", "call"):
             self.tally.errored.add(report.nodeid)
+            said = [json.loads(v) for k, v in report.user_properties if k == UNFINISHED_PROPERTY]
+            label = self.tally.selection.get(report.nodeid, report.nodeid.removeprefix(CHECK_PREFIX))
+            first = report.longreprtext.strip().splitlines()[:1]
+            stop = UnfinishedCheck.from_dict(said[-1]) if said else UnfinishedCheck(label, "errored", "".join(first))
+            self.tally.stops[report.nodeid] = stop
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.tally.selected = sum(item.nodeid.startswith(CHECK_PREFIX) for item in session.items)
+        self.tally.selection = {
+            item.nodeid: f"{item.check.suite}::{item.check.id}" for item in session.items if isinstance(item, CheckItem)
+        }
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """Under xdist the controller does not collect; every worker reports the same selection."""
         self.tally.selected = max(self.tally.selected, sum(i.startswith(CHECK_PREFIX) for i in ids))
+        if not self.tally.selection:
+            self.tally.selection = {i: i.removeprefix(CHECK_PREFIX) for i in ids if i.startswith(CHECK_PREFIX)}
         self.config.stash[SESSION_KEY].family_size = self.tally.selected  # for the summary's error-rate line
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         """Ctrl-C interrupts the run; ``pytest.exit`` with an error code stops it on an error."""
+        if type(excinfo.value).__name__ == "Interrupted" and str(excinfo.value).startswith("stopping after"):
+            return  # xdist's way of stopping at -x / --maxfail: the failures say what happened, as in a serial run
         exit_code = getattr(excinfo.value, "returncode", pytest.ExitCode.INTERRUPTED)
         if isinstance(excinfo.value, pytest.exit.Exception) and exit_code != pytest.ExitCode.INTERRUPTED:
             self.tally.stopped = str(excinfo.value.msg)

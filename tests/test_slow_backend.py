@@ -46,6 +46,7 @@ def project(pytester, monkeypatch):
         )
         return json.loads(report.read_text()), "\n".join(result.outlines + result.errlines)
 
+    run.path = pytester.path  # type: ignore[attr-defined]
     return run
 
 
@@ -70,12 +71,25 @@ def test_a_slow_but_working_backend_ends_every_check_with_an_outcome_and_loses_n
 def test_a_hung_backend_errors_the_check_once_in_one_line_naming_the_deadline_the_calls_and_both_options(
     project, workers
 ):
+    outputs = ["-x", "--fairness-max-attempts=3", "--fairness-markdown=report.md", "--junitxml=junit.xml", *workers]
     with FakeOpenAI(serial=True, latency=REPLY, hang_after=3) as server:  # the probe and two answers, then nothing
-        report, out = project(server, APP, "--fairness-max-attempts=3", *workers, checks="decision_bias and career")
+        report, out = project(server, APP, *outputs, checks="decision_bias and (career or science)")
+    run = report["run"]
     lines = [line for line in out.splitlines() if "got no answer within the" in line]
-    assert len(lines) == 1, out[-3000:]
-    (line,) = lines
-    assert f"{DEADLINE:g}s deadline" in line and "calls in flight" in line
-    assert "?timeout=" in line and "?concurrency=" in line
-    assert report["run"]["status"] == "errored" and report["run"]["abandoned"] > 0  # the hung calls, given up on
-    assert "given up on" in out
+    assert len(lines) == run["errored"] >= 1, out[-3000:]  # each check that errored says so once, in one line
+    for line in lines:
+        assert f"{DEADLINE:g}s deadline" in line and "calls in flight" in line
+        assert "?timeout=" in line and "?concurrency=" in line
+    assert run["status"] == "errored" and run["abandoned"] > 0 and "given up on" in out  # the hung calls
+    # Each selected check has its state: errored with the line's reason, or not run (-x stopped the run)
+    by_check = {c["check"]: c for c in run["unfinished"]}
+    assert set(by_check) == {"gender::decision_bias[career]", "gender::decision_bias[science]"}
+    errored = [c for c in by_check.values() if c["state"] == "errored"]
+    assert len(errored) == run["errored"] and {c["state"] for c in by_check.values()} <= {"errored", "not run"}
+    assert {c["reason"] for c in errored} == {line.split(": ", 1)[1] for line in lines}
+    assert sum(c["spent"]["late"] for c in errored) >= 3  # three tries of one request at least, each late
+    assert report["totals"]["calls"] == sum(c.get("spent", {}).get("calls", 0) for c in by_check.values())
+    markdown = (project.path / "report.md").read_text()
+    assert "decision_bias[career]" in markdown and "did not finish" in markdown and "got no answer" in markdown
+    junit = (project.path / "junit.xml").read_text()
+    assert "decision_bias[career]" in junit and "got no answer" in junit

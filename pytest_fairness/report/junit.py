@@ -17,7 +17,7 @@ import pytest
 
 from pytest_fairness.baseline import RunDecision
 from pytest_fairness.record import CheckRecord
-from pytest_fairness.report.tally import RunState, cost_totals
+from pytest_fairness.report.tally import RunState, run_totals
 
 
 def check_properties(record: CheckRecord) -> list[tuple[str, object]]:
@@ -53,7 +53,7 @@ def add_run_properties(
     if xml is None:
         return
     xml.add_global_property("fairness_run", json.dumps(run.to_dict(), sort_keys=True))
-    totals = cost_totals(records)
+    totals = run_totals(records, run)
     xml.add_global_property("fairness_spend_usd", str(round(totals["usd"], 6)))
     xml.add_global_property("fairness_unpriced_calls", str(int(totals["unpriced"])))
     xml.add_global_property("fairness_rate_limited", str(int(totals["rate_limited"])))

@@ -15,7 +15,7 @@ from pytest_fairness.gate import Outcome
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.report.format import interval, num, shared_ci_label
 from pytest_fairness.report.plots import plot_section
-from pytest_fairness.report.tally import RunState, cost_totals, outcome_counts
+from pytest_fairness.report.tally import RunState, cost_totals, outcome_counts, run_totals
 from pytest_fairness.report.terminal import abandoned_line, columns, spend_text
 
 OUTCOME_WORDS = {
@@ -52,18 +52,13 @@ def _gate_rows(records: Sequence[CheckRecord]) -> list[list[str]]:
     ]
 
 
-def _notes(records: Sequence[CheckRecord]) -> list[str]:
+def _notes(records: Sequence[CheckRecord], run: RunState | None) -> list[str]:
     lines = ["", "**Fidelity to the papers**", ""]
     for fidelity in sorted({rec.result.fidelity for rec in records}):
         checks = ", ".join(dict.fromkeys(rec.check for rec in records if rec.result.fidelity == fidelity))
         lines.append(f"- {fidelity}: {checks}")
-    calls = cost_totals(records)
+    lines += ["", *_accounting(run_totals(records, run))]
     lines += [
-        "",
-        f"**Accounting**: {calls['calls']} model calls, {calls['cache_hits']} answered from the cache, "
-        f"{calls['retries']} retries ({calls['rate_limited']} after HTTP 429); "
-        f"{calls['prompt_tokens']} prompt + {calls['completion_tokens']} completion "
-        f"tokens; {calls['seconds']:.1f} s of model time; spend ${spend_text(calls)} at standard rates.",
         "",
         *_table(
             ["check", "calls", "cache hits", "spend $"],
@@ -74,6 +69,27 @@ def _notes(records: Sequence[CheckRecord]) -> list[str]:
         ),
     ]
     return lines
+
+
+def _accounting(calls: dict[str, float]) -> list[str]:
+    """The run's spend in one line (its unfinished checks' calls included)."""
+    return [
+        f"**Accounting**: {calls['calls']} model calls, {calls['cache_hits']} answered from the cache, "
+        f"{calls['retries']} retries ({calls['rate_limited']} after HTTP 429); "
+        f"{calls['prompt_tokens']} prompt + {calls['completion_tokens']} completion "
+        f"tokens; {calls['seconds']:.1f} s of model time; spend ${spend_text(calls)} at standard rates.",
+    ]
+
+
+def _unfinished(run: RunState | None) -> list[str]:
+    """Every selected check that did not finish: its state, why, and what it spent before it stopped."""
+    if run is None or not run.unfinished:
+        return []
+    rows = [
+        [f"`{check.check}`", check.state, check.reason.replace("|", "\\|") or "-", int(check.spent.get("calls", 0))]
+        for check in run.unfinished
+    ]
+    return ["**Checks that did not finish**", "", *_table(["check", "state", "reason", "calls"], rows), ""]
 
 
 def markdown_report(
@@ -89,11 +105,15 @@ def markdown_report(
 
     Images are referenced as ``plots_dir/<measure>.png`` (relative paths resolve from where the
     Markdown is saved), or under ``image_base`` when the PNGs are uploaded elsewhere, e.g. as CI artefacts.
-    ``run`` flags an errored or interrupted run at the top; ``baselines`` adds the run's baseline verdicts.
+    ``run`` flags an errored or interrupted run at the top and lists the checks that did not finish (its spend
+    counts theirs); ``baselines`` adds the run's baseline verdicts.
     """
     warning = _run_warning(run)
-    if not records:
+    if not records and (run is None or not run.unfinished):
         return f"## {title}\n\n{warning}No fairness checks ran.\n"
+    if not records:
+        lines = [f"## {title}", "", warning.strip(), "", *_unfinished(run), *_accounting(run_totals(records, run))]
+        return "\n".join(lines) + "\n"
     models = sorted({rec.result.model_id for rec in records})
     counts = outcome_counts(records)
     cannot_serve = counts[Outcome.CANNOT_SERVE]
@@ -107,7 +127,9 @@ def markdown_report(
         f"{counts[Outcome.PASS]} passed" + (f", {cannot_serve} the model cannot serve." if cannot_serve else "."),
         "",
         *_table(list(columns(records)), _gate_rows(records)),
-        *_notes(records),
+        "",
+        *_unfinished(run),
+        *_notes(records, run),
     ]
     if baselines is not None:
         lines += ["", *_baseline_section(baselines)]

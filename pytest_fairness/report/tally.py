@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pytest_fairness.gate import Outcome
-from pytest_fairness.models.runner import COUNTERS  # CallStats' numeric fields, in the order reports show them
+from pytest_fairness.models.runner import (  # CallStats' numeric fields, in the order reports show them
+    COUNTERS,
+    CallStats,
+)
 from pytest_fairness.record import CheckRecord
 
 
@@ -27,15 +30,60 @@ def cost_totals(records: Sequence[CheckRecord]) -> dict[str, float]:
     return {name: sum(getattr(rec.result.calls, name) for rec in records) for name in COUNTERS}
 
 
+def run_totals(records: Sequence[CheckRecord], run: RunState | None) -> dict[str, float]:
+    """``cost_totals`` of the records plus what the run's unfinished checks spent before they stopped: all the
+    run spent."""
+    totals = cost_totals(records)
+    for check in run.unfinished if run is not None else ():
+        for name in COUNTERS:
+            totals[name] += check.spent.get(name, 0)
+    return totals
+
+
+#: The report property of a check that stopped without a result (``UnfinishedCheck.to_dict`` as JSON).
+UNFINISHED_PROPERTY = "fairness_unfinished"
+
+
+def spent_of(calls: CallStats) -> dict[str, float]:
+    """CallStats' counters, as an unfinished check keeps them."""
+    return {name: getattr(calls, name) for name in COUNTERS}
+
+
 RunStatus = Literal["complete", "errored", "interrupted", "planned"]
+CheckState = Literal["errored", "interrupted", "not run"]
+
+
+@dataclass(frozen=True)
+class UnfinishedCheck:
+    """A selected check that produced no result: ``errored`` (with the one-line ``reason``), ``interrupted``
+    while it ran, or ``not run``; ``spent`` is what its calls cost before it stopped (CallStats' counters)."""
+
+    check: str
+    state: CheckState
+    reason: str = ""
+    spent: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"check": self.check, "state": self.state}
+        if self.reason:
+            out["reason"] = self.reason
+        if any(self.spent.values()):
+            out["spent"] = {name: self.spent.get(name, 0) for name in COUNTERS}
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> UnfinishedCheck:
+        spent = {name: raw["spent"][name] for name in COUNTERS if name in raw.get("spent", {})}
+        return cls(str(raw["check"]), raw["state"], str(raw.get("reason", "")), spent)
 
 
 @dataclass(frozen=True)
 class RunState:
     """Whether a run finished every selected check, and how its finished checks' gates went.
 
-    ``abandoned`` counts the model calls still in flight when the run ended that a short grace did not see
-    answered: given up on (a server may still be working on them), never left behind unseen."""
+    ``unfinished`` lists, in run order, every selected check that produced no result and why. ``abandoned``
+    counts the model calls still in flight when the run ended that a short grace did not see answered: given up
+    on (a server may still be working on them), never left behind unseen."""
 
     status: RunStatus
     selected: int = 0
@@ -47,6 +95,7 @@ class RunState:
     not_run: int = 0
     stopped: str = ""
     abandoned: int = 0
+    unfinished: tuple[UnfinishedCheck, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -67,13 +116,17 @@ class RunState:
         }
         if self.stopped:
             out["stopped"] = self.stopped
+        if self.unfinished:
+            out["unfinished"] = [check.to_dict() for check in self.unfinished]
         return out
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> RunState:
         """A report's ``run`` section (counts it lacks are 0)."""
         counts = ("selected", "passed", "failed", "inconclusive", "cannot_serve", "errored", "not_run", "abandoned")
-        return cls(raw["status"], **{k: int(raw.get(k, 0)) for k in counts}, stopped=str(raw.get("stopped", "")))
+        unfinished = tuple(UnfinishedCheck.from_dict(check) for check in raw.get("unfinished", ()))
+        stopped = str(raw.get("stopped", ""))
+        return cls(raw["status"], **{k: int(raw.get(k, 0)) for k in counts}, stopped=stopped, unfinished=unfinished)
 
 
 @dataclass
@@ -88,6 +141,8 @@ class RunTally:
     selected: int = 0
     finished: set[str] = field(default_factory=set)
     errored: set[str] = field(default_factory=set)
+    selection: dict[str, str] = field(default_factory=dict)  # the selected checks' node ids -> labels, in run order
+    stops: dict[str, UnfinishedCheck] = field(default_factory=dict)  # node id -> why an errored/interrupted one stopped
     interrupted: bool = False
     stopped: str = ""
     planned: bool = False  # --fairness-plan: priced, deliberately not run
@@ -121,4 +176,16 @@ class RunTally:
             not_run=self.not_run,
             stopped=self.stopped,
             abandoned=self.abandoned,
+            unfinished=self.unfinished(),
+        )
+
+    def unfinished(self) -> tuple[UnfinishedCheck, ...]:
+        """Every selected check that did not finish, in run order: why it stopped, or ``not run`` (none when the
+        run was only planned)."""
+        if self.planned:
+            return ()
+        return tuple(
+            self.stops.get(nodeid, UnfinishedCheck(label, "not run"))
+            for nodeid, label in self.selection.items()
+            if nodeid not in self.finished
         )

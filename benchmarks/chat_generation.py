@@ -26,7 +26,6 @@ import time
 import llama_cpp
 
 from pytest_fairness import suite
-from pytest_fairness.measures import MEASURES
 from pytest_fairness.models.base import ChatRequest
 from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.models.local import N_BATCH, LocalModel
@@ -34,7 +33,7 @@ from pytest_fairness.models.local_generation import BlockGenerator
 from pytest_fairness.models.local_scoring import _Batch
 from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.session import PROBE
+from pytest_fairness.preflight import PROBE
 
 
 class Bare:
@@ -70,7 +69,7 @@ def workloads(model: LocalModel, tokens: int) -> dict[str, list[ChatRequest]]:
 
     def first(check: str, n: int) -> list[ChatRequest]:
         c = checks[check]
-        sent = MEASURES[c.measure].requests(c.params_for("quick"), model, 0)[:n]
+        sent = c.measure.requests(c.params_for("quick"), model, 0)[:n]
         return [dataclasses.replace(r, max_tokens=tokens) for r in sent]
 
     return {

@@ -1,8 +1,9 @@
 """pytest-fairness: published LLM bias measures as pytest suites with thresholds and baselines.
 
-The public API, in one place: the model interface (to plug in a team's own model or judge), gates and
-results, the measure contract and registry (to run a measure outside pytest or add one), and the pure
-cores that score data a team already has::
+The public API, in one place: the model interface and provider table (to plug in a team's own model,
+judge or provider), gates and results, the measure contract and registry (to run a measure outside
+pytest or add one), the report contract (to add a report format), and the pure cores that score data a
+team already has::
 
     from pytest_fairness import MEASURES, Runner, load_model, pair_harm, risks, score_response
 
@@ -34,6 +35,17 @@ _SOURCES: dict[str, str] = {
     "TransientError": "pytest_fairness.models.base",
     "load_model": "pytest_fairness.models.registry",
     "Runner": "pytest_fairness.models.runner",
+    # adding a provider: its spec and how the plugin knows it
+    "ModelSpec": "pytest_fairness.models.spec",
+    "ModelSpecError": "pytest_fairness.models.spec",
+    "Provider": "pytest_fairness.models.registry",
+    "register_provider": "pytest_fairness.models.registry",
+    # adding a report format: its option, the contract and the run it writes
+    "Option": "pytest_fairness.options",
+    "Output": "pytest_fairness.report.output",
+    "RunReport": "pytest_fairness.report.output",
+    "Sinks": "pytest_fairness.report.output",
+    "register_output": "pytest_fairness.report.outputs",
     # gates and results
     "Outcome": "pytest_fairness.gate",
     "Threshold": "pytest_fairness.gate",
@@ -64,19 +76,28 @@ __all__ = [
     "Measure",
     "MeasureResult",
     "Message",
+    "ModelSpec",
+    "ModelSpecError",
+    "Option",
     "Outcome",
+    "Output",
     "PairHarm",
     "Params",
     "PcfRisks",
     "PermanentError",
+    "Provider",
     "ResponseScore",
     "RunContext",
+    "RunReport",
     "Runner",
+    "Sinks",
     "Threshold",
     "TransientError",
     "load_model",
     "pair_harm",
     "register",
+    "register_output",
+    "register_provider",
     "risks",
     "score_response",
 ]
@@ -113,6 +134,10 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         PermanentError,
         TransientError,
     )
-    from pytest_fairness.models.registry import load_model
+    from pytest_fairness.models.registry import Provider, load_model, register_provider
     from pytest_fairness.models.runner import Runner
+    from pytest_fairness.models.spec import ModelSpec, ModelSpecError
+    from pytest_fairness.options import Option
+    from pytest_fairness.report.output import Output, RunReport, Sinks
+    from pytest_fairness.report.outputs import register_output
     from pytest_fairness.result import MeasureResult

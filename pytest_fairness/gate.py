@@ -101,3 +101,28 @@ def decide(ci: Interval, threshold: Threshold) -> Outcome:
     lo_ok = threshold.min is None or lo >= threshold.min
     hi_ok = threshold.max is None or hi <= threshold.max
     return Outcome.PASS if lo_ok and hi_ok else Outcome.INCONCLUSIVE
+
+
+#: How a run's gates share their error rate: each at its own confidence, or Bonferroni across the run.
+GATE_MULTIPLICITY = ("none", "bonferroni")
+
+
+@dataclass(frozen=True)
+class GateFamily:
+    """The gates of one run that share its error rate: how many, at what confidence, and how they share it.
+
+    Fixed once collection knows the selected checks (every xdist worker sees them all); the gates run at
+    ``gate_confidence`` and the report states the rate the family controls.
+    """
+
+    size: int
+    confidence: float
+    multiplicity: str = "none"
+
+    @property
+    def gate_confidence(self) -> float:
+        """Each gate's confidence: the configured one, or under Bonferroni 1 - (1 - confidence) / checks, so
+        that the chance any gate of the run errs is at most 1 - confidence."""
+        if self.multiplicity == "bonferroni" and self.size > 1:
+            return 1 - (1 - self.confidence) / self.size
+        return self.confidence

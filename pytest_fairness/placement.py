@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_fairness.growth import sample_budget
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, estimate_tokens
 
 #: Node ids of suite checks start with this, then ``<suite>::<check id>``.
@@ -93,16 +94,13 @@ def plan_groups(
     share the judge's calibration with the overall one (64 judge calls), and run beside it they computed
     it again (650 s in the main job); run after it, they took under a second.
     """
-    from pytest_fairness.measures import MEASURES
-
     planned: list[tuple[str, str, float, set[Any]]] = []  # node id, declared group, growth, requests
     for check in checks:
-        measure = MEASURES[check.measure]
+        measure = check.measure
         size = check.sample_size(profile)
         growth = 1.0
         if sequential:
-            budget = (check.budget or {}).get(profile, 4 * size)
-            growth = max(1.0, min(float(budget), EXPECTED_GROWTH * size) / size)
+            growth = max(1.0, min(float(sample_budget(check, profile, size)), EXPECTED_GROWTH * size) / size)
         params = check.params_for(profile)
         try:
             requests = set(measure.requests(params, model, seed))

@@ -1,6 +1,6 @@
 """What a run would call and cost before it runs (--fairness-plan, --fairness-budget): typed rows.
 
-A ``Plan`` is built by ``FairnessSession.plan`` (it needs the model's tokenizer, the cache and the
+A ``Plan`` is built by ``planning.Planner.plan`` (it needs the model's tokenizer, the cache and the
 measures' request lists) and read by the terminal's plan tables and the budget check, so each of them
 reads fields rather than dictionary keys.
 """

@@ -2,8 +2,9 @@
 
 A release-size run is hundreds of thousands of calls, so its bill should be seen before it arrives.
 Prices come, in this order, from the model spec (``?price_in=…&price_out=…``, USD per million tokens:
-private endpoints have no public price), from litellm's bundled price map (read offline, never
-fetched), or for models that run on this machine, nothing. Otherwise the price is unknown and says
+private endpoints have no public price), for models that run on this machine nothing, or from
+litellm's bundled price map (read offline, never fetched) for providers whose models it lists. Each
+provider says which applies (``models.registry.Provider``). Otherwise the price is unknown and says
 why. litellm is an optional extra: without it only spec prices are known.
 
 Batch rates are the map's own (``*_cost_per_token_batches``) where it lists them; otherwise half the
@@ -21,12 +22,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from pytest_fairness.models.registry import PLUGIN_OPTIONS, ModelSpec, ModelSpecError, parse_model_spec
+from pytest_fairness.models.registry import PROVIDERS, parse_model_spec
+from pytest_fairness.models.spec import PLUGIN_OPTIONS, ModelSpec, ModelSpecError
 
 #: Spec options that set a price (USD per million prompt / completion tokens); no provider sees them.
 PRICE_OPTIONS = PLUGIN_OPTIONS
-#: Providers that run the model in this process: no per-token charge.
-FREE_PROVIDERS = ("local", "synthetic")
 #: Providers whose batch APIs document a 50% discount on both rates (OpenAI Batch API, Anthropic Message
 #: Batches), used only when the price map lists no batch rate of its own.
 DOCUMENTED_BATCH_DISCOUNT: Mapping[str, float] = {"openai": 0.5, "anthropic": 0.5}
@@ -105,21 +105,22 @@ def price_for(spec: str | ModelSpec) -> Price:
     given = spec_price(parsed)
     if given is not None:
         return Price(given[0], given[1], "model spec price_in/price_out")
-    if parsed.provider in FREE_PROVIDERS:
+    provider = PROVIDERS[parsed.provider]
+    if provider.free:
         return Price(0.0, 0.0, "runs on this machine: no per-token charge", 0.0, 0.0, "runs on this machine")
     model, _, base_url = parsed.target.partition("@")
     if base_url:
         return Price(None, None, f"a self-hosted endpoint has no public price: {PRICE_HINT}")
-    if parsed.provider not in ("openai", "litellm"):
+    if provider.price_keys is None:
         return Price(None, None, f"no price map for provider {parsed.provider!r}: {PRICE_HINT}")
     table = price_map()
     if table is None:
         return Price(None, None, f"litellm is not installed for its price map: {PRICE_HINT}")
     entries, version = table
-    found = _lookup(entries, parsed.provider, model)
-    if found is None:
+    billed, keys = provider.price_keys(model)
+    entry = _entry(entries, billed, keys)
+    if entry is None:
         return Price(None, None, f"{model!r} is not in litellm {version}'s price map: {PRICE_HINT}")
-    provider, entry = found
     per_m = {k: float(v) * MILLION for k, v in entry.items() if k.endswith("cost_per_token") or k.endswith("_batches")}
     if "input_cost_per_token" not in per_m or "output_cost_per_token" not in per_m:
         return Price(None, None, f"litellm {version}'s price map lists no token rates for {model!r}: {PRICE_HINT}")
@@ -127,25 +128,21 @@ def price_for(spec: str | ModelSpec) -> Price:
     source = f"litellm {version} price map"
     if "input_cost_per_token_batches" in per_m and "output_cost_per_token_batches" in per_m:
         batch = (per_m["input_cost_per_token_batches"], per_m["output_cost_per_token_batches"], source)
-    elif provider in DOCUMENTED_BATCH_DISCOUNT:
-        factor = DOCUMENTED_BATCH_DISCOUNT[provider]
-        batch = (std_in * factor, std_out * factor, f"{provider}'s documented {1 - factor:.0%} batch discount")
+    elif billed in DOCUMENTED_BATCH_DISCOUNT:
+        factor = DOCUMENTED_BATCH_DISCOUNT[billed]
+        batch = (std_in * factor, std_out * factor, f"{billed}'s documented {1 - factor:.0%} batch discount")
     else:
         return Price(std_in, std_out, source)
     return Price(std_in, std_out, source, *batch)
 
 
-def _lookup(entries: Mapping[str, Any], provider: str, model: str) -> tuple[str, Mapping[str, Any]] | None:
-    """The map's entry for a model and the provider it bills under. ``openai:`` names only OpenAI's own models."""
-    if provider == "openai":
-        keys, wanted = [model], "openai"
-    else:  # litellm:PROVIDER/MODEL: the map keys some models with their provider prefix, some without
-        wanted, _, bare = model.partition("/")
-        keys = [model, bare]
+def _entry(entries: Mapping[str, Any], billed: str, keys: tuple[str, ...]) -> Mapping[str, Any] | None:
+    """The map's entry under the first of ``keys`` that the ``billed`` provider bills (``openai:`` names only
+    OpenAI's own models)."""
     for key in keys:
         entry = entries.get(key)
-        if isinstance(entry, Mapping) and str(entry.get("litellm_provider", "")).split("_")[0] == wanted.split("_")[0]:
-            return wanted, entry
+        if isinstance(entry, Mapping) and str(entry.get("litellm_provider", "")).split("_")[0] == billed.split("_")[0]:
+            return entry
     return None
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import numpy as np
 
@@ -230,45 +231,58 @@ class SequentialPlan:
         return min(max(n_done + self.step, math.ceil(n_done * self.growth)), self.budget)
 
 
+class Rounds(Protocol):
+    """One check's rounds, as the loop reads them (``growth.CheckRounds`` for a suite check)."""
+
+    def look(self, size: int) -> tuple[MeasureResult, Interval]:
+        """The result at ``size`` with its always-valid interval (at the first size: the first round's)."""
+        ...
+
+    def futile(self, size: int, result: MeasureResult) -> str:
+        """Why growing from ``size`` is unlikely to decide ("" when it may); stopping claims nothing."""
+        ...
+
+    def unserved(self, size: int, result: MeasureResult) -> str | None:
+        """Why a larger sample shows the model cannot serve the measure (None when it can)."""
+        ...
+
+    def over_budget(self, size: int, grown: int) -> str:
+        """Why growing from ``size`` to ``grown`` would break a spending limit ("" when it would not)."""
+        ...
+
+    def begin_round(self, round_: int, size: int) -> None:
+        """A round starts (live progress names it)."""
+        ...
+
+
 def run_sequential(
-    plan: SequentialPlan,
-    threshold: Threshold,
-    first: MeasureResult,
-    look: Callable[[int], tuple[MeasureResult, Interval]],
-    futile: Callable[[int, MeasureResult], str],
-    unserved: Callable[[int, MeasureResult], str | None],
-    over_budget: Callable[[int, int], str] = lambda size, grown: "",
-    begin_round: Callable[[int, int], None] | None = None,
+    plan: SequentialPlan, threshold: Threshold, first: MeasureResult, rounds: Rounds
 ) -> tuple[MeasureResult, Outcome]:
     """Grow a check from its ``first`` round while the gate is inconclusive and the budget allows, gating on
     an always-valid interval, whose error rate holds however often it is looked at.
 
-    ``look(n)`` is the result at size n with its always-valid interval (at ``plan.initial``: the first
-    round's); ``futile`` says why growing from a size is unlikely to decide (stopping claims nothing, so
-    the guarantee is untouched); ``unserved`` why a larger sample shows the model cannot serve the measure,
-    which stops spending; ``over_budget(size, grown)`` why growing would break a spending limit (stopping
-    claims nothing either); ``begin_round(round, size)`` tells live progress a round starts. Returns the
-    last round's result, gated on its interval, with its rounds
+    Stops when the interval decides, the sample budget is spent, growing is futile or would break a spending
+    limit (neither claims anything, so the guarantee is untouched), or a larger sample shows the model cannot
+    serve the measure. Returns the last round's result, gated on its interval, with its rounds
     (``SequentialInfo``) and the calls of every round, and the outcome.
     """
-    rounds, spent, stopped = [plan.initial], [first.calls], ""
-    result, interval = look(plan.initial)
-    while (grown := plan.next_size(rounds[-1], interval, threshold)) is not None:
-        if (stopped := futile(rounds[-1], result)) or (stopped := over_budget(rounds[-1], grown)):
+    sizes, spent, stopped = [plan.initial], [first.calls], ""
+    result, interval = rounds.look(plan.initial)
+    while (grown := plan.next_size(sizes[-1], interval, threshold)) is not None:
+        if (stopped := rounds.futile(sizes[-1], result)) or (stopped := rounds.over_budget(sizes[-1], grown)):
             break
-        if begin_round is not None:
-            begin_round(len(rounds) + 1, grown)
-        result, interval = look(grown)
-        rounds.append(grown)
+        rounds.begin_round(len(sizes) + 1, grown)
+        result, interval = rounds.look(grown)
+        sizes.append(grown)
         spent.append(result.calls)
-        result = replace(result, unserved=unserved(grown, result))
+        result = replace(result, unserved=rounds.unserved(grown, result))
         if result.unserved:
             break
     result = replace(
         result,
         summary=replace(result.summary, ci_t=interval),
         calls=rounds_calls(spent),
-        sequential=SequentialInfo(rounds, plan.budget, stopped=stopped),
+        sequential=SequentialInfo(sizes, plan.budget, stopped=stopped),
     )
     return result, Outcome.CANNOT_SERVE if result.unserved else decide(interval, threshold)
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -76,7 +77,7 @@ class Check:
 
     suite: str
     id: str
-    measure: str
+    measure: Measure[Any]
     params: Params
     samples: SampleSizes
     threshold: Threshold
@@ -86,6 +87,11 @@ class Check:
     budget: dict[str, int] | None = None
     #: 1-based line of the check's entry in its suite file (0: unknown), for CI annotations.
     line: int = 0
+
+    @property
+    def label(self) -> str:
+        """``suite::check``, as records and reports name it."""
+        return f"{self.suite}::{self.id}"
 
     def sample_size(self, profile: str) -> int:
         return self.samples[profile]
@@ -234,7 +240,7 @@ def _parse_check(entry: object, suite: str, where: str, folder: Path | None = No
             Check(
                 suite,
                 check_id,
-                measure.name,
+                measure,
                 check_params,
                 SampleSizes(samples, None if user_release else partial(release_size, check_params, threshold)),
                 threshold,

@@ -16,7 +16,8 @@ from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MoreSamples
-from pytest_fairness.session import FairnessSession, Settings
+from pytest_fairness.session import FairnessSession
+from pytest_fairness.settings import Settings
 from pytest_fairness.suite import parse
 from pytest_fairness.testing.synthetic import SyntheticModel
 

@@ -44,7 +44,7 @@ def _checks() -> tuple[_Check, ...]:
     out = []
     for check in suite.load("religion").checks:
         sides = None
-        if check.measure == "implicit_bias":
+        if check.measure.name == "implicit_bias":
             st = get_stereotype(check.params.subject)
             sides = (len(st.stigma_attrs), len(st.default_attrs))
         out.append(_Check(check.id, check.samples["quick"], float(check.threshold.max), sides))  # type: ignore[arg-type]

@@ -17,7 +17,8 @@ from pytest_fairness import suite
 from pytest_fairness.measures.fpf.planted import HARM_MARKER, demeaning
 from pytest_fairness.models.batch import PENDING_EXIT
 from pytest_fairness.result import MeasureResult
-from pytest_fairness.session import FairnessSession, Settings
+from pytest_fairness.session import FairnessSession
+from pytest_fairness.settings import Settings
 
 SUITE = """\
 suite: batchy

@@ -20,7 +20,7 @@ from harm_judges import TextJudge, capable
 from pytest_fairness.gate import Outcome, Threshold, decide
 from pytest_fairness.measures.fpf import harm, harm_audit
 from pytest_fairness.measures.fpf.harm_labels import LabelledPairs, LabelsError
-from pytest_fairness.models.registry import model_from
+from pytest_fairness.models.build import model_from
 from pytest_fairness.models.runner import Runner
 
 APPS = Path(__file__).parent / "python_apps"

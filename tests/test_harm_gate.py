@@ -34,7 +34,8 @@ from pytest_fairness import suite
 from pytest_fairness.gate import Outcome
 from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.sequential import confidence_sequence
-from pytest_fairness.session import FairnessSession, Settings
+from pytest_fairness.session import FairnessSession
+from pytest_fairness.settings import Settings
 from pytest_fairness.stats import Attenuation, deattenuate
 
 

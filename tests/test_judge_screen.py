@@ -23,7 +23,7 @@ from scipy import stats as sps
 
 from pytest_fairness.measures.fpf import harm, harm_pool, harm_screen
 from pytest_fairness.measures.fpf.planted import demeaning
-from pytest_fairness.models.registry import model_from
+from pytest_fairness.models.build import model_from
 from pytest_fairness.models.runner import Runner
 from pytest_fairness.stats import bounded_mean_intervals, split_confidence
 

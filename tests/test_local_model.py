@@ -15,7 +15,8 @@ from pytest_fairness.models import cores
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message
 from pytest_fairness.models.local import _features, embedded_model_path
 from pytest_fairness.models.local_scoring import BLOCK, PACK_WIDTH, own_width, packs
-from pytest_fairness.models.registry import ModelSpecError, load_model
+from pytest_fairness.models.registry import load_model
+from pytest_fairness.models.spec import ModelSpecError
 
 pytestmark = pytest.mark.embedded
 

@@ -18,7 +18,8 @@ from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.models.runner import CallStats, counting
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult, MoreSamples, SequentialInfo
-from pytest_fairness.session import FairnessSession, Settings
+from pytest_fairness.session import FairnessSession
+from pytest_fairness.settings import Settings
 from pytest_fairness.stats import summarize
 
 PACKAGE = Path(pytest_fairness.__file__).parent
@@ -27,7 +28,7 @@ PACKAGE = Path(pytest_fairness.__file__).parent
 def _first_check_per_measure() -> dict[str, suite.Check]:
     """One built-in check of every registered measure (the gender suite has them all but quality)."""
     checks = [c for name in ("gender", "race") for c in suite.load(name).checks]
-    first = {c.measure: c for c in reversed(checks)}
+    first = {c.measure.name: c for c in reversed(checks)}
     return first
 
 

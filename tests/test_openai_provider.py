@@ -17,8 +17,9 @@ from pytest_fairness.models.base import (
 )
 from pytest_fairness.models.openai import TOP_LOGPROBS
 from pytest_fairness.models.openai_text import ECHO_CHECKS
-from pytest_fairness.models.registry import ModelSpecError, load_model
+from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import CallStats, RetriesExhausted, RetryPolicy, Runner
+from pytest_fairness.models.spec import ModelSpecError
 
 FAST = RetryPolicy(max_attempts=4, base_seconds=0.01, cap_seconds=0.05)
 PROVIDERS = ["openai:fake@{url}?timeout=1", "litellm:openai/fake@{url}?timeout=1"]

@@ -10,9 +10,11 @@ from pytest_fairness import pricing, sizing
 from pytest_fairness.gate import Outcome
 from pytest_fairness.models.base import ChatModel, ChatRequest, ChatResponse, Message
 from pytest_fairness.models.cache import CacheMode
-from pytest_fairness.models.registry import ModelSpecError, load_model
+from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.session import FairnessSession, Settings, SettingsError
+from pytest_fairness.models.spec import ModelSpecError
+from pytest_fairness.session import FairnessSession
+from pytest_fairness.settings import Settings, SettingsError
 from pytest_fairness.suite import parse
 
 HAS_MAP = pricing.price_map() is not None

@@ -13,7 +13,8 @@ from xml.etree import ElementTree
 import pytest
 import yaml
 
-from pytest_fairness import ci, history, suite
+from pytest_fairness import suite
+from pytest_fairness.report import ci, history
 from pytest_fairness.report.progress import Display, Emitter, Tick
 
 ROOT = Path(__file__).resolve().parent.parent

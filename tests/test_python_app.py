@@ -22,10 +22,13 @@ from pytest_fairness import ChatModel, ChatRequest, ChatResponse, Message
 from pytest_fairness.gate import Outcome
 from pytest_fairness.measures import MEASURES
 from pytest_fairness.models.base import PermanentError
+from pytest_fairness.models.build import model_from
 from pytest_fairness.models.cache import CacheMode, ResponseCache
-from pytest_fairness.models.registry import ModelSpecError, load_model, model_from
+from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import CallStats, Runner
-from pytest_fairness.session import FairnessSession, Settings
+from pytest_fairness.models.spec import ModelSpecError
+from pytest_fairness.session import FairnessSession
+from pytest_fairness.settings import Settings
 from pytest_fairness.suite import load as load_suite
 
 APPS = Path(__file__).parent / "python_apps"
@@ -117,7 +120,7 @@ def test_decisions_and_the_implicit_list_route_run_through_a_chat_only_function(
 
 def test_pcf_on_a_chat_only_app_ends_cannot_serve_with_the_reason(apps):
     session = FairnessSession(Settings(model=LIST_APP, cache_mode=CacheMode.OFF))
-    check = next(c for c in load_suite("gender").checks if c.measure == "pcf")
+    check = next(c for c in load_suite("gender").checks if c.measure.name == "pcf")
     try:
         run = session.run_check(check)
     finally:
@@ -324,9 +327,9 @@ def test_fixtures_take_a_model_and_a_judge_as_specs_or_functions(tmp_path):
     assert "local" not in probed  # the default model, which no call used, was not probed
 
 
-PROBE_SPY = """from pytest_fairness import session
+PROBE_SPY = """from pytest_fairness import preflight
 
-_probe = session._probe
+_probe = preflight._probe
 
 
 def spy(runner, *args, **kwargs):
@@ -335,7 +338,7 @@ def spy(runner, *args, **kwargs):
     return _probe(runner, *args, **kwargs)
 
 
-session._probe = spy
+preflight._probe = spy
 """
 
 

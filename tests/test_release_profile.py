@@ -44,7 +44,7 @@ def _release_checks(measure: str) -> dict[tuple[object, ...], suite.Check]:
     found: dict[tuple[object, ...], suite.Check] = {}
     for name in SUITES:
         for check in suite.load(name).checks:
-            if check.measure == measure:
+            if check.measure.name == measure:
                 key = (check.threshold, getattr(check.params, "risk", None), check.samples["release"])
                 found.setdefault(key, check)
     assert found, f"no built-in check of {measure}"

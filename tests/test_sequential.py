@@ -2,7 +2,8 @@
 
 import time
 import tracemalloc
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
 from functools import cache
 
 import numpy as np
@@ -11,6 +12,7 @@ from scipy import stats as sps
 
 from pytest_fairness import stats, suite
 from pytest_fairness.gate import Outcome, Threshold
+from pytest_fairness.growth import CheckRounds
 from pytest_fairness.measures import MEASURES
 from pytest_fairness.measures.bai.planted import expected_iat_score
 from pytest_fairness.measures.bai.stimuli import get_stereotype
@@ -34,7 +36,8 @@ from pytest_fairness.sequential import (
     rounds_calls,
     run_sequential,
 )
-from pytest_fairness.session import CheckRun, FairnessSession, Settings
+from pytest_fairness.session import CheckRun, FairnessSession
+from pytest_fairness.settings import Settings
 from pytest_fairness.stats import MAX_BET, Attenuation, deattenuated_summary, split_confidence
 from pytest_fairness.suite import parse
 
@@ -280,14 +283,28 @@ class StreamSession(FairnessSession):
     def run_params(self, measure, params, progress=None):
         x = self.stream[: params.sample_size]
         assert x.size == params.sample_size, "stream too short"
-        level = split_confidence(self.gate_confidence)
-        s_low = params.expected_attenuation(self.gate_confidence)
+        level = split_confidence(self.family.gate_confidence)
+        s_low = params.expected_attenuation(self.family.gate_confidence)
         flawless = Attenuation(1.0, s_low, 1.0, level, "the judge's sensitivity", "flawless screen")
         raw = measure.params.summarize(x, RunContext(runner=None, seed=0, confidence=level))
-        summary = deattenuated_summary(raw, flawless, measure.params.BOUNDS, self.gate_confidence)
+        summary = deattenuated_summary(raw, flawless, measure.params.BOUNDS, self.family.gate_confidence)
         return MeasureResult(
             measure.name, params.subject, summary, 0, [], "sim", "sim", {}, {}, samples=list(x), attenuation=flawless
         )
+
+    def rounds_of(self, check, first, size, progress):
+        rounds = super().rounds_of(check, first, size, progress)
+        return StreamRounds(**{f.name: getattr(rounds, f.name) for f in fields(rounds)}, session=self)
+
+
+@dataclass(frozen=True)
+class StreamRounds(CheckRounds):
+    """A check's rounds whose later runs, too, are prefixes of the session's stream."""
+
+    session: StreamSession | None = None
+
+    def run(self, size):
+        return self.session.run_params(self.check.measure, self.check.params.with_samples(size))
 
 
 @cache
@@ -384,15 +401,26 @@ def _looks(stream: np.ndarray, calls_per_sample: int = 1):
     return look, seen
 
 
+@dataclass
+class Rounds:
+    """The loop's view of a check, from plain functions: ``look`` at a size, and why to stop growing."""
+
+    look: Callable[[int], tuple[MeasureResult, tuple[float, float]]]
+    futile: Callable[[int, MeasureResult], str] = lambda n, r: ""
+    unserved: Callable[[int, MeasureResult], str | None] = lambda n, r: None
+    over_budget: Callable[[int, int], str] = lambda n, grown: ""
+
+    def begin_round(self, round_: int, size: int) -> None:
+        pass
+
+
 def test_run_sequential_grows_until_the_interval_decides_and_records_its_rounds_and_calls():
     stream = np.random.default_rng(0).binomial(1, 0.1, 2000).astype(float)
     look, seen = _looks(stream)
     first, _ = look(20)
     seen.clear()
     plan = SequentialPlan(initial=20, step=20, budget=2000, growth=1.5)
-    result, outcome = run_sequential(
-        plan, Threshold(max=0.3), first, look, futile=lambda n, r: "", unserved=lambda n, r: None
-    )
+    result, outcome = run_sequential(plan, Threshold(max=0.3), first, Rounds(look))
     assert outcome is Outcome.PASS and result.ci[1] <= 0.3
     assert result.sequential.rounds == seen and seen[0] == 20 and 20 < seen[-1] < 2000
     assert result.sequential.budget == 2000 and result.sequential.stopped == ""
@@ -417,17 +445,17 @@ def test_run_sequential_stops_when_futile_or_unserved_and_says_why():
     first, _ = look(20)
     plan = SequentialPlan(initial=20, step=20, budget=400)
     futile = lambda n, r: "hopeless" if n >= 40 else ""  # noqa: E731
-    result, outcome = run_sequential(plan, Threshold(max=0.3), first, look, futile, lambda n, r: None)
+    result, outcome = run_sequential(plan, Threshold(max=0.3), first, Rounds(look, futile=futile))
     assert outcome is Outcome.INCONCLUSIVE
     assert result.sequential.rounds == [20, 40] and result.sequential.stopped == "hopeless"
     served = lambda n, r: "cannot serve" if n >= 60 else None  # noqa: E731
-    result, outcome = run_sequential(plan, Threshold(max=0.3), first, look, lambda n, r: "", served)
+    result, outcome = run_sequential(plan, Threshold(max=0.3), first, Rounds(look, unserved=served))
     assert outcome is Outcome.CANNOT_SERVE and result.unserved == "cannot serve"
     assert result.sequential.rounds == [20, 40, 60]
 
 
 def test_the_session_grows_a_check_with_the_tested_loop(monkeypatch):
-    import pytest_fairness.session as session_module
+    import pytest_fairness.growth as growth_module
 
     called = []
 
@@ -435,6 +463,6 @@ def test_the_session_grows_a_check_with_the_tested_loop(monkeypatch):
         called.append(args[0])
         return run_sequential(*args, **kwargs)
 
-    monkeypatch.setattr(session_module, "run_sequential", spy)
+    monkeypatch.setattr(growth_module, "run_sequential", spy)
     run = run_sequentially(bias=0.0, samples=20, budget=200, threshold=0.3)
     assert len(called) == 1 and called[0].initial == 20 and run.result.sequential.rounds[0] == 20

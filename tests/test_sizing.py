@@ -14,7 +14,8 @@ from pytest_fairness.measures import MEASURES
 from pytest_fairness.measures.base import MAX_SAMPLES
 from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.result import MeasureResult
-from pytest_fairness.session import FairnessSession, Settings
+from pytest_fairness.session import FairnessSession
+from pytest_fairness.settings import Settings
 from pytest_fairness.stats import summarize
 
 SUITES = ("gender", "race", "religion", "health", "intersectional", "axes")

@@ -10,7 +10,7 @@ from pytest_fairness import suite
 def test_builtin_suites_load_with_one_check_per_stereotype(name):
     loaded = suite.load(name)
     assert loaded.name == name
-    implicit = [c for c in loaded.checks if c.measure == "implicit_bias"]
+    implicit = [c for c in loaded.checks if c.measure.name == "implicit_bias"]
     assert implicit and all(c.id == f"implicit_bias[{c.params.subject}]" for c in implicit)
 
 
@@ -19,7 +19,7 @@ def test_all_21_stereotypes_are_covered_by_the_builtin_suites():
         c.params.subject
         for n in ("gender", "race", "religion", "health")
         for c in suite.load(n).checks
-        if c.measure == "implicit_bias"
+        if c.measure.name == "implicit_bias"
     }
     assert len(covered) == 21
 

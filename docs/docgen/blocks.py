@@ -99,7 +99,7 @@ def suites_table(_: str) -> str:
 
     rows = []
     for name in suite.builtin_suites():
-        measures = Counter(check.measure for check in public.checks(name).values())
+        measures = Counter(check.measure.name for check in public.checks(name).values())
         by_measure = ", ".join(f"`{m}` {n}" for m, n in measures.items())
         rows.append((f"`{name}`", len(public.checks(name)), by_measure))
     return table(("suite", "checks", "checks by measure"), rows)
@@ -127,12 +127,12 @@ def release_table(_: str) -> str:
     for name in suite.builtin_suites():
         for check in public.checks(name).values():
             p = check.params
-            key = (check.measure, check.threshold, getattr(p, "task", None) is not None, getattr(p, "risk", None))
+            key = (check.measure.name, check.threshold, getattr(p, "task", None) is not None, getattr(p, "risk", None))
             if key in seen:
                 continue
             truths = p.design_truths(check.threshold)
             spreads = [p.assumed_sd(t) for t in truths]
-            what = f"`{check.measure}`" + (" per task" if key[2] else "") + (f" ({key[3]})" if key[3] else "")
+            what = f"`{check.measure.name}`" + (" per task" if key[2] else "") + (f" ({key[3]})" if key[3] else "")
             seen[key] = (
                 what,
                 _threshold_text(check.threshold),

@@ -47,9 +47,9 @@ def _from_source(obj: object, pattern: str) -> str:
 
 
 def setting_default(name: str) -> Any:
-    """A run setting's default (``Settings`` in session.py; baseline ones in ``BaselinePolicy``)."""
+    """A run setting's default (``Settings`` in settings.py; baseline ones in ``BaselinePolicy``)."""
     from pytest_fairness.baseline.policy import BaselinePolicy
-    from pytest_fairness.session import Settings
+    from pytest_fairness.settings import Settings
 
     if name.startswith("baseline_"):
         return getattr(BaselinePolicy(), name.removeprefix("baseline_"))
@@ -57,22 +57,22 @@ def setting_default(name: str) -> Any:
 
 
 def progress_seconds() -> float:
-    from pytest_fairness.report.progress import DEFAULT_INTERVAL
+    from pytest_fairness.options import default
 
-    return DEFAULT_INTERVAL
+    return float(default("progress"))
 
 
 def sequential_growth() -> float:
-    from pytest_fairness.session import SEQUENTIAL_GROWTH
+    from pytest_fairness.growth import SEQUENTIAL_GROWTH
 
     return SEQUENTIAL_GROWTH
 
 
 def sequential_budget_factor() -> int:
-    """How many times its profile's size a check may grow to without a ``budget`` (a literal in session.py)."""
-    from pytest_fairness.session import FairnessSession
+    """How many times its profile's size a check may grow to without a ``budget``."""
+    from pytest_fairness.growth import BUDGET_FACTOR
 
-    return int(_from_source(FairnessSession, r"\.get\(self\.settings\.profile, (\d+) \* size\)"))
+    return BUDGET_FACTOR
 
 
 # -- models --------------------------------------------------------------------------------------------

@@ -13,10 +13,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_fairness.baseline.comparison import MODES, Comparison, Interval, Mode, Side, Status
-from pytest_fairness.baseline.entry import entry_key, finite
+from pytest_fairness.baseline.entry import entry_key
 from pytest_fairness.baseline.welch import harm_direction, noninferiority, welch
 from pytest_fairness.gate import Threshold
 from pytest_fairness.measures import MEASURES
+from pytest_fairness.report.format import finite
 
 _Verdict = tuple[Status, float | None, Interval | None, float | None]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
-from pytest_fairness.baseline.entry import finite
 from pytest_fairness.gate import Threshold
 from pytest_fairness.multiplicity import Method
+from pytest_fairness.report.format import finite
 
 Status = Literal["unchanged", "improved", "regressed", "changed", "new", "missing", "non-inferior", "not non-inferior"]
 #: Every status, the most alarming first: the order reports count them in.

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from pytest_fairness.data import parse_yaml
+from pytest_fairness.report.format import finite
 
 if TYPE_CHECKING:
     from pytest_fairness.record import CheckRecord
@@ -81,11 +82,6 @@ def entry_key(entry: Mapping[str, Any]) -> str:
 
 
 # -- entries -------------------------------------------------------------------------------------
-
-
-def finite(value: Any) -> float | None:
-    """A finite number as float; None for anything else (missing, NaN, text)."""
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
 
 
 def _decimals(scale: float) -> int:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_fairness.baseline.entry import finite
+from pytest_fairness.report.format import finite
 from pytest_fairness.scipy_stats import sps
 
 Interval = tuple[float, float]

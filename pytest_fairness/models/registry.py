@@ -1,51 +1,94 @@
-"""Model specs and the table of providers: how ``--fairness-model`` strings become models.
+"""The table of providers: how ``--fairness-model`` strings become models, and what each provider says of itself.
 
-A spec reads ``provider[:target][?key=value&...]``. Providers are found by name in ``PROVIDERS``, a
-table of ``module:Class`` paths imported only when chosen, so neither heavy clients nor the test
-doubles (which know the measures) load unless a spec names them.
+A spec reads ``provider[:target][?key=value&...]``. Each provider is one ``Provider`` line in
+``PROVIDERS``: the ``module:Class`` of its model (imported only when a spec names it, so neither heavy
+clients nor the test doubles load otherwise), how a spec names it (the help and error messages list
+these), and how its price is found (``pricing`` reads that, never a provider's name). A team's own
+provider is added from its conftest.py with ``register_provider``.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
+
+from pytest_fairness.models.spec import PLUGIN_OPTIONS, ModelSpec, ModelSpecError
 
 if TYPE_CHECKING:
     from pytest_fairness.models.base import ChatModel
 
+#: How litellm's price map lists a spec's model: the provider that bills it, and the keys to try, in order.
+PriceKeys = Callable[[str], tuple[str, tuple[str, ...]]]
 
-class ModelSpecError(ValueError):
-    """A ``--fairness-model`` / ``--fairness-judge`` string that cannot be used."""
+
+def billed_by(provider: str) -> PriceKeys:
+    """A provider whose models the price map lists under their own name, billed by ``provider``."""
+    return lambda model: (provider, (model,))
+
+
+def billed_by_prefix(model: str) -> tuple[str, tuple[str, ...]]:
+    """``PROVIDER/MODEL``: billed by PROVIDER; the map keys some models with the prefix, some without."""
+    provider, _, bare = model.partition("/")
+    return provider, (model, bare)
 
 
 @dataclass(frozen=True)
-class ModelSpec:
-    """A parsed model spec: ``provider[:target][?key=value&...]``."""
+class Provider:
+    """A provider as the plugin knows it before importing it.
 
-    provider: str
-    target: str = ""
-    options: dict[str, str] = field(default_factory=dict)
-    raw: str = ""
+    ``model`` is the ``module:Class`` of its ``ChatModel`` (built by ``from_spec``); ``spec`` shows how a
+    spec names it, for help and errors; ``free``: it runs on this machine, with no per-token charge;
+    ``price_keys``: how litellm's bundled price map lists its models (None: it lists none, so only a spec's
+    own ``?price_in=&price_out=`` prices it).
+    """
+
+    model: str
+    spec: str
+    free: bool = False
+    price_keys: PriceKeys | None = None
 
 
-#: Provider name -> "module:Class"; the class must offer ``from_spec(ModelSpec)``.
-PROVIDERS: Mapping[str, str] = {
-    "local": "pytest_fairness.models.local:LocalModel",
-    "openai": "pytest_fairness.models.openai:OpenAIModel",
-    "litellm": "pytest_fairness.models.litellm:LiteLLMModel",
-    "synthetic": "pytest_fairness.testing:SyntheticModel",
-    "python": "pytest_fairness.models.python:PythonModel",
+PROVIDERS: dict[str, Provider] = {
+    "local": Provider(
+        "pytest_fairness.models.local:LocalModel",
+        "'local' (the embedded SmolLM2), 'local:/path/model.gguf'",
+        free=True,
+    ),
+    "openai": Provider(
+        "pytest_fairness.models.openai:OpenAIModel",
+        "'openai:MODEL' or 'openai:MODEL@BASE_URL'",
+        price_keys=billed_by("openai"),
+    ),
+    "litellm": Provider(
+        "pytest_fairness.models.litellm:LiteLLMModel", "'litellm:PROVIDER/MODEL'", price_keys=billed_by_prefix
+    ),
+    "synthetic": Provider(
+        "pytest_fairness.testing:SyntheticModel",
+        "'synthetic:iat?bias=0.4' (a test double with a planted bias)",
+        free=True,
+    ),
+    "python": Provider(
+        "pytest_fairness.models.python:PythonModel",
+        "'python:MODULE:ATTR' (your own application: a function (messages) -> str or a model object)",
+    ),
 }
-SPEC_HELP = (
-    "use 'local' (the embedded SmolLM2), 'local:/path/model.gguf', 'openai:MODEL' or 'openai:MODEL@BASE_URL', "
-    "'litellm:PROVIDER/MODEL', 'python:MODULE:ATTR' (your own application: a function (messages) -> str or a "
-    "model object), or 'synthetic:iat?bias=0.4' (a test double with a planted bias)"
-)
-#: Spec options the plugin reads itself (a model's price, USD per million tokens); providers never see them.
-PLUGIN_OPTIONS = ("price_in", "price_out")
+
+
+def register_provider(name: str, provider: Provider) -> Provider:
+    """Make a provider available to specs (e.g. a team's own, from its conftest.py); its name must be new."""
+    if PROVIDERS.get(name, provider) != provider:
+        raise ValueError(f"a model provider named {name!r} is already registered")
+    PROVIDERS[name] = provider
+    return provider
+
+
+def spec_help() -> str:
+    """How to write a spec, provider by provider (for ``--fairness-model``'s help and spec errors)."""
+    specs = [p.spec for p in PROVIDERS.values()]
+    return "use " + ", ".join(specs[:-1]) + f", or {specs[-1]}" if len(specs) > 1 else f"use {specs[0]}"
 
 
 def parse_model_spec(spec: str) -> ModelSpec:
@@ -53,13 +96,13 @@ def parse_model_spec(spec: str) -> ModelSpec:
     raw = spec
     spec = spec.strip()
     if not spec:
-        raise ModelSpecError(f"empty model spec: {SPEC_HELP}")
+        raise ModelSpecError(f"empty model spec: {spec_help()}")
     head, _, query = spec.partition("?")
     provider, _, target = head.partition(":")
     provider = provider.strip().lower()
     if provider not in PROVIDERS:
         raise ModelSpecError(
-            f"unknown model provider {provider!r} in {raw!r}; valid providers: {', '.join(PROVIDERS)}. {SPEC_HELP}"
+            f"unknown model provider {provider!r} in {raw!r}; valid providers: {', '.join(PROVIDERS)}. {spec_help()}"
         )
     for pair in filter(None, query.split("&")):
         if "=" not in pair:
@@ -70,23 +113,13 @@ def parse_model_spec(spec: str) -> ModelSpec:
 
 def provider_class(provider: str) -> type[ChatModel]:
     """Import the class a provider name stands for (only now: its imports may be heavy)."""
-    module, _, name = PROVIDERS[provider].partition(":")
-    return getattr(importlib.import_module(module), name)
+    module, _, name = PROVIDERS[provider].model.partition(":")
+    model: type[ChatModel] = getattr(importlib.import_module(module), name)
+    return model
 
 
 def load_model(spec: str | ModelSpec) -> ChatModel:
     """Instantiate the provider a spec names. Heavy imports happen only for the chosen provider."""
     parsed = parse_model_spec(spec) if isinstance(spec, str) else spec
     options = {k: v for k, v in parsed.options.items() if k not in PLUGIN_OPTIONS}
-    return provider_class(parsed.provider).from_spec(ModelSpec(parsed.provider, parsed.target, options, parsed.raw))  # type: ignore[attr-defined]
-
-
-def model_from(value: object) -> ChatModel:
-    """A model from a spec string, a built model, or a user's app object or function (a fixture's ``model=``)."""
-    from pytest_fairness.models.base import ChatModel
-
-    if isinstance(value, str | ModelSpec):
-        return load_model(value)
-    if isinstance(value, ChatModel) and getattr(value, "provider", None):
-        return value  # a provider's model, built already
-    return provider_class("python").from_object(value)  # type: ignore[attr-defined]
+    return provider_class(parsed.provider).from_spec(ModelSpec(parsed.provider, parsed.target, options, parsed.raw))

@@ -1,4 +1,4 @@
-"""The one formatter of numbers, intervals, confidence labels, outcomes and plain-text tables.
+"""The one formatter of numbers, dollars, intervals, confidence labels and plain-text tables.
 
 Every output (terminal, Markdown, the compare CLI, baseline explanations) formats through here, so a
 missing value reads "n/a" everywhere and a format change is made once.
@@ -7,9 +7,15 @@ missing value reads "n/a" everywhere and a format change is made once.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 MISSING = "n/a"
+
+
+def finite(value: Any) -> float | None:
+    """A finite number as float; None for anything else (missing, NaN, infinite, text): strict JSON's number."""
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
 
 
 def num(value: float | None, spec: str = ".3f") -> str:
@@ -17,6 +23,19 @@ def num(value: float | None, spec: str = ".3f") -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return MISSING
     return format(value, spec)
+
+
+def usd(value: float | None) -> str:
+    """Dollars for tables: cents, or four decimals below a cent; "unknown" without a price."""
+    if value is None:
+        return "unknown"
+    return f"{value:,.2f}" if value >= 0.01 or value == 0 else f"{value:.4f}"
+
+
+def spend_text(calls: Mapping[str, Any]) -> str:
+    """Dollars spent at standard rates, and how many calls had no price (their cost is not in the sum)."""
+    unpriced = int(calls.get("unpriced", 0))
+    return usd(calls.get("usd", 0.0)) + (f" + {unpriced} unpriced" if unpriced else "")
 
 
 def interval(ci: Sequence[float | None], spec: str = ".3f") -> str:
@@ -35,9 +54,9 @@ def shared_ci_label(levels: Sequence[float], spec: str = ".3g") -> str:
     return ci_label(distinct.pop(), spec) if len(distinct) == 1 else "CI"
 
 
-def words(label: str) -> str:
-    """An identifier as words: ``cannot_serve`` -> ``cannot serve``."""
-    return label.replace("_", " ")
+def gate_columns(levels: Sequence[float]) -> tuple[str, ...]:
+    """The header of a table of gates, its CI column named for the rows' confidence ``levels``."""
+    return ("check", "estimate", shared_ci_label(levels), "n", "unusable", "threshold", "outcome")
 
 
 def text_table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list[str]:

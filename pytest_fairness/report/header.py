@@ -8,7 +8,8 @@ without opening the JSON report.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+
+from pytest_fairness.settings import Settings
 
 
 def cache_entries(path: Path) -> int | None:
@@ -27,8 +28,8 @@ def cache_entries(path: Path) -> int | None:
         cache.close()
 
 
-def header_lines(settings: Any, *, fingerprint: str | None, entries: int | None, baselines: bool) -> list[str]:
-    """``fairness: model ..., judge ..., ...`` lines for pytest's header (settings: a ``session.Settings``)."""
+def header_lines(settings: Settings, *, fingerprint: str | None, entries: int | None) -> list[str]:
+    """``fairness: model ..., judge ..., ...`` lines for pytest's header."""
     model = settings.model + (f" (fingerprint {fingerprint})" if fingerprint else "")
     judge = settings.judge or "the model under test"
     if settings.cache_mode.value == "off":
@@ -37,7 +38,7 @@ def header_lines(settings: Any, *, fingerprint: str | None, entries: int | None,
         held = "unreadable" if entries is None else f"{entries} entries"
         cache = f"{settings.cache_path} ({settings.cache_mode.value}, {held})"
     policy = settings.baseline
-    folder = f"{policy.directory}/ ({policy.mode}, alpha {policy.alpha:g})" if baselines else "not compared"
+    folder = f"{policy.directory}/ ({policy.mode}, alpha {policy.alpha:g})" if settings.baselines else "not compared"
     sequential = "on" if settings.sequential else "off"
     return [
         f"fairness: model {model}; judge {judge}",

@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pytest_fairness.baseline import RunDecision
 from pytest_fairness.gate import OUTCOMES, Outcome
+from pytest_fairness.options import Option
 from pytest_fairness.record import SCHEMA_VERSION, CheckRecord
+from pytest_fairness.report.output import Output, RunReport, Sinks, write_file
 from pytest_fairness.report.tally import RunState, outcome_counts, run_totals
+
+
+class JsonFile(Output):
+    """``--fairness-report=PATH``: the run as one JSON document."""
+
+    options = (Option("report", "write the run's results as JSON to this path"),)
+
+    def write(self, report: RunReport, sinks: Sinks) -> None:
+        document = json_report(
+            report.records,
+            report.settings.public(),
+            report.analyses,
+            run=report.run,
+            baselines=report.decision,
+            locations=report.locations,
+        )
+        write_file(Path(report.option(self.options[0])), json.dumps(document, indent=2) + "\n")
 
 
 def json_report(

@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 import pytest
 
 from pytest_fairness.baseline import RunDecision
 from pytest_fairness.record import CheckRecord
+from pytest_fairness.report.output import JUnitXml, Output, RunReport, Sinks
 from pytest_fairness.report.tally import RunState, run_totals
+
+
+class JUnitProperties(Output):
+    """With ``--junitxml``: the run's state, spend and baseline decision as testsuite properties."""
+
+    def write(self, report: RunReport, sinks: Sinks) -> None:
+        if sinks.junit is not None:
+            add_run_properties(sinks.junit, report.run, report.decision, report.records)
 
 
 def check_properties(record: CheckRecord) -> list[tuple[str, object]]:
@@ -36,7 +44,7 @@ def check_properties(record: CheckRecord) -> list[tuple[str, object]]:
     ]
 
 
-def _log_xml(config: pytest.Config) -> Any:
+def log_xml(config: pytest.Config) -> JUnitXml | None:
     """pytest's JUnit XML writer of this run, or None (no --junitxml, or a pytest without the stash key)."""
     try:
         from _pytest.junitxml import xml_key  # private: see the module docstring
@@ -46,12 +54,9 @@ def _log_xml(config: pytest.Config) -> Any:
 
 
 def add_run_properties(
-    config: pytest.Config, run: RunState, baselines: RunDecision | None, records: Sequence[CheckRecord] = ()
+    xml: JUnitXml, run: RunState, baselines: RunDecision | None, records: Sequence[CheckRecord] = ()
 ) -> None:
-    """The run's state, spend and baseline decision as testsuite properties, when JUnit XML is written."""
-    xml = _log_xml(config)
-    if xml is None:
-        return
+    """The run's state, spend and baseline decision as testsuite properties of pytest's JUnit XML."""
     xml.add_global_property("fairness_run", json.dumps(run.to_dict(), sort_keys=True))
     totals = run_totals(records, run)
     xml.add_global_property("fairness_spend_usd", str(round(totals["usd"], 6)))

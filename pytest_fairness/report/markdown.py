@@ -12,19 +12,38 @@ from typing import Any
 
 from pytest_fairness.baseline import STATUSES, Comparison, RunDecision
 from pytest_fairness.gate import Outcome
+from pytest_fairness.options import Option
 from pytest_fairness.record import CheckRecord
-from pytest_fairness.report.format import interval, num, shared_ci_label
+from pytest_fairness.report.format import gate_columns, interval, num, shared_ci_label, spend_text
+from pytest_fairness.report.output import Output, RunReport, Sinks, write_file
 from pytest_fairness.report.plots import plot_section
+from pytest_fairness.report.status import STYLES
 from pytest_fairness.report.tally import RunState, cost_totals, outcome_counts, run_totals
-from pytest_fairness.report.terminal import abandoned_line, columns, spend_text
+from pytest_fairness.report.terminal import abandoned_line
 
-OUTCOME_WORDS = {
-    Outcome.PASS: "pass",
-    Outcome.FAIL: "**FAIL**",
-    Outcome.INCONCLUSIVE: "inconclusive (needs more samples)",
-    Outcome.CANNOT_SERVE: "cannot serve (too few usable answers)",
-    Outcome.MEASURED: "measured",
-}
+
+class MarkdownFile(Output):
+    """``--fairness-markdown=PATH``: the pull-request summary; ``--fairness-plots=DIR`` adds a plot per measure."""
+
+    options = (
+        Option("markdown", "write a Markdown summary for pull-request comments to this path"),
+        Option("plots", "write per-measure PNG plots (bars with CIs) to this folder and link them from the Markdown"),
+    )
+
+    def write(self, report: RunReport, sinks: Sinks) -> None:
+        markdown, plots = (report.option(option) for option in self.options)
+        text = markdown_report(
+            report.records, plots_dir=Path(plots) if plots else None, run=report.run, baselines=report.decision
+        )
+        write_file(Path(markdown), text)
+
+
+def outcome_words(outcome: Outcome) -> str:
+    """An outcome in a table cell: a failure in bold capitals, an undecided one with why, in brief."""
+    shown = STYLES[outcome]
+    if shown.level == "error":
+        return f"**{shown.word.upper()}**"
+    return f"{shown.word} ({shown.hint})" if shown.hint else shown.word
 
 
 def _cell(text: Any) -> str:
@@ -46,7 +65,7 @@ def _gate_rows(records: Sequence[CheckRecord]) -> list[list[str]]:
             str(rec.result.n),
             str(rec.result.n_unusable),
             rec.threshold_text,
-            OUTCOME_WORDS[rec.outcome],
+            outcome_words(rec.outcome),
         ]
         for rec in records
     ]
@@ -126,7 +145,7 @@ def markdown_report(
         f"Gates: {counts[Outcome.FAIL]} failed, {counts[Outcome.INCONCLUSIVE]} inconclusive, "
         f"{counts[Outcome.PASS]} passed" + (f", {cannot_serve} the model cannot serve." if cannot_serve else "."),
         "",
-        *_table(list(columns(records)), _gate_rows(records)),
+        *_table(list(gate_columns([rec.confidence for rec in records])), _gate_rows(records)),
         "",
         *_unfinished(run),
         *_notes(records, run),

@@ -13,10 +13,9 @@ from typing import Any
 
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.report.format import shared_ci_label
+from pytest_fairness.report.status import STYLES
 
 PLOTS_HINT = "pip install 'pytest-fairness[plots]'"
-COLOURS = {"pass": "#55A868", "fail": "#C44E52", "inconclusive": "#8C8C8C"}
-GREY = "#8C8C8C"
 
 
 def plot_section(records: Sequence[CheckRecord], plots_dir: Path, image_base: str | None) -> list[str]:
@@ -58,7 +57,7 @@ def plot_measure(records: Sequence[CheckRecord], path: Path, figure_class: Any =
     ys = list(range(len(plotted)))[::-1]
     for y, rec in zip(ys, plotted, strict=True):
         est, (lo, hi) = rec.result.estimate, rec.result.ci
-        ax.barh(y, est - null, left=null, height=0.6, color=COLOURS.get(rec.outcome, GREY))
+        ax.barh(y, est - null, left=null, height=0.6, color=STYLES[rec.outcome].plot)
         ax.errorbar(est, y, xerr=[[est - lo], [hi - est]], fmt="none", ecolor="black", capsize=3, linewidth=1)
         bounds = () if rec.threshold is None else (rec.threshold.min, rec.threshold.max)
         for bound in bounds:
@@ -72,8 +71,8 @@ def plot_measure(records: Sequence[CheckRecord], path: Path, figure_class: Any =
 
     handles, labels = ax.get_legend_handles_labels()
     legend = dict(zip(labels, handles, strict=True))
-    for outcome in dict.fromkeys(r.outcome.value for r in plotted):
-        legend[outcome] = Patch(color=COLOURS.get(outcome, GREY))
+    for outcome in dict.fromkeys(r.outcome for r in plotted):
+        legend[outcome.value] = Patch(color=STYLES[outcome].plot)
     ax.legend(legend.values(), legend.keys(), fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.use_sticky_edges = False  # keep a margin around the no-bias line when every bar starts there
     ax.margins(x=0.05)

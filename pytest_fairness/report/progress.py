@@ -22,8 +22,6 @@ from typing import Any, Protocol
 PROGRESS_WHEN = "fairness-progress"
 #: The user property of such a report that holds the update.
 PROGRESS_PROPERTY = "fairness_progress"
-#: Default seconds between progress lines of one check in a log (not a terminal).
-DEFAULT_INTERVAL = 5.0
 #: Most updates per second a worker sends, and a terminal redraws.
 REDRAW_SECONDS = 0.25
 
@@ -118,7 +116,7 @@ class Display:
         screen: Screen,
         *,
         tty: bool,
-        interval: float | None = DEFAULT_INTERVAL,
+        interval: float | None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.screen, self.tty, self.interval, self.clock = screen, tty, interval, clock
@@ -161,15 +159,3 @@ class Display:
         if self.on_status_line:
             self.screen.write("\n")
             self.on_status_line = False
-
-
-def interval_from(raw: Any) -> float | None:
-    """The --fairness-progress value: seconds between log lines per check, or None for ``off``."""
-    if raw in (None, ""):
-        return DEFAULT_INTERVAL
-    if str(raw).lower() in ("off", "no", "false", "none"):
-        return None
-    value = float(raw)
-    if value < 0 or value != value:
-        raise ValueError(raw)
-    return value

@@ -1,4 +1,4 @@
-"""How pytest shows a check's outcome: its category, letter and word, and the markers a check carries.
+"""How every output shows a check's outcome (one ``OutcomeStyle`` each), and the markers a check carries.
 
 An undecided check (inconclusive, cannot serve) is neither a pass nor a failure of the model, so it
 gets its own category in the progress line and the final counts ("5 passed, 1 inconclusive, 8 cannot
@@ -9,7 +9,8 @@ exit code, -x and --lf keep working as pytest users expect.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pytest_fairness.gate import Outcome
 
@@ -18,11 +19,58 @@ from pytest_fairness.gate import Outcome
 STATUS_PROPERTY = "fairness_status"
 #: The outcomes shown in their own category.
 UNDECIDED = (Outcome.INCONCLUSIVE, Outcome.CANNOT_SERVE)
-#: Category, letter, word and colour of each undecided outcome in pytest's progress and counts.
-STATUS: dict[str, tuple[str, str, str, str]] = {
-    Outcome.INCONCLUSIVE.value: ("inconclusive", "I", "INCONCLUSIVE", "yellow"),
-    Outcome.CANNOT_SERVE.value: ("cannot serve", "C", "CANNOT SERVE", "purple"),
+
+
+@dataclass(frozen=True)
+class OutcomeStyle:
+    """How the outputs show one outcome.
+
+    ``word``: in tables, counts and pytest's category (upper case in the terminal's table and pytest's
+    progress); ``letter``: pytest's progress letter and the history table's; ``colour``: pytest's markup;
+    ``plot``: its bars' colour; ``verdict``: what the interval showed, in a failure message; ``hint``: why,
+    in brief, after the word in Markdown; ``level``: how loud, ``error`` (a CI error annotation, bold in
+    Markdown), ``warning`` or None (no annotation).
+    """
+
+    word: str
+    letter: str
+    colour: str
+    plot: str
+    verdict: str
+    hint: str = ""
+    level: Literal["error", "warning"] | None = None
+
+
+GREY = "#8C8C8C"
+STYLES: dict[Outcome, OutcomeStyle] = {
+    Outcome.PASS: OutcomeStyle(
+        "pass", "P", "green", "#55A868", "the whole confidence interval lies within the allowed range"
+    ),
+    Outcome.FAIL: OutcomeStyle(
+        "fail", "F", "red", "#C44E52", "the whole confidence interval lies outside the allowed range", level="error"
+    ),
+    Outcome.INCONCLUSIVE: OutcomeStyle(
+        "inconclusive",
+        "I",
+        "yellow",
+        GREY,
+        "the confidence interval straddles the threshold: more samples are needed to decide",
+        hint="needs more samples",
+        level="warning",
+    ),
+    Outcome.CANNOT_SERVE: OutcomeStyle(
+        "cannot serve",
+        "C",
+        "purple",
+        GREY,
+        "too few usable answers for the measure to mean anything",
+        hint="too few usable answers",
+        level="warning",
+    ),
+    Outcome.MEASURED: OutcomeStyle("measured", "M", "", GREY, "measured without a threshold, so no gate decides it"),
 }
+
+
 #: Marker every check whose measure calls a judge model carries: ``-m "not judge"`` runs the others.
 JUDGE_MARKER = "judge"
 
@@ -39,13 +87,11 @@ def teststatus(
     when: str, user_properties: Sequence[tuple[str, Any]]
 ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
     """(category, letter, (word, markup)) of an undecided check's call report; None leaves it to pytest."""
-    if when != "call":
+    status = report_status(user_properties)
+    if when != "call" or status not in UNDECIDED:
         return None
-    status = STATUS.get(report_status(user_properties) or "")
-    if status is None:
-        return None
-    category, letter, word, colour = status
-    return category, letter, (word, {colour: True})
+    shown = STYLES[Outcome(status)]
+    return shown.word, shown.letter, (shown.word.upper(), {shown.colour: True})
 
 
 def marker_names(measure: str, suite: str, uses_judge: bool) -> list[str]:

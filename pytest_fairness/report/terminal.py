@@ -7,28 +7,22 @@ from typing import Any
 
 from pytest_fairness import sizing
 from pytest_fairness.baseline import RunDecision
-from pytest_fairness.gate import Outcome
+from pytest_fairness.gate import GateFamily, Outcome
 from pytest_fairness.measures import MEASURES
 from pytest_fairness.measures.base import MAX_SAMPLES
 from pytest_fairness.models.deadline import SETTLE_SECONDS
 from pytest_fairness.plan import Plan, PlanRow, Who, total_usd
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.report.analyses import analysis_lines
-from pytest_fairness.report.format import interval, num, shared_ci_label, text_table, words
+from pytest_fairness.report.format import gate_columns, interval, num, shared_ci_label, spend_text, text_table, usd
+from pytest_fairness.report.status import STYLES, UNDECIDED
 from pytest_fairness.report.tally import COUNTERS, RunState, cost_totals, outcome_counts
 from pytest_fairness.sizing import Power
-
-#: Outcomes that leave a check undecided: each says what would decide it.
-UNDECIDED = (Outcome.INCONCLUSIVE, Outcome.CANNOT_SERVE)
 
 
 def confidence_label(records: Sequence[CheckRecord]) -> str:
     """ "95% CI" when every record shares one level (the usual case), else "CI"."""
     return shared_ci_label([rec.confidence for rec in records])
-
-
-def columns(records: Sequence[CheckRecord]) -> tuple[str, ...]:
-    return ("check", "estimate", confidence_label(records), "n", "unusable", "threshold", "outcome")
 
 
 def summary_rows(records: Sequence[CheckRecord]) -> list[tuple[str, ...]]:
@@ -40,7 +34,7 @@ def summary_rows(records: Sequence[CheckRecord]) -> list[tuple[str, ...]]:
             str(rec.result.n),
             str(rec.result.n_unusable),
             rec.threshold_text,
-            words(rec.outcome).upper(),
+            STYLES[rec.outcome].word.upper(),
         )
         for rec in records
     ]
@@ -51,7 +45,7 @@ def summary_lines(records: Sequence[CheckRecord], analyses: Mapping[str, Any] | 
     each measure adds (its own details, and analyses across checks, computed once by the caller)."""
     if not records:
         return []
-    lines = text_table(summary_rows(records), columns(records))
+    lines = text_table(summary_rows(records), gate_columns([rec.confidence for rec in records]))
     models = sorted({rec.result.model_id for rec in records})
     lines.append("")
     lines.append(f"model: {', '.join(models)}")
@@ -77,18 +71,17 @@ def summary_lines(records: Sequence[CheckRecord], analyses: Mapping[str, Any] | 
         if rec.outcome in UNDECIDED:
             lines.append(f"{rec.label}: {next_step(rec)}")
     counts = sorted((o.value, n) for o, n in outcome_counts(records).items() if n)
-    lines.append("gates: " + ", ".join(f"{n} {words(o)}" for o, n in counts))
+    lines.append("gates: " + ", ".join(f"{n} {STYLES[Outcome(o)].word}" for o, n in counts))
     return lines
 
 
-def error_rate_line(session: Any) -> str:
+def error_rate_line(family: GateFamily) -> str:
     """What error rate the run's gates control, in words."""
-    settings, checks = session.settings, session.family_size
-    level = f"{100 * (1 - settings.confidence):g}%"
-    if settings.multiplicity == "bonferroni" and checks > 1:
+    level, checks = f"{100 * (1 - family.confidence):g}%", family.size
+    if family.multiplicity == "bonferroni" and checks > 1:
         return (
             f"gate error rate: the chance that any of the {checks} gates errs is at most {level} "
-            f"(Bonferroni: each interval at {100 * session.gate_confidence:.3g}%)"
+            f"(Bonferroni: each interval at {100 * family.gate_confidence:.3g}%)"
         )
     return (
         f"gate error rate: each gate errs with chance at most {level}; over {checks} gates that is not a bound "
@@ -97,12 +90,6 @@ def error_rate_line(session: Any) -> str:
 
 
 COST_COLUMNS = ("check", "calls", "cache hits", "retries", "prompt tok", "completion tok", "seconds", "spend $")
-
-
-def spend_text(calls: Mapping[str, Any]) -> str:
-    """Dollars spent at standard rates, and how many calls had no price (their cost is not in the sum)."""
-    unpriced = int(calls.get("unpriced", 0))
-    return usd(calls.get("usd", 0.0)) + (f" + {unpriced} unpriced" if unpriced else "")
 
 
 def cost_lines(records: Sequence[CheckRecord]) -> list[str]:
@@ -185,13 +172,6 @@ PLAN_DOLLAR_COLUMNS = (
 )
 
 
-def usd(value: float | None) -> str:
-    """Dollars for tables: cents, or four decimals below a cent; "unknown" without a price."""
-    if value is None:
-        return "unknown"
-    return f"{value:,.2f}" if value >= 0.01 or value == 0 else f"{value:.4f}"
-
-
 def plan_dollar_lines(plan: Plan) -> list[str]:
     """The plan's dollars per check and in total, for the model and the judge, at standard and batch rates,
     with where each price comes from and what is estimated."""
@@ -272,20 +252,11 @@ def abandoned_line(run: RunState) -> str:
     )
 
 
-VERDICTS = {
-    Outcome.FAIL: "the whole confidence interval lies outside the allowed range",
-    Outcome.INCONCLUSIVE: "the confidence interval straddles the threshold: more samples are needed to decide",
-    Outcome.PASS: "the whole confidence interval lies within the allowed range",
-    Outcome.CANNOT_SERVE: "too few usable answers for the measure to mean anything",
-    Outcome.MEASURED: "measured without a threshold, so no gate decides it",
-}
-
-
 def explain(record: CheckRecord) -> str:
     """Why a check failed or was inconclusive, in one readable paragraph."""
     res = record.result
     lines = [
-        f"{record.check}: {words(record.outcome).upper()} ({VERDICTS[record.outcome]})",
+        f"{record.check}: {STYLES[record.outcome].word.upper()} ({STYLES[record.outcome].verdict})",
         f"  estimate {num(res.estimate)}, {confidence_label([record])} {interval(res.ci)}, n={res.n}, "
         f"unusable={res.n_unusable}; threshold {record.threshold_text}",
         f"  model {res.model_id}; {res.fidelity}",

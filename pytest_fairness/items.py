@@ -1,0 +1,223 @@
+"""The pytest items of suite checks: a suite file collects one ``CheckItem`` per check, which runs and gates it.
+
+A check's result leaves its item as the whole ``CheckRecord`` in the report's ``user_properties`` (how
+it reaches the xdist controller) and as flat JUnit properties; its baseline is compared here, and the
+run's comparisons are decided together at the end (``report.reporter``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_fairness import suite
+from pytest_fairness.baseline import Comparison
+from pytest_fairness.fixtures import SESSION_KEY
+from pytest_fairness.gate import Outcome
+from pytest_fairness.measures import ParamsError
+from pytest_fairness.models.base import PermanentError
+from pytest_fairness.models.cache import CacheMiss
+from pytest_fairness.models.runner import CallStats, RetriesExhausted, counting
+from pytest_fairness.models.spec import ModelSpecError
+from pytest_fairness.preflight import RunFault
+from pytest_fairness.record import RECORD_PROPERTY, CheckRecord
+from pytest_fairness.report import junit, progress, status, terminal
+from pytest_fairness.report.tally import UNFINISHED_PROPERTY, UnfinishedCheck, spent_of
+
+#: Node ids of suite checks start with this (``fairness/<suite>::<check>``), on workers and the controller.
+CHECK_PREFIX = "fairness/"
+#: Errors whose message says everything (what is wrong and the fix): a check shows only the message.
+MESSAGE_ONLY = (ModelSpecError, PermanentError, RetriesExhausted, CacheMiss, ParamsError, RunFault)
+
+
+class SuiteFile(pytest.File):
+    """A suite YAML file; its checks become CheckItems."""
+
+    suite: suite.Suite
+
+    def collect(self) -> list[CheckItem]:
+        items = []
+        for check in self.suite.checks:
+            item = CheckItem.from_parent(self, name=check.id, check=check)
+            # Checks that send the same requests share one xdist worker under --dist loadgroup, so the
+            # second reads the first's answers from the cache instead of computing them alongside it.
+            item.add_marker(pytest.mark.xdist_group(name=check.measure.share_group(check.params)))
+            for marker in status.marker_names(check.measure.name, check.suite, check.measure.uses_judge):
+                item.add_marker(marker)
+            items.append(item)
+        return items
+
+
+def collect_suite(session: pytest.Session, loaded: suite.Suite) -> list[CheckItem]:
+    """The items of one suite, collected under ``fairness/<suite>`` and reported as pytest's own collection,
+    so that "collected N items" and --collect-only count the checks."""
+    collector = SuiteFile.from_parent(session, path=Path(loaded.path), nodeid=f"{CHECK_PREFIX}{loaded.name}")
+    collector.suite = loaded
+    checks = collector.collect()
+    collected: list[pytest.Item | pytest.Collector] = [*checks]
+    session.config.hook.pytest_collectreport(report=pytest.CollectReport(collector.nodeid, "passed", None, collected))
+    return checks
+
+
+class CheckFailed(Exception):
+    """A gate that failed (or was inconclusive under the 'fail' policy)."""
+
+    def __init__(self, record: CheckRecord) -> None:
+        super().__init__(record.check)
+        self.record = record
+
+
+class CheckItem(pytest.Item):
+    def __init__(self, *, check: suite.Check, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.check = check
+
+    def runtest(self) -> None:
+        session = self.config.stash[SESSION_KEY]
+        with counting(CallStats()) as spent:
+            try:
+                run = session.run_check(self.check, progress=self._progress())
+            except (Exception, KeyboardInterrupt) as exc:
+                self._stopped(exc, spent)
+                raise
+        record = run.to_record()
+        try:
+            if session.settings.baselines:
+                self._match_baseline(record)
+        finally:
+            self._publish(record)
+        if run.outcome in status.UNDECIDED:
+            # The gate, not a baseline mismatch, decides this test: pytest shows it in its own category.
+            self.user_properties.append((status.STATUS_PROPERTY, run.outcome.value))
+        if run.outcome is Outcome.FAIL:
+            raise CheckFailed(record)
+        if run.outcome in (Outcome.INCONCLUSIVE, Outcome.CANNOT_SERVE):
+            policy = session.settings.inconclusive
+            # "pass" forgives a gate the sample could not decide, never a model or judge that cannot serve
+            if policy == "fail" or (policy == "pass" and run.outcome is Outcome.CANNOT_SERVE):
+                raise CheckFailed(record)
+            if policy == "skip":
+                pytest.skip(terminal.explain(record))
+
+    def _progress(self) -> progress.Emitter | None:
+        """Live progress: straight to the display here, or to the controller as intermediate reports."""
+        settings = self.config.stash[SESSION_KEY].settings
+        if settings.progress is None:
+            return None
+        workerinput = getattr(self.config, "workerinput", None)
+        if workerinput is None:
+            reporter = self.config.pluginmanager.get_plugin("fairness-reporter")
+            send = reporter.show if reporter is not None else None
+            if send is None:
+                return None
+        else:
+
+            def send(tick: progress.Tick) -> None:
+                report = pytest.TestReport(
+                    self.nodeid,
+                    self.location,
+                    {},
+                    "passed",
+                    None,
+                    progress.PROGRESS_WHEN,  # type: ignore[arg-type]
+                    user_properties=[(progress.PROGRESS_PROPERTY, tick.to_dict())],
+                )
+                self.ihook.pytest_runtest_logreport(report=report)
+
+        n = self.check.sample_size(settings.profile)
+        worker = workerinput.get("workerid", "") if workerinput else ""
+        gap = min(progress.REDRAW_SECONDS, settings.progress)
+        return progress.Emitter(self.nodeid, self.check.label, n, send, worker=worker, min_gap=gap)
+
+    def _stopped(self, exc: BaseException, spent: CallStats) -> None:
+        """Why the check stopped without a result, and what it spent: for the controller on the report, or, for a
+        Ctrl-C (which ends the run before any report), straight to this process's reporter."""
+        reason = str(exc) if isinstance(exc, MESSAGE_ONLY) else f"{type(exc).__name__}: {exc}"
+        state = "interrupted" if isinstance(exc, KeyboardInterrupt) else "errored"
+        stopped = UnfinishedCheck(self.check.label, state, (reason.strip().splitlines() or [""])[0], spent_of(spent))
+        reporter = self.config.pluginmanager.get_plugin("fairness-reporter")
+        if state == "interrupted" and reporter is not None:
+            reporter.tally.stops[self.nodeid] = stopped
+        self.user_properties.append((UNFINISHED_PROPERTY, json.dumps(stopped.to_dict(), sort_keys=True)))
+
+    def _publish(self, record: CheckRecord) -> None:
+        """The record for the controller, and flat properties for JUnit XML readers (CI dashboards)."""
+        self.user_properties.append((RECORD_PROPERTY, record.to_dict()))
+        self.user_properties += junit.check_properties(record)
+
+    def _match_baseline(self, record: CheckRecord) -> None:
+        """Compare with the committed baseline and put the comparison into the record.
+
+        The statistical verdict is not made here: the controller adjusts every comparison of the run
+        together at the end (``baseline.decide_records``) and fails the run if one survives. A missing
+        or unreadable baseline, or a changed instrument, fails the check at once. Under
+        ``--snapshot-update`` the baseline is rewritten from this record and nothing is compared.
+        """
+        from pytest_fairness.snapshot import BaselineMismatch, match_baseline, snapshot_for_item
+
+        policy = self.config.stash[SESSION_KEY].settings.baseline
+        tolerance = self.check.tolerance if self.check.tolerance is not None else policy.tolerance
+        model = policy.model
+        compared = replace(record, result=replace(record.result, model_id=model)) if model else record
+        updating = bool(getattr(self.config.option, "update_snapshots", False))
+        try:
+            comparison = match_baseline(
+                snapshot_for_item(self),
+                compared,
+                tolerance,
+                alpha=policy.alpha,
+                directory=policy.directory,
+                mode=policy.mode,
+                defer=True,
+            )
+        except BaselineMismatch as exc:
+            record.baseline = _as_run(exc.comparison, record)
+            raise
+        if not updating:
+            record.baseline = _as_run(comparison, record)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
+        from pytest_fairness.snapshot import BaselineMismatch
+
+        if isinstance(excinfo.value, BaselineMismatch):
+            return str(excinfo.value)
+        if isinstance(excinfo.value, CheckFailed):
+            return terminal.explain(excinfo.value.record)
+        if isinstance(excinfo.value, MESSAGE_ONLY):
+            return f"{self.check.id}: {excinfo.value}"
+        return str(super().repr_failure(excinfo, style=style))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        # The check's line in its suite file: the report's location, which CI annotations point at.
+        return self.path, self.check.line - 1 if self.check.line else None, self.check.label
+
+
+def _as_run(comparison: Comparison | None, record: CheckRecord) -> Comparison | None:
+    """The comparison with its new side naming the model this run measured (under
+    --fairness-baseline-model the record was matched as the baseline's model, to find its file)."""
+    if comparison is None or comparison.after is None:
+        return comparison
+    return replace(comparison, after=replace(comparison.after, model=record.result.model_id))
+
+
+class RerunUndecided:
+    """--lf reruns undecided checks too, whatever --fairness-inconclusive made of their test outcome.
+
+    pytest's last-failed cache records only failed reports; an inconclusive check that passed or was
+    skipped under the policy is still one a rerun should decide, so it is added after pytest's own entry.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call" or report.failed or status.report_status(report.user_properties) is None:
+            return
+        lastfailed = getattr(self.config.pluginmanager.get_plugin("lfplugin"), "lastfailed", None)
+        if isinstance(lastfailed, dict):
+            lastfailed[report.nodeid] = True

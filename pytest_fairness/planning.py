@@ -1,0 +1,191 @@
+"""Pricing a run before it runs: the plan of its checks (--fairness-plan) and its budget (--fairness-budget).
+
+A ``Planner`` lists each check's requests without calling the model (the measures' ``requests``), looks
+them up in the cache, counts their tokens and prices them for the model and the judge; the budget checks
+the plan before the first check, and each round of sequential growth before it starts. The types it
+fills are in ``plan``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from pytest_fairness import pricing, sizing
+from pytest_fairness.measures import Params
+from pytest_fairness.measures.base import JudgeEstimate
+from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, estimate_tokens
+from pytest_fairness.models.runner import Runner
+from pytest_fairness.plan import UNKNOWN, Dollars, JudgeCalls, Plan, PlanRow, PricedAs, Who
+from pytest_fairness.settings import LABELS
+from pytest_fairness.suite import Check
+
+
+def tokens(model: ChatModel, request: ChatRequest | LogprobRequest) -> int:
+    """A request's prompt tokens: counted by the model's own tokenizer when it has one, else estimated."""
+    counted = model.count_tokens(request)
+    return estimate_tokens(request) if counted is None else counted
+
+
+def dollars(price: pricing.Price, prompt_tokens: float, completion_tokens: float) -> Dollars:
+    """USD at standard and batch rates (None where the rate is unknown)."""
+    standard = price.cost(prompt_tokens, completion_tokens)
+    return Dollars(standard, price.cost(prompt_tokens, completion_tokens, batch=True))
+
+
+def price_of(spec: str) -> pricing.Price:
+    """What a spec's calls cost; a team's labels (a judge reference's ``labels:FILE``) cost nothing."""
+    if spec.startswith(LABELS):
+        return pricing.Price(0.0, 0.0, "a team's labels: no per-token charge", 0.0, 0.0, "a team's labels")
+    return pricing.price_for(spec)
+
+
+def spent(runners: Iterable[Runner]) -> tuple[float, int]:
+    """USD the runners' calls have cost so far (batched calls at batch rates), and how many had no price; a
+    runner listed twice (the model as its own judge) counts once."""
+    distinct = {id(r): r for r in runners}.values()
+    return sum(r.stats.usd for r in distinct), sum(r.stats.unpriced for r in distinct)
+
+
+@dataclass(frozen=True)
+class Planner:
+    """What pricing reads: the model's runner (its tokenizer, cache keys and cache), the model's and the
+    judge's specs and prices, the seed and profile, the gates' confidence (for P(decide)) and the budget."""
+
+    runner: Runner
+    specs: Mapping[Who, str]
+    prices: Mapping[Who, pricing.Price]
+    seed: int
+    profile: str
+    confidence: float
+    budget: float | None = None
+
+    def plan(self, checks: Sequence[Check]) -> Plan:
+        """What running the checks would cost, without calling the model: per check its requests, how many
+        an earlier check already sends (counted there, since the cache answers the repeat), how many are
+        cached, tokens of the rest, the judge calls the measure's structure implies, and dollars for the
+        model and the judge at standard and batch rates. Each distinct request is counted once across the plan."""
+        seen: set[str] = set()
+        rows = []
+        for check in checks:
+            params = check.params_for(self.profile)
+            power = sizing.power_at(params, params.sample_size, check.threshold, self.confidence)
+            rows.append(replace(self.cost(check, params, seen), power=power))
+        priced = {who: PricedAs(self.specs[who], p.describe(), p.known) for who, p in self.prices.items()}
+        return Plan(rows, priced)
+
+    def cost(self, check: Check, params: Params, seen: set[str]) -> PlanRow:
+        """One check's requests and dollars (requests whose keys are in ``seen`` cost nothing more; it is
+        updated). Prompt tokens come from the model's tokenizer where it has one, else ~4 characters a token;
+        completion tokens are each request's cap, so their dollars are an upper bound."""
+        runner, measure = self.runner, check.measure
+        distinct = {runner.key(r): r for r in measure.requests(params, runner.model, self.seed)}
+        new = [r for key, r in distinct.items() if key not in seen]
+        seen.update(distinct)
+        cached = [runner.cached(r) for r in new]
+        counted = [tokens(runner.model, r) for r in new]
+        completion = [(r.max_tokens or 0) if isinstance(r, ChatRequest) else 1 for r in new]
+        call_in = sum(t for t, hit in zip(counted, cached, strict=True) if not hit)
+        call_out = sum(t for t, hit in zip(completion, cached, strict=True) if not hit)
+        judge, judge_usd = None, None
+        if measure.uses_judge:
+            judge, judge_usd = self._estimated(measure.judge_estimate, params, "judge")
+            judge = judge or JudgeCalls(None, "not estimated for this measure")
+        reference, reference_usd = None, None
+        if "reference" in self.prices and measure.reference_estimate is not None:
+            reference, reference_usd = self._estimated(measure.reference_estimate, params, "reference")
+        return PlanRow(
+            suite=check.suite,
+            check=check.id,
+            requests=len(distinct),
+            shared=len(distinct) - len(new),
+            cached=sum(cached),
+            prompt_tokens=sum(counted),
+            completion_tokens=sum(r.max_tokens or 0 for r in new if isinstance(r, ChatRequest)),
+            tokens_counted=runner.model.counts_tokens,
+            model_usd=dollars(self.prices["model"], call_in, call_out),
+            judge=judge,
+            judge_usd=judge_usd,
+            reference=reference,
+            reference_usd=reference_usd,
+        )
+
+    def _estimated(
+        self, estimate: Callable[[Params, int], JudgeEstimate] | None, params: Params, who: Who
+    ) -> tuple[JudgeCalls | None, Dollars]:
+        """Calls a check's structure implies for the judge or a reference, and their dollars (unknown without an
+        estimate)."""
+        if estimate is None:
+            return None, UNKNOWN
+        calls = estimate(params, self.seed)
+        usd = dollars(self.prices[who], calls.prompt_tokens, calls.completion_tokens)
+        return JudgeCalls(calls.requests, calls.how), usd
+
+    def over_budget(self, checks: Sequence[Check]) -> str:
+        """Why the checks' plan cannot run within --fairness-budget ("" when it can, or there is no budget):
+        the plan's dollars, and which checks, in run order, would fit."""
+        budget = self.budget
+        if budget is None:
+            return ""
+        plan = self.plan(checks)
+        total = plan.usd()
+        if total is None:
+            unknown = "; ".join(f"{who} {p.describe()}" for who, p in self.prices.items() if not p.known)
+            return f"--fairness-budget=${budget:g} cannot be kept without prices: {unknown}"
+        if total <= budget:
+            return ""
+        parts = [f"model ${plan.usd('model'):,.2f}"]
+        if plan.judged:
+            parts.append(f"judge ${plan.usd('judge'):,.2f}")
+        batch = plan.usd(rate="batch")
+        if batch is not None:
+            parts.append(f"${batch:,.2f} at batch rates")
+        lines = [
+            f"the plan costs ${total:,.2f} at standard rates ({', '.join(parts)}), "
+            f"above --fairness-budget=${budget:,.2f}.",
+            *(f"  {row.label}: ${row.usd():,.2f}" for row in plan.rows),
+            f"{_what_fits(plan, budget)}. Select fewer checks (-k), a smaller --fairness-profile, or raise the "
+            "budget; --fairness-plan prices every check.",
+        ]
+        return "\n".join(lines)
+
+    def next_round_over_budget(self, check: Check, size: int, grown: int, spent: float) -> str:
+        """Why growing ``check`` from ``size`` to ``grown`` samples would break --fairness-budget ("" if not):
+        the new round's uncached model requests and its added judge calls, priced, on top of ``spent``."""
+        budget, measure = self.budget, check.measure
+        if budget is None:
+            return ""
+        bigger, smaller = check.params.with_samples(grown), check.params.with_samples(size)
+        cost = self.cost(check, bigger, set()).model_usd.standard
+        if measure.uses_judge and measure.judge_estimate is not None:
+            more = measure.judge_estimate(bigger, self.seed)
+            had = measure.judge_estimate(smaller, self.seed)
+            judged = self.prices["judge"].cost(
+                max(0, more.prompt_tokens - had.prompt_tokens), max(0, more.completion_tokens - had.completion_tokens)
+            )
+            cost = None if cost is None or judged is None else cost + judged
+        if cost is None:
+            return f"--fairness-budget: the price of growing to {grown} samples is unknown"
+        if spent + cost <= budget:
+            return ""
+        return (
+            f"--fairness-budget: growing to {grown} samples would cost about ${cost:,.2f} more, and "
+            f"${spent:,.2f} of the ${budget:,.2f} budget is spent"
+        )
+
+
+def _what_fits(plan: Plan, budget: float) -> str:
+    """Which checks, in run order, fit within the budget (skipping one that would pass it), in words."""
+    fits, left, running = [], [], 0.0
+    for row in plan.rows:
+        cost = row.usd() or 0.0
+        if running + cost > budget:
+            left.append(row.label)
+        else:
+            running += cost
+            fits.append(row.label)
+    if not fits:
+        cheapest = min(row.usd() or 0.0 for row in plan.rows)
+        return f"No check fits within the budget (the cheapest costs ${cheapest:,.2f})"
+    fit = f"Within the budget fit {len(fits)} of {len(plan.rows)} checks (${running:,.2f}, in run order): "
+    return fit + (f"all but {', '.join(left)}" if len(left) < len(fits) else ", ".join(fits))

@@ -1,0 +1,228 @@
+"""The run's reporter: collects check records from pytest's reports, and writes every output once, at the end.
+
+Records travel from xdist workers to the controller on each report (``user_properties``), so the
+reporter on the controller (or a serial run) sees them all. At session end it decides the run's baseline
+comparisons together (adjusted for multiplicity) and fails the run if one survives, builds one frozen
+``RunReport`` and hands it to each ``Output`` in ``report.outputs``. It also keeps the tally of which
+selected checks finished, errored or never ran, so that no output passes a broken run as clean.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_fairness.baseline import RunDecision, decide_records
+from pytest_fairness.fixtures import SESSION_KEY
+from pytest_fairness.items import CHECK_PREFIX, CheckItem
+from pytest_fairness.models.batch import PENDING_EXIT
+from pytest_fairness.plan import Plan
+from pytest_fairness.record import PROPERTY, RECORD_PROPERTY, CheckRecord
+from pytest_fairness.report import junit, progress
+from pytest_fairness.report.analyses import session_analyses
+from pytest_fairness.report.output import RunReport, Sinks
+from pytest_fairness.report.outputs import OUTPUTS
+from pytest_fairness.report.tally import UNFINISHED_PROPERTY, RunTally, UnfinishedCheck
+from pytest_fairness.settings import Settings
+
+#: The report property of a test whose requests wait in a provider batch (``BatchPending.to_dict``).
+BATCH_PROPERTY = "fairness_batch_pending"
+#: The worker output key of the calls a worker gave up on at its end.
+ABANDONED_KEY = "fairness_abandoned"
+
+
+class _Screen:
+    """pytest's terminal reporter as the progress display's screen, flushed at once."""
+
+    def __init__(self, reporter: Any) -> None:
+        self.reporter = reporter
+
+    def write(self, content: str, **markup: bool) -> None:
+        self.reporter.write(content, flush=True, **markup)
+
+    def rewrite(self, line: str, **markup: bool) -> None:
+        self.reporter.rewrite(line, **markup)
+        self.reporter.flush()
+
+
+class FairnessReporter:
+    """Collects check records from reports (local or relayed by xdist); decides and writes them once."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.records: list[CheckRecord] = []
+        self.plan: Plan | None = None
+        self.tally = RunTally()
+        self.report: RunReport | None = None
+        self._display: progress.Display | None = None
+        self.locations: dict[str, dict[str, Any]] = {}  # check label -> suite file and line
+        self.pending: list[dict[str, Any]] = []  # batches that tests left waiting (BatchPending.to_dict)
+
+    @property
+    def settings(self) -> Settings:
+        return self.config.stash[SESSION_KEY].settings
+
+    @property
+    def display(self) -> progress.Display | None:
+        """The live progress display, on the controller (or a serial run) with a terminal reporter."""
+        if self._display is None and not hasattr(self.config, "workerinput"):
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+            interval = self.settings.progress
+            if reporter is None or interval is None:
+                return None
+            self._display = progress.Display(_Screen(reporter), tty=reporter.isatty(), interval=interval)
+        return self._display
+
+    def show(self, tick: progress.Tick) -> None:
+        """A serial run's progress, written from inside the running check past pytest's output capture."""
+        display, capture = self.display, self.config.pluginmanager.get_plugin("capturemanager")
+        if display is None:
+            return
+        if capture is None:
+            display.update(tick)
+            return
+        with capture.global_and_fixture_disabled():
+            display.update(tick)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Take the records off the reports before other plugins (JUnit XML) see them; on the controller only."""
+        if hasattr(self.config, "workerinput"):
+            return  # the record travels on to the controller with the report
+        display, properties = self.display, list[tuple[str, Any]](report.user_properties)
+        if report.when == progress.PROGRESS_WHEN:
+            if display is not None:
+                for key, value in properties:
+                    if key == progress.PROGRESS_PROPERTY:
+                        display.update(progress.Tick.from_dict(value))
+            return
+        if display is not None:
+            display.before_output()
+            if report.when != "setup":
+                display.finished(report.nodeid)
+        kept, recorded = [], False
+        for key, value in properties:
+            if key == BATCH_PROPERTY:
+                self._pending(value)
+            if key != RECORD_PROPERTY:
+                kept.append((key, value))
+                continue
+            record = CheckRecord.from_dict(value)
+            if report.when == "call":
+                self.records.append(record)
+                recorded = True
+                if report.location[1] is not None:  # where the check is written: for CI annotations
+                    self.locations[record.label] = {"file": report.location[0], "line": report.location[1] + 1}
+            kept.append((PROPERTY, json.dumps(record.compact(), sort_keys=True)))
+        report.user_properties = kept
+        self._count(report, recorded)
+
+    def _pending(self, batch: dict[str, Any]) -> None:
+        """Note a test's waiting batch; the run is then stopped short of complete, saying how to finish it."""
+        self.pending.append(batch)
+        requests = sum(b["requests"] for entry in self.pending for b in entry["batches"])
+        ids = {b["id"] for entry in self.pending for b in entry["batches"]}
+        self.tally.stopped = (
+            f"{requests} requests wait in {len(ids)} provider batch(es); rerun the same command to collect"
+        )
+
+    def _count(self, report: pytest.TestReport, recorded: bool) -> None:
+        """Finished: it produced a record (or was skipped before running). Errored: it failed without one (why:
+        what the check said when it stopped, or the first line of the failure)."""
+        if not report.nodeid.startswith(CHECK_PREFIX):
+            return
+        if recorded or (report.when == "setup" and report.skipped):
+            self.tally.finished.add(report.nodeid)
+        elif report.failed and report.when in ("setup", "call"):
+            self.tally.errored.add(report.nodeid)
+            said = [json.loads(v) for k, v in report.user_properties if k == UNFINISHED_PROPERTY]
+            label = self.tally.selection.get(report.nodeid, report.nodeid.removeprefix(CHECK_PREFIX))
+            first = report.longreprtext.strip().splitlines()[:1]
+            stop = UnfinishedCheck.from_dict(said[-1]) if said else UnfinishedCheck(label, "errored", "".join(first))
+            self.tally.stops[report.nodeid] = stop
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.tally.selected = sum(item.nodeid.startswith(CHECK_PREFIX) for item in session.items)
+        self.tally.selection = {item.nodeid: item.check.label for item in session.items if isinstance(item, CheckItem)}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Under xdist the controller does not collect; every worker reports the same selection."""
+        self.tally.selected = max(self.tally.selected, sum(i.startswith(CHECK_PREFIX) for i in ids))
+        if not self.tally.selection:
+            self.tally.selection = {i: i.removeprefix(CHECK_PREFIX) for i in ids if i.startswith(CHECK_PREFIX)}
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """Ctrl-C interrupts the run; ``pytest.exit`` with an error code stops it on an error."""
+        if type(excinfo.value).__name__ == "Interrupted" and str(excinfo.value).startswith("stopping after"):
+            return  # xdist's way of stopping at -x / --maxfail: the failures say what happened, as in a serial run
+        exit_code = getattr(excinfo.value, "returncode", pytest.ExitCode.INTERRUPTED)
+        if isinstance(excinfo.value, pytest.exit.Exception) and exit_code != pytest.ExitCode.INTERRUPTED:
+            self.tally.stopped = str(excinfo.value.msg)
+        else:
+            self.tally.interrupted = True
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
+        """With --fairness-plan, price every check instead of running anything."""
+        if not self.settings.plan:
+            return None
+        planner = self.config.stash[SESSION_KEY].planner
+        self.plan = planner.plan([item.check for item in session.items if isinstance(item, CheckItem)])
+        self.tally.planned = True
+        return True
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """A worker's calls given up on at its end (``pytest_sessionfinish`` on the worker) count for the run."""
+        self.tally.abandoned += int(getattr(node, "workeroutput", {}).get(ABANDONED_KEY, 0))
+
+    @pytest.hookimpl(tryfirst=True)  # before JUnit XML writes its file, so the run's properties reach it
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        abandoned = self.config.stash[SESSION_KEY].settle()  # no call left in flight unseen, in any process
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[ABANDONED_KEY] = abandoned
+            return  # the controller decides and writes, once, from every worker's records
+        self.tally.abandoned += abandoned
+        decision = decide_records(self.records, self.settings.baseline)
+        if decision is not None and decision.failing and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.pending and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            session.exitstatus = PENDING_EXIT  # unfinished, not failed: a rerun collects the batches
+        self.report = self._report(decision)
+        self._write("sessionfinish", Sinks(junit=junit.log_xml(self.config)))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self._display is not None:
+            self._display.before_output()
+        if self.report is None:  # an xdist worker, which decides nothing
+            self.report = self._report(None)
+        self._write("terminal_summary", Sinks(terminal=terminalreporter))
+
+    def _report(self, decision: RunDecision | None) -> RunReport:
+        """The run as every output reads it, frozen."""
+        run = self.tally.state(self.records)
+        return RunReport(
+            records=tuple(self.records),
+            run=run,
+            settings=self.settings,
+            family=self.settings.family(run.selected),
+            decision=decision,
+            analyses=session_analyses(self.records),
+            locations=dict(self.locations),
+            plan=self.plan,
+            pending=tuple(self.pending),
+            rootdir=Path(self.config.rootpath),
+            updating=bool(getattr(self.config.option, "update_snapshots", False)),
+        )
+
+    def _write(self, when: str, sinks: Sinks) -> None:
+        report = self.report
+        assert report is not None
+        for output in OUTPUTS:
+            if output.when == when and output.wanted(report):
+                output.write(report, sinks)

@@ -168,7 +168,9 @@ class FairnessSession:
             specs["reference"] = settings.judge_reference
         prices = {who: price_of(spec) for who, spec in specs.items()}
         gate = self.family.gate_confidence
-        return Planner(self.runner, specs, prices, settings.seed, settings.profile, gate, settings.budget)
+        roles: dict[Who, Runner | None] = {"model": self.runner, "judge": self.judge, "reference": self.reference}
+        batched = frozenset(who for who, runner in roles.items() if runner is not None and runner.at_once() is None)
+        return Planner(self.runner, specs, prices, settings.seed, settings.profile, gate, settings.budget, batched)
 
     def context(
         self, measure: Measure[Any], progress: ProgressFn | None = None, *, model: object = None, judge: object = None

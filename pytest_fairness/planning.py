@@ -163,7 +163,7 @@ class Planner:
             parts.append(f"judge ${plan.usd('judge', self.rate('judge')):,.2f}")
         batch = plan.usd(rate="batch")
         if batch is not None and batch < total:
-            parts.append(f"${batch:,.2f} with every role batched (--fairness-batch)")
+            parts.append(f"${batch:,.2f} at batch rates with --fairness-batch")
         rows = {row.label: self.run_usd(Plan([row], {})) or 0.0 for row in plan.rows}
         lines = [
             f"the plan costs ${total:,.2f} {self.rates_text(plan)} ({', '.join(parts)}), "

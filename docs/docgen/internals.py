@@ -111,6 +111,13 @@ def app_default(name: str) -> Any:
     return getattr(python, constant) if hasattr(python, constant) else getattr(python_app, constant)
 
 
+def settle_seconds() -> float:
+    """How long the end of a run waits for the calls still in flight before it gives up on them."""
+    from pytest_fairness.models.deadline import SETTLE_SECONDS
+
+    return SETTLE_SECONDS
+
+
 def ratelimit_growth() -> float:
     from pytest_fairness.models.ratelimit import GROWTH
 

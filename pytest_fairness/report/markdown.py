@@ -105,10 +105,10 @@ def _unfinished(run: RunState | None) -> list[str]:
     if run is None or not run.unfinished:
         return []
     rows = [
-        [f"`{check.check}`", check.state, check.reason.replace("|", "\\|") or "-", int(check.spent.get("calls", 0))]
+        [f"`{check.check}`", check.state, check.reason or "-", int(check.spent.get("calls", 0))]
         for check in run.unfinished
     ]
-    return ["**Checks that did not finish**", "", *_table(["check", "state", "reason", "calls"], rows), ""]
+    return ["", "**Checks that did not finish**", "", *_table(["check", "state", "reason", "calls"], rows)]
 
 
 def markdown_report(
@@ -131,7 +131,7 @@ def markdown_report(
     if not records and (run is None or not run.unfinished):
         return f"## {title}\n\n{warning}No fairness checks ran.\n"
     if not records:
-        lines = [f"## {title}", "", warning.strip(), "", *_unfinished(run), *_accounting(run_totals(records, run))]
+        lines = [f"## {title}", "", warning.strip(), *_unfinished(run), "", *_accounting(run_totals(records, run))]
         return "\n".join(lines) + "\n"
     models = sorted({rec.result.model_id for rec in records})
     counts = outcome_counts(records)
@@ -146,7 +146,6 @@ def markdown_report(
         f"{counts[Outcome.PASS]} passed" + (f", {cannot_serve} the model cannot serve." if cannot_serve else "."),
         "",
         *_table(list(gate_columns([rec.confidence for rec in records])), _gate_rows(records)),
-        "",
         *_unfinished(run),
         *_notes(records, run),
     ]

@@ -3,7 +3,8 @@
 ``python benchmarks/output_identity.py OUT`` runs the gender, religion, race and axes suites on the synthetic
 doubles (seed 1, cache off, sequential, baselines recorded once then compared), each from a fresh empty
 project, and writes per run the JSON report, the Markdown summary, the JUnit XML, the history line and the
-terminal output, with what changes between any two runs of the same code (times, paths, durations) masked.
+terminal output, with what changes between any two runs of the same code (times, paths, durations, the live
+progress lines of a slow machine) masked.
 Run it on two checkouts and ``diff -r`` the folders: a restructure that keeps outputs must show no difference.
 """
 
@@ -40,13 +41,23 @@ MASKS = [
 
 #: A cost table row: check, calls, cache hits, retries, prompt and completion tokens, seconds, dollars.
 COST_ROW = re.compile(r"^(\S+(?: \S+)*\s+\d+\s+\d+\s+\d+\s+\d+\s+\d+\s+)(\d+\.\d)(\s+)", re.M)
+#: A live progress line, written when a check runs past the redraw interval: how many depends on the machine.
+TICK = re.compile(r"^  \S+::.*: round \d+, n=\d+, requests \d+/\d+ \(\d+s\).*\n", re.M)
+#: The test-progress block (``fairness/gender ..I.F   [100%]``), which those lines break at machine-dependent places.
+PROGRESS = re.compile(r"^(fairness/\S+ )([.IFsEx\n]*?)\s*(\[100%\])$", re.M)
+#: pytest's closing line, whose padding follows the length of its (masked) time.
+CLOSING = re.compile(r"^=+ (.*<time>.*?) =+$", re.M)
 
 
 def mask(text: str, root: Path) -> str:
+    """What differs between two runs of the same code masked: times, paths, the seconds column (and its width),
+    and the live progress lines a slower machine shows more of."""
     text = text.replace(str(root), "<root>")
     for pattern, replacement in MASKS:
         text = pattern.sub(replacement, text)
-    return COST_ROW.sub(lambda m: m.group(1) + "#" * len(m.group(2)) + m.group(3), text)
+    text = COST_ROW.sub(lambda m: m.group(1) + "<sec> ", text)
+    text = PROGRESS.sub(lambda m: m.group(1) + re.sub(r"\s", "", m.group(2)) + " " + m.group(3), TICK.sub("", text))
+    return CLOSING.sub(r"= \1 =", text)
 
 
 def run(name: str, suite: str, model: str, out: Path) -> None:

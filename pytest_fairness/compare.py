@@ -31,12 +31,14 @@ from pytest_fairness.baseline import (
     parse_baseline,
 )
 from pytest_fairness.baseline.compare import compare_entries
+from pytest_fairness.explain import explain
+from pytest_fairness.fmt import interval, num, text_table
 from pytest_fairness.multiplicity import METHODS, Method
 from pytest_fairness.record import CheckRecord
-from pytest_fairness.report.format import interval, num, text_table
 from pytest_fairness.report.markdown import comparison_markdown
 from pytest_fairness.report.tally import RunState
 from pytest_fairness.report.terminal import run_status_line
+from pytest_fairness.serial import from_json
 
 COLUMNS = ("check", "old", "new", "difference", "CI", "p", "adjusted p", "status")
 
@@ -58,7 +60,7 @@ def load_run(path: Path) -> RunState | None:
         return None
     doc = _report(path)
     run = doc.get("run") if isinstance(doc, dict) else None
-    return RunState.from_dict(run) if isinstance(run, dict) and "status" in run else None
+    return from_json(RunState, run) if isinstance(run, dict) and "status" in run else None
 
 
 def _report_entries(path: Path) -> list[dict[str, Any]]:
@@ -179,7 +181,7 @@ def run(
     if decision.shown:
         print()
         for c in decision.shown:
-            print(c.explanation)
+            print(explain(c))
     print("\n" + (decision.headline() if comparisons else "no checks on either side"))
     incomplete = new_run is not None and not new_run.complete
     if incomplete:

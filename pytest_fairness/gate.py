@@ -78,6 +78,40 @@ class Threshold:
     def as_dict(self) -> dict[str, float | None]:
         return {"min": self.min, "max": self.max}
 
+    def _sides(self) -> tuple[float | None, float | None]:
+        """The finite limits (an infinite one is as good as open)."""
+
+        def limit(value: float | None) -> float | None:
+            return value if value is not None and math.isfinite(value) else None
+
+        return limit(self.min), limit(self.max)
+
+    def harmful_side(self) -> int:
+        """+1 if a rise is harmful (a maximum), -1 if a fall is (a minimum), 0 if both can be (a range, or none)."""
+        lo, hi = self._sides()
+        if hi is not None and lo is None:
+            return 1
+        if lo is not None and hi is None:
+            return -1
+        return 0
+
+    def harm_direction(self, old: float, new: float) -> int:
+        """+1 if old -> new moves the harmful way, -1 the helpful way, 0 if the threshold cannot tell.
+
+        Towards or over a maximum is harmful, down towards or under a minimum too; for a range, moving
+        away from its centre.
+        """
+        lo, hi = self._sides()
+        if lo is not None and hi is not None:
+            centre = (lo + hi) / 2
+            away = abs(new - centre) - abs(old - centre)
+            return (away > 0) - (away < 0)
+        if hi is not None:
+            return (new > old) - (new < old)
+        if lo is not None:
+            return (new < old) - (new > old)
+        return 0
+
     @classmethod
     def from_dict(cls, raw: Mapping[str, object]) -> Threshold:
         """The inverse of ``as_dict`` (missing or non-numeric sides are open), e.g. from a record or a baseline."""

@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_fairness import suite
-from pytest_fairness.baseline import Comparison
 from pytest_fairness.fixtures import SESSION_KEY
 from pytest_fairness.gate import Outcome
 from pytest_fairness.measures import ParamsError
@@ -27,6 +26,9 @@ from pytest_fairness.preflight import RunFault
 from pytest_fairness.record import RECORD_PROPERTY, CheckRecord
 from pytest_fairness.report import junit, progress, status, terminal
 from pytest_fairness.report.tally import UNFINISHED_PROPERTY, UnfinishedCheck, spent_of
+
+if TYPE_CHECKING:
+    from pytest_fairness.snapshot import BaselineMismatch
 
 #: Node ids of suite checks start with this (``fairness/<suite>::<check>``), on workers and the controller.
 CHECK_PREFIX = "fairness/"
@@ -84,12 +86,14 @@ class CheckItem(pytest.Item):
             except (Exception, KeyboardInterrupt) as exc:
                 self._stopped(exc, spent)
                 raise
-        record = run.to_record()
+        record, mismatch = run.to_record(), None
         try:
             if session.settings.baselines:
-                self._match_baseline(record)
+                record, mismatch = self._match_baseline(record)
         finally:
             self._publish(record)
+        if mismatch is not None:
+            raise mismatch
         if run.outcome in status.UNDECIDED:
             # The gate, not a baseline mismatch, decides this test: pytest shows it in its own category.
             self.user_properties.append((status.STATUS_PROPERTY, run.outcome.value))
@@ -149,8 +153,9 @@ class CheckItem(pytest.Item):
         self.user_properties.append((RECORD_PROPERTY, record.to_dict()))
         self.user_properties += junit.check_properties(record)
 
-    def _match_baseline(self, record: CheckRecord) -> None:
-        """Compare with the committed baseline and put the comparison into the record.
+    def _match_baseline(self, record: CheckRecord) -> tuple[CheckRecord, BaselineMismatch | None]:
+        """Compare with the committed baseline: the record with its comparison, and the mismatch that fails the
+        check (raised once the record is published).
 
         The statistical verdict is not made here: the controller adjusts every comparison of the run
         together at the end (``baseline.decide_records``) and fails the run if one survives. A missing
@@ -161,24 +166,21 @@ class CheckItem(pytest.Item):
 
         policy = self.config.stash[SESSION_KEY].settings.baseline
         tolerance = self.check.tolerance if self.check.tolerance is not None else policy.tolerance
-        model = policy.model
-        compared = replace(record, result=replace(record.result, model_id=model)) if model else record
         updating = bool(getattr(self.config.option, "update_snapshots", False))
         try:
             comparison = match_baseline(
                 snapshot_for_item(self),
-                compared,
+                record,
                 tolerance,
                 alpha=policy.alpha,
                 directory=policy.directory,
                 mode=policy.mode,
                 defer=True,
+                model=policy.model,
             )
         except BaselineMismatch as exc:
-            record.baseline = _as_run(exc.comparison, record)
-            raise
-        if not updating:
-            record.baseline = _as_run(comparison, record)
+            return replace(record, baseline=exc.comparison), exc
+        return (record if updating else replace(record, baseline=comparison)), None
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
         from pytest_fairness.snapshot import BaselineMismatch
@@ -194,14 +196,6 @@ class CheckItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         # The check's line in its suite file: the report's location, which CI annotations point at.
         return self.path, self.check.line - 1 if self.check.line else None, self.check.label
-
-
-def _as_run(comparison: Comparison | None, record: CheckRecord) -> Comparison | None:
-    """The comparison with its new side naming the model this run measured (under
-    --fairness-baseline-model the record was matched as the baseline's model, to find its file)."""
-    if comparison is None or comparison.after is None:
-        return comparison
-    return replace(comparison, after=replace(comparison.after, model=record.result.model_id))
 
 
 class RerunUndecided:

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pytest_fairness.baseline.comparison import MODES
 from pytest_fairness.baseline.policy import FAIL_ON, BaselinePolicy
+from pytest_fairness.comparison import MODES
 from pytest_fairness.gate import GATE_MULTIPLICITY
 from pytest_fairness.measures import PROFILES
 from pytest_fairness.models.batch import PENDING_EXIT

@@ -104,9 +104,10 @@ class Planner:
         completion tokens are each request's cap, so their dollars are an upper bound."""
         runner, measure = self.runner, check.measure
         distinct = {runner.key(r): r for r in measure.requests(params, runner.model, self.seed)}
-        new = [r for key, r in distinct.items() if key not in seen]
+        new_keys = [key for key in distinct if key not in seen]
+        new = [distinct[key] for key in new_keys]
         seen.update(distinct)
-        cached = [runner.cached(r) for r in new]
+        cached = [runner.cached(key) for key in new_keys]
         counted = [tokens(runner.model, r) for r in new]
         completion = [(r.max_tokens or 0) if isinstance(r, ChatRequest) else 1 for r in new]
         call_in = sum(t for t, hit in zip(counted, cached, strict=True) if not hit)

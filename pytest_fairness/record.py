@@ -7,14 +7,14 @@ the syrupy adapter all read a ``CheckRecord``; it round-trips through JSON (``to
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_fairness.baseline.comparison import Comparison
+from pytest_fairness.comparison import Comparison
+from pytest_fairness.explain import explain
 from pytest_fairness.gate import Outcome, Threshold
-from pytest_fairness.models.runner import CallStats
-from pytest_fairness.result import MeasureResult, MoreSamples, SequentialInfo, strict_json
-from pytest_fairness.stats import Attenuation, Summary
+from pytest_fairness.result import MeasureResult, strict_json
+from pytest_fairness.serial import from_json
 
 SCHEMA_VERSION = 2
 #: The whole check record travels from xdist workers under this user property; the controller takes it
@@ -23,7 +23,7 @@ RECORD_PROPERTY = "fairness_record"
 PROPERTY = "fairness"
 
 
-@dataclass
+@dataclass(frozen=True)
 class CheckRecord:
     """One check's result, the gate's verdict and, when compared, its baseline comparison.
 
@@ -70,7 +70,7 @@ class CheckRecord:
             "result": self.result.to_dict(),
         }
         if self.baseline is not None:
-            out["baseline"] = strict_json(self.baseline.to_dict())
+            out["baseline"] = strict_json({**self.baseline.to_dict(), "explanation": explain(self.baseline)})
         return out
 
     def compact(self) -> dict[str, Any]:
@@ -96,51 +96,15 @@ class CheckRecord:
             outcome=Outcome(raw["outcome"]),
             threshold=Threshold.from_dict(raw["threshold"]) if raw["threshold"] else None,
             result=result_from_dict(raw["result"]),
-            baseline=Comparison.from_dict(baseline) if baseline and Comparison.readable(baseline) else None,
+            baseline=from_json(Comparison, baseline) if baseline and Comparison.readable(baseline) else None,
             schema=SCHEMA_VERSION,
         )
 
 
-def _float(value: Any) -> float:
-    return float("nan") if value is None else float(value)
-
-
 def result_from_dict(raw: dict[str, Any]) -> MeasureResult:
-    """Rebuild a MeasureResult from its JSON form (None stands for NaN there)."""
-    s = raw["summary"]
-    summary = Summary(
-        mean=_float(s["mean"]),
-        n=int(s["n"]),
-        sd=_float(s["sd"]),
-        ci_t=(_float(s["ci_t"][0]), _float(s["ci_t"][1])),
-        ci_normal=(_float(s["ci_normal"][0]), _float(s["ci_normal"][1])),
-        ci_bootstrap=(_float(s["ci_bootstrap"][0]), _float(s["ci_bootstrap"][1])),
-        null=_float(s["null"]),
-        t=_float(s["t"]),
-        p=_float(s["p"]),
-        confidence=_float(s["confidence"]),
-        ci_method=str(s.get("ci_method", "t")),
-    )
-    calls = CallStats(**{f.name: raw["calls"][f.name] for f in fields(CallStats) if f.name in raw["calls"]})
+    """Rebuild a MeasureResult from its JSON form: its fields read generically (None stands for NaN there),
+    the framework's typed state taken back out of ``details``."""
     details = dict(raw["details"])
-    sequential, to_decide = details.pop("sequential", None), details.pop("to_decide", None)
+    state = {name: details.pop(name, None) for name in ("sequential", "to_decide")}
     no_size_decides = str(details.pop("no_size_decides", "") or "")
-    return MeasureResult(
-        measure=raw["measure"],
-        subject=raw["subject"],
-        summary=summary,
-        n_unusable=raw["n_unusable"],
-        unusable_examples=list(raw["unusable_examples"]),
-        fidelity=raw["fidelity"],
-        model_id=raw["model_id"],
-        versions=dict(raw["versions"]),
-        params=dict(raw["params"]),
-        details=details,
-        calls=calls,
-        samples=[_float(v) for v in raw["samples"]],
-        unserved=raw.get("unserved"),
-        attenuation=Attenuation(**raw["attenuation"]) if raw.get("attenuation") else None,
-        no_size_decides=no_size_decides,
-        sequential=SequentialInfo.from_dict(sequential) if sequential else None,
-        to_decide=MoreSamples.from_dict(to_decide) if to_decide else None,
-    )
+    return from_json(MeasureResult, {**raw, **state, "details": details, "no_size_decides": no_size_decides})

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import asdict, dataclass, field
 
 from pytest_fairness.models.runner import CallStats
+from pytest_fairness.serial import OMIT_EMPTY, to_json
 from pytest_fairness.stats import Attenuation, Interval, Summary
 
 FAITHFUL = "faithful"
@@ -32,19 +32,14 @@ class SequentialInfo:
     rounds: list[int]
     budget: int
     interval: str = "always-valid confidence sequence"
-    stopped: str = ""
+    stopped: str = field(default="", metadata=OMIT_EMPTY)
 
     @property
     def final_size(self) -> int:
         return self.rounds[-1]
 
     def to_dict(self) -> dict[str, object]:
-        out: dict[str, object] = {"rounds": list(self.rounds), "budget": self.budget, "interval": self.interval}
-        return out | ({"stopped": self.stopped} if self.stopped else {})
-
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> SequentialInfo:
-        return cls(list(raw["rounds"]), int(raw["budget"]), str(raw["interval"]), str(raw.get("stopped", "")))
+        return to_json(self)
 
 
 @dataclass(frozen=True)
@@ -77,11 +72,6 @@ class MoreSamples:
             out["more"] = self.more
         return out | ({"why": self.why} if self.why else {}) | ({"budget": self.budget} if self.budget else {})
 
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> MoreSamples:
-        given = {f.name: raw[f.name] for f in fields(cls) if raw.get(f.name) is not None}
-        return cls(**{"needed": None} | given)
-
 
 @dataclass(frozen=True)
 class Measured:
@@ -113,7 +103,7 @@ class Measured:
     first_round: object | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class MeasureResult:
     """One measure on one subject (a stereotype, a task...) for one model.
 

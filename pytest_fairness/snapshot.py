@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 import functools
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -42,6 +43,7 @@ from pytest_fairness.baseline import (
     render_baseline,
 )
 from pytest_fairness.baseline.compare import compare
+from pytest_fairness.explain import explain
 from pytest_fairness.record import CheckRecord
 
 
@@ -50,6 +52,14 @@ def baseline_name(record: CheckRecord | Mapping[str, Any]) -> str:
     if isinstance(record, CheckRecord):
         return f"{model_folder(record.result.model_id)}/{check_stem(record.suite, record.check)}"
     return f"{model_folder(record['model_id'])}/{check_stem(record['suite'], record['check'])}"
+
+
+@functools.lru_cache(maxsize=64)
+def _compared(new: str, old: str, tolerance: float, alpha: float, mode: Mode) -> Comparison:
+    """The comparison of two baseline documents, worked out once: syrupy's matching, its diff and the
+    record ask for the same one (ValueError for a document that cannot be read)."""
+    (before,), (after,) = parse_baseline(old), parse_baseline(new)
+    return compare(before, after, tolerance, alpha=alpha, mode=mode)
 
 
 class FairnessBaselineExtension(SingleFileSnapshotExtension):
@@ -106,8 +116,7 @@ class FairnessBaselineExtension(SingleFileSnapshotExtension):
 
     def comparison(self, serialized_data: Any, snapshot_data: Any) -> Comparison:
         """The statistical comparison of a new document with the recorded one."""
-        (old,), (new,) = parse_baseline(str(snapshot_data)), parse_baseline(str(serialized_data))
-        return compare(old, new, self.tolerance, alpha=self.alpha, mode=self.mode)
+        return _compared(str(serialized_data), str(snapshot_data), self.tolerance, self.alpha, self.mode)
 
     def matches(self, *, serialized_data: Any, snapshot_data: Any) -> bool:
         if self.rewrite:
@@ -122,7 +131,7 @@ class FairnessBaselineExtension(SingleFileSnapshotExtension):
         """The explanation first, then syrupy's line diff of the two documents."""
         if snapshot_data:
             try:
-                yield self.comparison(serialized_data, snapshot_data).explanation
+                yield explain(self.comparison(serialized_data, snapshot_data))
             except ValueError as exc:
                 yield f"the recorded baseline cannot be read: {exc}"
         yield from super().diff_lines(serialized_data, snapshot_data)
@@ -160,6 +169,7 @@ def match_baseline(
     directory: str = "baselines",
     mode: Mode = "difference",
     defer: bool = False,
+    model: str | None = None,
 ) -> Comparison | None:
     """Assert that a check record matches its baseline; return the comparison (None if just created).
 
@@ -167,18 +177,23 @@ def match_baseline(
     matches. The failure message is the comparison's explanation followed by a unified diff of the two
     documents. ``directory`` is relative to the rootdir (or absolute). With ``defer`` a statistical
     verdict does not fail here (the caller decides across a run, e.g. with ``baseline.decide_run``);
-    a missing or unreadable baseline, or a changed instrument, still does.
+    a missing or unreadable baseline, or a changed instrument, still does. ``model`` names the model line
+    whose baseline this is (--fairness-baseline-model): its file, and the model the entry records; the
+    comparison's new side still names the model this run measured.
     """
     __tracebackhide__ = True
     extension = FairnessBaselineExtension.configured(
         tolerance, alpha, directory, mode=mode, rewrite=bool(snapshot.update_snapshots), defer=defer
     )
     assertion = snapshot.use_extension(extension)
-    matched = assertion(name=baseline_name(record)) == record
+    entry = baseline_entry(record) | ({"model_id": model} if model else {})
+    matched = assertion(name=baseline_name(entry)) == entry
     result = assertion.executions[assertion.num_executions - 1]
     if result.exception is not None:
         raise result.exception
     comparison, problem = _recorded_comparison(cast(FairnessBaselineExtension, assertion.extension), result)
+    if comparison is not None and comparison.after is not None:
+        comparison = replace(comparison, after=replace(comparison.after, model=record.result.model_id))
     if matched:
         return comparison
     if comparison is None:
@@ -209,7 +224,7 @@ def _explained_diff(comparison: Comparison, result: AssertionResult) -> str:
         n=0,
         lineterm="",
     )
-    return "\n".join([comparison.explanation, *diff])
+    return "\n".join([explain(comparison), *diff])
 
 
 class _ItemView:

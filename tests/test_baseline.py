@@ -11,6 +11,7 @@ from pytest_fairness.baseline import (
     BaselinePolicy,
     baseline_entry,
     check_stem,
+    decide_records,
     decide_run,
     model_folder,
     noninferiority,
@@ -18,6 +19,7 @@ from pytest_fairness.baseline import (
     render_baseline,
 )
 from pytest_fairness.baseline.compare import compare, compare_entries, inputs_changed
+from pytest_fairness.explain import explain
 from pytest_fairness.gate import Outcome, Threshold
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult
@@ -75,11 +77,14 @@ def test_numbers_are_rounded_to_four_significant_digits_at_the_checks_scale():
     iat = baseline_entry(record([0.35808449, 0.1, 0.6]))
     assert iat["estimate"] == 0.3527
     pcf = record([300.0] * 3, threshold={"max": 400})
-    pcf.result.summary = replace(pcf.result.summary, mean=299.99999999988773, ci_t=(299.99999999988773, 300.0000000001))
+    summary = replace(pcf.result.summary, mean=299.99999999988773, ci_t=(299.99999999988773, 300.0000000001))
+    pcf = replace(pcf, result=replace(pcf.result, summary=summary))
     assert baseline_entry(pcf)["estimate"] == 300.0
     assert baseline_entry(pcf)["ci"] == [300.0, 300.0]
     caprice = record([0.0] * 3, threshold={"max": 50})
-    caprice.result.summary = replace(caprice.result.summary, mean=5.551115123125783e-14)
+    caprice = replace(
+        caprice, result=replace(caprice.result, summary=replace(caprice.result.summary, mean=5.551115123125783e-14))
+    )
     assert baseline_entry(caprice)["estimate"] == 0.0
 
 
@@ -114,7 +119,7 @@ def test_a_tolerance_absorbs_significant_but_negligible_changes():
     strict, tolerant = compare(old, new, 0.0), compare(old, new, 0.05)
     assert strict.status == "regressed"
     assert tolerant.status == "unchanged" and tolerant.p < 0.05
-    assert "within the tolerance ±0.05" in tolerant.explanation
+    assert "within the tolerance ±0.05" in explain(tolerant)
 
 
 def test_a_planted_shift_beyond_tolerance_regresses_with_a_readable_explanation():
@@ -124,7 +129,7 @@ def test_a_planted_shift_beyond_tolerance_regresses_with_a_readable_explanation(
     assert result.status == "regressed" and not result.matches
     assert result.difference == pytest.approx(new["estimate"] - old["estimate"])
     assert result.ci[0] > 0.05 and result.p < 0.001
-    text = result.explanation
+    text = explain(result)
     assert text.startswith("gender::implicit_bias[career] REGRESSED: ")
     assert "n=40" in text and "Welch p = " in text
     assert "beyond the tolerance ±0.05; it rose towards the maximum (≤ 0.2)" in text
@@ -154,7 +159,7 @@ def test_checks_on_one_side_only_are_new_or_missing():
     result = {c.check: c for c in compare_entries([kept, gone], [kept, added])}
     assert result["gender::a"].status == "unchanged"
     assert result["gender::b"].status == "missing" and result["gender::b"].new is None
-    assert result["gender::c"].status == "new" and "no baseline" in result["gender::c"].explanation
+    assert result["gender::c"].status == "new" and "no baseline" in explain(result["gender::c"])
 
 
 def test_a_changed_instrument_does_not_match_but_seed_and_sample_size_do():
@@ -167,7 +172,7 @@ def test_a_changed_instrument_does_not_match_but_seed_and_sample_size_do():
     result = compare(old, changed)
     assert result.status == "unchanged" and not result.matches
     assert result.inputs_changed == ("versions.stimuli: acde420f22cc -> 0123456789ab",)
-    assert "change of instrument" in result.explanation
+    assert "change of instrument" in explain(result)
 
 
 def test_deterministic_measures_compare_exactly():
@@ -243,10 +248,24 @@ def test_a_change_significant_on_its_own_is_noise_across_a_run_of_20_checks():
         c03 = decision.comparisons[3]
         assert c03.status == "unchanged" and c03.p_adjusted == pytest.approx(min(1.0, 20 * own.p))
         assert not decision.failing and decision.absorbed == 1
-        assert c03.explanation.startswith("gender::c03 UNCHANGED: ")
-        assert "within the run's sampling noise" in c03.explanation
+        assert explain(c03).startswith("gender::c03 UNCHANGED: ")
+        assert "within the run's sampling noise" in explain(c03)
     per_check = run_of({"c03": 0.157}, "none")
     assert [c.check for c in per_check.failing] == ["gender::c03"]
+
+
+def test_the_run_decision_returns_records_with_the_run_verdict_and_leaves_the_given_ones():
+    """Records are frozen: deciding the run gives new records carrying the restated comparisons."""
+    old = [fixed(f"c{i:02d}", 0.1) for i in range(20)]
+    new = [fixed(f"c{i:02d}", 0.1 + (0.13 if i == 3 else 0.0)) for i in range(20)]
+    own = compare_entries(old, new)
+    given = tuple(replace(record(scores(0.1, 20, i), check=f"c{i:02d}"), baseline=c) for i, c in enumerate(own))
+    given += (record(scores(0.1, 20, 99), check="uncompared"),)
+    decision, decided = decide_records(given, BaselinePolicy())
+    assert decision is not None and decided[3].baseline.status == "unchanged"  # noise across the run of 20
+    assert given[3].baseline.status == "regressed" and given[3].baseline is own[3]  # the given record is as it was
+    assert [r.check for r in decided] == [r.check for r in given] and decided[-1] is given[-1]
+    assert decide_records(given[-1:], BaselinePolicy()) == (None, given[-1:])
 
 
 def test_a_large_regression_survives_the_correction_and_fails_the_run():
@@ -256,7 +275,7 @@ def test_a_large_regression_survives_the_correction_and_fails_the_run():
         "baseline comparisons: 20 compared, family-wise error rate controlled at 0.05 (Holm); 1 regressed, 19 unchanged"
     )
     assert decision.verdict().startswith("the run fails: 1 regressed (after Holm across 20 tested)")
-    assert "Adjusted across the run's 20 tested comparisons (Holm): p = " in decision.failing[0].explanation
+    assert "Adjusted across the run's 20 tested comparisons (Holm): p = " in explain(decision.failing[0])
 
 
 def test_improvements_are_reported_and_fail_only_on_request():
@@ -277,12 +296,12 @@ def test_fdr_control_flags_more_than_holm_when_many_checks_move():
 def test_noninferiority_is_the_one_sided_test_of_worse_by_the_margin():
     # se = 0.2 * sqrt(2 / 200) = 0.02, df about 398: +0.01 against a margin of 0.05 gives t = -2.
     old, new = fixed("a", 0.10, sd=0.2, n=200), fixed("a", 0.11, sd=0.2, n=200)
-    diff, ci, p = noninferiority(old, new, 0.05, 0.05, {"max": 0.2})
+    diff, ci, p = noninferiority(old, new, 0.05, 0.05, Threshold(max=0.2))
     assert diff == pytest.approx(0.01) and p == pytest.approx(sps.t.cdf(-2, 398), rel=1e-3)
     assert ci[1] == pytest.approx(0.01 + sps.t.ppf(0.95, 398) * 0.02, rel=1e-3)  # the 90% interval's upper end
     result = compare(old, new, 0.05, mode="noninferiority")
     assert result.status == "non-inferior" and result.interval_level == pytest.approx(0.9)
-    assert "90% CI [" in result.explanation and "higher is worse (≤ 0.2)" in result.explanation
+    assert "90% CI [" in explain(result) and "higher is worse (≤ 0.2)" in explain(result)
     # The same +0.01 with a margin it cannot be shown within.
     assert compare(old, new, 0.01, mode="noninferiority").status == "not non-inferior"
 
@@ -307,7 +326,7 @@ def test_noninferiority_tests_the_harmful_side_from_the_threshold(threshold, new
 def test_noninferiority_without_a_margin_says_how_to_set_one():
     result = compare(fixed("a", 0.1), fixed("a", 0.1), 0.0, mode="noninferiority")
     assert result.status == "not non-inferior" and result.p is None
-    assert "needs a margin above 0" in result.explanation and "--fairness-baseline-tolerance" in result.explanation
+    assert "needs a margin above 0" in explain(result) and "--fairness-baseline-tolerance" in explain(result)
 
 
 def test_holm_makes_non_inferiority_harder_to_show_never_easier():
@@ -324,7 +343,7 @@ def test_holm_makes_non_inferiority_harder_to_show_never_easier():
 
 
 def test_the_confidence_level_of_each_side_is_printed_as_recorded():
-    text = compare(fixed("a", 0.1, confidence=0.8), fixed("a", 0.4, confidence=0.8), alpha=0.2).explanation
+    text = explain(compare(fixed("a", 0.1, confidence=0.8), fixed("a", 0.4, confidence=0.8), alpha=0.2))
     assert "80% CI" in text and "95% CI" not in text
 
 

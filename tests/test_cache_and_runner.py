@@ -21,6 +21,7 @@ from pytest_fairness.models.base import (
     LogprobRequest,
     LogprobResponse,
     Message,
+    Purpose,
     TransientError,
 )
 from pytest_fairness.models.cache import CacheError, CacheMiss, CacheMode, ResponseCache, cache_key
@@ -51,6 +52,16 @@ class CountingModel(ChatModel):
 
 def chat(text: str, sample: int = 0, temperature: float = 1.0) -> ChatRequest:
     return ChatRequest((Message("user", text),), temperature=temperature, seed=1, sample_index=sample)
+
+
+def test_cache_keys_stay_those_of_caches_already_filled():
+    """The key of a request is fixed by its content: a faster way of building the payload must give a cache
+    filled by an earlier version the same keys (these were computed before the payload was built by hand)."""
+    messages = (Message("system", "Be brief."), Message("user", "héllo"))
+    chat_request = ChatRequest(messages, 0.8, 12, 7, 1, purpose=Purpose.of("x", a=1))
+    logprobs = LogprobRequest((Message("user", "pick"),), (" A", " B"), prefix="(", purpose=Purpose.of("y"))
+    assert cache_key("m", chat_request.payload()) == "2c6cfe20e441596662f1cf50774f64cf0f05ac261ac8f926503b6545229463df"
+    assert cache_key("m", logprobs.payload()) == "c8b8ca6638ed453aacbd6aaabdad8639bcddc41e8baec19e82dbc550d8c71fd1"
 
 
 def test_cache_key_covers_the_whole_request_and_the_model():

@@ -14,6 +14,7 @@ from pytest_fairness.record import CheckRecord
 from pytest_fairness.report.jsonfile import json_report
 from pytest_fairness.report.tally import RunState
 from pytest_fairness.result import MeasureResult
+from pytest_fairness.serial import from_json
 from pytest_fairness.stats import summarize
 
 V1, V2 = "openai:acme-7b-v1", "openai:acme-7b-v2"
@@ -107,7 +108,7 @@ def test_a_check_missing_from_the_new_run_exits_1_and_a_new_one_is_only_reported
 )
 def test_a_new_run_that_errored_or_was_interrupted_exits_1_whatever_its_checks_say(v1, tmp_path, capsys, run, records):
     checks = [record("career", 0.1, 11, model=V2), record("science", 0.0, 12, model=V2)][:records]
-    doc = json_report(checks, {"model": V2}, run=RunState.from_dict(run))
+    doc = json_report(checks, {"model": V2}, run=from_json(RunState, run))
     (tmp_path / "v2.json").write_text(json.dumps(doc))
     markdown = tmp_path / "c.md"
     assert main([str(v1), str(tmp_path / "v2.json"), "--markdown", str(markdown)]) == 1

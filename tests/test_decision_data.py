@@ -15,10 +15,8 @@ from pytest_fairness.measures.bai.decision_prompts import (
     build_absolute_prompt,
     build_decision_prompt,
     egalitarian_system_prompt,
-    get_decision_stimuli,
-    load_decision_stimuli,
-    load_hiring,
 )
+from pytest_fairness.measures.bai.decision_stimuli import get_decision_stimuli, load_decision_stimuli, load_hiring
 from pytest_fairness.measures.bai.stimuli import get_stereotype, load_stereotypes
 
 STEREOTYPES = list(load_stereotypes())

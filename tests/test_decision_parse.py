@@ -4,16 +4,10 @@ import math
 
 import pytest
 
-from pytest_fairness.measures.bai.decision_coding import (
-    code_decision,
-    decision_bias,
-    judge_code_from_logprobs,
-    judge_prompt,
-    parse_yes_no,
-    rejection_rate,
-    yes_share,
-)
+from pytest_fairness.measures.bai.decision_coding import code_decision, decision_bias, rejection_rate
+from pytest_fairness.measures.bai.decision_judge import judge_code_from_logprobs, judge_prompt
 from pytest_fairness.measures.bai.decision_prompts import fill
+from pytest_fairness.measures.bai.decision_text import parse_yes_no, yes_share
 
 
 def prompt(stereotype, stigma, default, stigma_option, default_option, **kw):

@@ -130,22 +130,42 @@ def test_readme_is_a_landing_page_with_the_commands_ci_runs() -> None:
     assert "python3 -m tox -e tests" in (ROOT / ".ci" / "run").read_text()
 
 
-def test_where_the_code_points_readers_to_the_readme_it_finds_the_words() -> None:
-    """Messages and comments that say "README: <topic>" must still find the topic there."""
-    readme = PAGES["README.md"].read_text().lower()
+#: How the code points readers to a page: ``(docs/statistics.md, Sample sizes)`` or ``docs/ci.md: "CI: ..."``.
+POINTER = re.compile(r"\b(README|docs/[\w/-]+\.md)[:,] (?:\"([^\"]+)\"|([\w -]+?)[);.])")
+
+
+def test_where_the_code_points_readers_to_a_page_it_finds_the_words() -> None:
+    """Messages and comments that say "docs/<page>.md: <topic>" must still find the topic on that page; none
+    points to the README, a landing page whose topics moved to docs/."""
     sources = [
         *(ROOT / "pytest_fairness").rglob("*.py"),
         *(ROOT / "suites").glob("*.yaml"),
         ROOT / "docs/ci/fairness.yml",
     ]
     pointers = {
-        (path.name, quoted or plain)
+        (path.name, page, quoted or plain)
         for path in sources
-        for quoted, plain in re.findall(r"README[:,] (?:\"([^\"]+)\"|([\w -]+?)[);.])", path.read_text())
+        for page, quoted, plain in POINTER.findall(path.read_text())
     }
     assert len(pointers) >= 3, pointers  # the pointers are found at all
-    lost = [(where, topic) for where, topic in sorted(pointers) if topic.lower() not in readme]
-    assert not lost, f"README no longer mentions what these point to: {lost}"
+    to_readme = [(where, topic) for where, page, topic in sorted(pointers) if page == "README"]
+    assert not to_readme, f"point these to the docs/ page that holds the topic: {to_readme}"
+    lost = [
+        (where, page, topic)
+        for where, page, topic in sorted(pointers)
+        if page != "README" and topic.lower() not in (ROOT / page).read_text().lower()
+    ]
+    assert not lost, f"the pages no longer mention what these point to: {lost}"
+
+
+def test_the_gender_suite_states_the_release_size_of_its_net_harm_gate() -> None:
+    """The suite's comment on what passing 0.1% takes is the size the release profile computes."""
+    from pytest_fairness import suite
+
+    stated = re.search(r"takes the release size, ([\d,]+)", (ROOT / "suites/gender.yaml").read_text())
+    assert stated is not None
+    check = next(c for c in suite.load("gender").checks if c.id == "net_harm")
+    assert int(stated.group(1).replace(",", "")) == check.samples["release"]
 
 
 def test_a_pasted_number_is_found_and_a_generated_one_is_not() -> None:

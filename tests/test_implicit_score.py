@@ -502,8 +502,9 @@ def _decision_record(check: str, subject: str, samples: list[float], outcome: st
     from pytest_fairness.stats import summarize
 
     summary = summarize(samples, 0.5, interval="binary", bounds=(0.0, 1.0))
-    result = MeasureResult("decision_bias", subject, summary, 10 - len(samples), [], "faithful", "m", {}, {})
-    result.samples = samples
+    result = MeasureResult(
+        "decision_bias", subject, summary, 10 - len(samples), [], "faithful", "m", {}, {}, samples=samples
+    )
     return CheckRecord("race", check, Outcome(outcome), Threshold(max=0.7), result)
 
 

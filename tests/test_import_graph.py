@@ -1,8 +1,9 @@
-"""The package's import graph, read from the source: no cycle, and model access independent of measures.
+"""The package's import graph, read from the source: no cycle, no arrow up between the layers DESIGN.md
+names, and model access independent of measures.
 
-Every import counts, at module level or inside a function, except those under ``if TYPE_CHECKING``
-(they never run). Importing ``a.b.c`` runs ``a/__init__`` and ``a/b/__init__`` too, so a module
-depends on every package on the way to what it imports.
+Every import counts: at module level, inside a function, and under ``if TYPE_CHECKING`` (an annotation
+that needs a module above is an arrow up all the same). Importing ``a.b.c`` runs ``a/__init__`` and
+``a/b/__init__`` too, so a module depends on every package on the way to what it imports.
 """
 
 from __future__ import annotations
@@ -16,28 +17,34 @@ import pytest_fairness
 
 ROOT = Path(pytest_fairness.__file__).parent
 
+#: The layers, bottom first, as DESIGN.md names them: a module imports its own layer or the ones below.
+#: A module belongs to the layer of its longest listed prefix ("" is the package's facade).
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("formatting and statistics", ("fmt", "serial", "scipy_stats", "stats", "multiplicity", "power", "gate", "data")),
+    ("model access", ("models", "pricing")),
+    ("results", ("result", "sequential")),
+    ("measures", ("measures", "testing")),
+    ("checks and the record", ("suite", "sizing", "plan", "comparison", "explain", "record")),
+    ("baselines", ("baseline",)),
+    ("the run", ("options", "settings", "planning", "preflight", "growth", "placement", "session", "snapshot")),
+    ("reports", ("report",)),
+    (
+        "pytest wiring and command lines",
+        ("", "plugin", "items", "fixtures", "report.reporter", "compare", "ci", "history"),
+    ),
+)
+
 
 def module_name(path: Path, root: Path) -> str:
     parts = [root.name, *path.relative_to(root).with_suffix("").parts]
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def imported_names(tree: ast.AST, module: str, is_package: bool) -> set[str]:
-    """Every module an AST imports (absolute names), skipping ``if TYPE_CHECKING:`` blocks."""
+    """Every module an AST imports (absolute names), ``if TYPE_CHECKING:`` blocks included."""
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            for child in node.orelse:
-                visit(child)
-            return
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -98,6 +105,39 @@ def test_the_package_has_no_import_cycle():
     assert cycle is None, " -> ".join(cycle or [])
 
 
+def layer_of(module: str) -> int:
+    """The index in ``LAYERS`` of a module (absolute name), by its longest listed prefix."""
+    name = module.removeprefix(ROOT.name).removeprefix(".")
+    best, where = -1, -1
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (name == prefix or name.startswith(prefix + ".") or prefix == "") and len(prefix) > best:
+                best, where = len(prefix), index
+    return where
+
+
+def upward_arrows(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{module} ({LAYERS[layer_of(module)][0]}) -> {target} ({LAYERS[layer_of(target)][0]})"
+        for module, edges in graph.items()
+        for target in edges
+        if layer_of(target) > layer_of(module)
+    )
+
+
+def test_no_import_points_up_a_layer():
+    assert upward_arrows(import_graph()) == []
+
+
+def test_every_layer_named_holds_a_module_and_every_module_has_a_layer():
+    graph = import_graph()
+    layers = {layer_of(m) for m in graph}
+    assert layers == set(range(len(LAYERS)))
+    modules = {m.removeprefix(ROOT.name).removeprefix(".") for m in graph}
+    named = {p for _, prefixes in LAYERS for p in prefixes if p}
+    assert not {p for p in named if not any(m == p or m.startswith(p + ".") for m in modules)}  # no stale name
+
+
 @pytest.mark.parametrize("forbidden", ["pytest_fairness.measures", "pytest_fairness.testing"])
 def test_model_access_imports_no_measure_and_no_test_double(forbidden):
     graph = import_graph()
@@ -109,16 +149,24 @@ def test_model_access_imports_no_measure_and_no_test_double(forbidden):
     assert not {m: e for m, e in offenders.items() if e}
 
 
-def test_the_checks_see_imports_inside_functions_and_skip_type_checking_blocks(tmp_path):
+def test_the_checks_see_imports_inside_functions_and_in_type_checking_blocks(tmp_path):
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "a.py").write_text("def f():\n    from pkg import b\n")
-    (pkg / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pkg.c\nimport pkg.a\n")
+    (pkg / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pkg.c\n")
     (pkg / "c.py").write_text("from . import b\n")
     graph = import_graph(pkg)
-    assert graph["pkg.a"] == {"pkg.b"} and graph["pkg.b"] == {"pkg.a"} and graph["pkg.c"] == {"pkg.b"}
-    assert find_cycle(graph) in (["pkg.a", "pkg.b", "pkg.a"], ["pkg.b", "pkg.a", "pkg.b"])
+    assert graph["pkg.a"] == {"pkg.b"} and graph["pkg.b"] == {"pkg.c"} and graph["pkg.c"] == {"pkg.b"}
+    assert find_cycle(graph) in (["pkg.b", "pkg.c", "pkg.b"], ["pkg.c", "pkg.b", "pkg.c"])
+
+
+def test_an_import_from_a_lower_layer_into_a_higher_one_is_an_arrow_up():
+    graph = {"pytest_fairness.fmt": {"pytest_fairness.report.terminal"}, "pytest_fairness.report.terminal": set()}
+    assert upward_arrows(graph) == [
+        "pytest_fairness.fmt (formatting and statistics) -> pytest_fairness.report.terminal (reports)"
+    ]
+    assert layer_of("pytest_fairness.report.reporter") == len(LAYERS) - 1 == layer_of("pytest_fairness")
 
 
 def test_loading_the_plugin_leaves_scipy_stats_for_the_first_statistic():

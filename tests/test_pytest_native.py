@@ -93,6 +93,12 @@ def test_markers_select_by_measure_suite_and_judge_under_strict_markers(pytester
     markers.stdout.fnmatch_lines(["@pytest.mark.net_harm: fairness checks of the net_harm measure"])
 
 
+def test_collecting_only_lists_the_checks_and_does_not_call_the_run_interrupted(pytester):
+    result = pytester.runpytest("--fairness-suite=gender", "--fairness-model=synthetic:iat", "--collect-only", "-q")
+    assert result.ret == 0 and len(_selected(result)) == 14
+    assert "interrupted" not in result.stdout.str() and "not run" not in result.stdout.str()
+
+
 def test_the_header_says_what_is_run(pytester, mixed):
     pytester.runpytest(mixed, MIXED_MODEL, "-k", "passes")  # fills the cache
     result = pytester.runpytest(mixed, MIXED_MODEL, "--fairness-seed=7", "--fairness-sequential", "--collect-only")

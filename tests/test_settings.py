@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import pytest_fairness
-from pytest_fairness.baseline.comparison import MODES
 from pytest_fairness.baseline.policy import FAIL_ON
+from pytest_fairness.comparison import MODES
 from pytest_fairness.gate import GATE_MULTIPLICITY, GateFamily
 from pytest_fairness.measures import PROFILES
 from pytest_fairness.multiplicity import METHODS

@@ -7,6 +7,8 @@ import pytest
 import syrupy
 
 from pytest_fairness.baseline import baseline_entry, model_folder, render_baseline
+from pytest_fairness.baseline.compare import compare
+from pytest_fairness.explain import explain
 from pytest_fairness.gate import Outcome, Threshold
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult
@@ -181,3 +183,21 @@ def test_custom_items_like_suite_checks_use_the_extension_through_snapshot_for_i
     failed = run_with(project, record(0.45, seed=2), "gender.suite")
     failed.assert_outcomes(failed=1)
     failed.stdout.fnmatch_lines(["*REGRESSED*"])
+
+
+def test_a_checks_comparison_with_its_baseline_is_worked_out_once(monkeypatch):
+    """Matching, the diff and the record's comparison read one comparison, not one each from the YAML."""
+    from pytest_fairness import snapshot
+
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return compare(*args, **kwargs)
+
+    monkeypatch.setattr(snapshot, "compare", counted)
+    old, new = (render_baseline([baseline_entry(record(0.1 + 0.01 * i, 70 + i))]) for i in range(2))
+    extension = snapshot.FairnessBaselineExtension.configured(tolerance=0.05)()
+    assert extension.matches(serialized_data=new, snapshot_data=old)
+    lines = list(extension.diff_lines(new, old))
+    assert lines[0] == explain(extension.comparison(new, old)) and len(calls) == 1

@@ -4,7 +4,7 @@ Two modes: ``difference`` (a Welch test of "no change"; a change counts only whe
 and larger than the check's tolerance) and ``noninferiority`` (passes only when the interval of new - old
 lies within the tolerance on the harmful side). Each verdict is the comparison's own; ``decide_run``
 adjusts a run's together. This module reads the measure registry (which parameters only size the sample),
-so it is imported from here, not re-exported by the package the check record reads.
+so the package re-exports it after the comparison's pure parts.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_fairness.baseline.comparison import MODES, Comparison, Interval, Mode, Side, Status
 from pytest_fairness.baseline.entry import entry_key
-from pytest_fairness.baseline.welch import harm_direction, noninferiority, welch
+from pytest_fairness.baseline.welch import noninferiority, welch
+from pytest_fairness.comparison import MODES, Comparison, Interval, Mode, Side, Status
+from pytest_fairness.fmt import finite
 from pytest_fairness.gate import Threshold
 from pytest_fairness.measures import MEASURES
-from pytest_fairness.report.format import finite
 
 _Verdict = tuple[Status, float | None, Interval | None, float | None]
 
@@ -65,7 +65,7 @@ def _different(
     diff, ci, p = test
     if p >= alpha or abs(diff) <= tolerance:
         return "unchanged", diff, ci, p
-    sign = harm_direction(threshold.as_dict(), m0, m1)
+    sign = threshold.harm_direction(m0, m1)
     return ("regressed" if sign > 0 else "improved" if sign < 0 else "changed"), diff, ci, p
 
 
@@ -78,7 +78,7 @@ def _noninferior(
         return "not non-inferior", None, None, None
     if margin <= 0:
         return "not non-inferior", m1 - m0, None, None
-    test = noninferiority(old, new, margin, alpha, threshold.as_dict())
+    test = noninferiority(old, new, margin, alpha, threshold)
     if test is None:
         return "not non-inferior", m1 - m0, None, None
     diff, ci, p = test

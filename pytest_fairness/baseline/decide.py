@@ -10,11 +10,11 @@ shown, so the adjustment makes passing harder, never easier.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from pytest_fairness.baseline.comparison import ALARMS, Comparison, Mode, Status
 from pytest_fairness.baseline.policy import BaselinePolicy, FailOn
+from pytest_fairness.comparison import ALARMS, Comparison, Mode, Status
 from pytest_fairness.multiplicity import CONTROLS, NAMES, Method, adjust, describe
 
 if TYPE_CHECKING:
@@ -120,31 +120,31 @@ def decide_run(
 ) -> RunDecision:
     """Adjust the p-values of a run's comparisons together; each tested one is restated with its run-level
     status and adjusted p (``Comparison.restated``), the others are kept as they are."""
-    tested = [i for i, c in enumerate(comparisons) if c.p is not None]
-    adjusted = adjust([comparisons[i].p for i in tested], method)  # type: ignore[misc]
+    tested = [(i, c.p) for i, c in enumerate(comparisons) if c.p is not None]
+    adjusted = adjust([p for _, p in tested], method)
     restated = {
-        i: comparisons[i].restated(p, method, len(tested), alpha) for i, p in zip(tested, adjusted, strict=True)
+        i: comparisons[i].restated(p, method, len(tested), alpha) for (i, _), p in zip(tested, adjusted, strict=True)
     }
     out = tuple(restated.get(i, c) for i, c in enumerate(comparisons))
     return RunDecision(out, method, alpha, mode, fail_on)
 
 
-def decide_records(records: Sequence[CheckRecord], policy: BaselinePolicy) -> RunDecision | None:
-    """Decide the comparisons the run's records carry together, and store each one's run verdict back.
-
-    None when no check was compared. Each record's ``baseline`` becomes its restated comparison, so the
-    JSON report, Markdown and summary show the run's verdict, not the check's own.
+def decide_records(
+    records: Sequence[CheckRecord], policy: BaselinePolicy
+) -> tuple[RunDecision | None, tuple[CheckRecord, ...]]:
+    """Decide the comparisons the run's records carry together: the decision (None when no check was
+    compared) and the records again, each compared one carrying its restated comparison, so the JSON report,
+    Markdown and summary show the run's verdict, not the check's own. The records given are left as they are.
     """
-    compared = [rec for rec in records if rec.baseline is not None]
+    compared = [(i, rec.baseline) for i, rec in enumerate(records) if rec.baseline is not None]
     if not compared:
-        return None
+        return None, tuple(records)
     decision = decide_run(
-        [rec.baseline for rec in compared],  # type: ignore[misc]
+        [comparison for _, comparison in compared],
         policy.method,
         alpha=policy.alpha,
         mode=policy.mode,
         fail_on=policy.fail_on,
     )
-    for rec, final in zip(compared, decision.comparisons, strict=True):
-        rec.baseline = final
-    return decision
+    final = {i: c for (i, _), c in zip(compared, decision.comparisons, strict=True)}
+    return decision, tuple(replace(rec, baseline=final[i]) if i in final else rec for i, rec in enumerate(records))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from pytest_fairness.data import parse_yaml
-from pytest_fairness.report.format import finite
+from pytest_fairness.fmt import finite
 
 if TYPE_CHECKING:
     from pytest_fairness.record import CheckRecord

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pytest_fairness.baseline.comparison import MODES, Mode
+from pytest_fairness.comparison import MODES, Mode
 from pytest_fairness.multiplicity import METHODS, Method
 
 FailOn = Literal["regression", "change"]

@@ -1,5 +1,5 @@
-"""The statistics of one comparison, from (estimate, sd, n) of each side: Welch's test of "no change",
-the non-inferiority test of "worse by more than a margin", and which way the check's threshold calls harmful.
+"""The statistics of one comparison, from (estimate, sd, n) of each side: Welch's test of "no change"
+and the non-inferiority test of "worse by more than a margin" on the side the check's threshold calls harmful.
 
 Pure functions over baseline entries (mappings); nothing here knows a measure, a file or pytest.
 """
@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_fairness.report.format import finite
+from pytest_fairness.fmt import finite
+from pytest_fairness.gate import Threshold
 from pytest_fairness.scipy_stats import sps
 
 Interval = tuple[float, float]
@@ -56,16 +57,6 @@ def welch(old: Mapping[str, Any], new: Mapping[str, Any], alpha: float) -> tuple
     return w.difference, _interval(w, alpha / 2), float(2 * sps.t.sf(abs(w.difference) / w.se, w.df))
 
 
-def harmful_side(threshold: Mapping[str, Any]) -> int:
-    """+1 if a rise is harmful (a maximum), -1 if a fall is (a minimum), 0 if both can be (a range, or none)."""
-    lo, hi = finite(threshold.get("min")), finite(threshold.get("max"))
-    if hi is not None and lo is None:
-        return 1
-    if lo is not None and hi is None:
-        return -1
-    return 0
-
-
 def _worse_p(w: _Welch, margin: float, side: int) -> float:
     """One-sided p of H0 "worse by at least the margin" on the harmful side (+1 up, -1 down)."""
     shifted = w.difference - side * margin  # H0: side * difference >= margin
@@ -75,7 +66,7 @@ def _worse_p(w: _Welch, margin: float, side: int) -> float:
 
 
 def noninferiority(
-    old: Mapping[str, Any], new: Mapping[str, Any], margin: float, alpha: float, threshold: Mapping[str, Any]
+    old: Mapping[str, Any], new: Mapping[str, Any], margin: float, alpha: float, threshold: Threshold
 ) -> tuple[float, Interval, float] | None:
     """Difference new - old, its (1 - 2 alpha) interval and the p of "worse by more than ``margin``".
 
@@ -86,24 +77,6 @@ def noninferiority(
     w = _welch_parts(old, new)
     if w is None:
         return None
-    side = harmful_side(threshold)
+    side = threshold.harmful_side()
     p = max(_worse_p(w, margin, s) for s in ((side,) if side else (1, -1)))
     return w.difference, _interval(w, alpha), p
-
-
-def harm_direction(threshold: Mapping[str, Any], old: float, new: float) -> int:
-    """+1 if old -> new moves the harmful way, -1 the helpful way, 0 if the threshold cannot tell.
-
-    Towards or over a maximum is harmful, down towards or under a minimum too; for a range, moving
-    away from its centre.
-    """
-    lo, hi = finite(threshold.get("min")), finite(threshold.get("max"))
-    if lo is not None and hi is not None:
-        centre = (lo + hi) / 2
-        away = abs(new - centre) - abs(old - centre)
-        return (away > 0) - (away < 0)
-    if hi is not None:
-        return (new > old) - (new < old)
-    if lo is not None:
-        return (new < old) - (new > old)
-    return 0

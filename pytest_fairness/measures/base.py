@@ -16,9 +16,9 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any, ClassVar, Generic, Literal, Self, TypeVar
+from typing import Any, ClassVar, Generic, Literal, Protocol, Self, TypeVar
 
-from pytest_fairness.gate import Threshold
+from pytest_fairness.gate import Outcome, Threshold
 from pytest_fairness.measures.planting import Planted
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest
 from pytest_fairness.models.runner import CallStats, ProgressFn, Runner, counting
@@ -291,12 +291,35 @@ def tokens_of(text: str) -> int:
     return len(text) // 4
 
 
+class Checked(Protocol):
+    """What a measure's own report lines and analyses read of a gated check; the check record (which sits
+    above the measures) is one."""
+
+    @property
+    def check(self) -> str: ...
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def measure(self) -> str: ...
+
+    @property
+    def outcome(self) -> Outcome: ...
+
+    @property
+    def confidence(self) -> float: ...
+
+    @property
+    def result(self) -> MeasureResult: ...
+
+
 @dataclass(frozen=True)
 class Analysis:
     """An analysis across a run's check records (e.g. implicit→decision association): ``compute``
     returns a JSON-ready result or None when the run does not support it; ``lines`` renders it."""
 
-    compute: Callable[[Sequence[Any]], dict[str, Any] | None]
+    compute: Callable[[Sequence[Checked]], dict[str, Any] | None]
     lines: Callable[[dict[str, Any]], list[str]]
 
 
@@ -327,7 +350,7 @@ class Measure(Generic[P]):
     doc: str = ""
     #: Name of the fixture users call in their own tests (default: the measure's name).
     fixture: str = ""
-    summary_lines: Callable[[Any], list[str]] | None = None
+    summary_lines: Callable[[Checked], list[str]] | None = None
     analyses: Mapping[str, Analysis] = field(default_factory=dict)
     planted: Planted = field(default_factory=Planted)
     #: Measures whose checks on one subject send the same requests name the same ``shares`` (e.g. net harm

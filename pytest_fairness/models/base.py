@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields
+from functools import cache
 from typing import TYPE_CHECKING, Literal, Self
 
 if TYPE_CHECKING:
@@ -46,11 +47,21 @@ class Purpose:
         return next((value for name, value in self.facts if name == key), default)
 
 
+@cache
+def _content(kind: type) -> tuple[str, ...]:
+    """A request type's fields that make its content: all but the purpose."""
+    return tuple(f.name for f in fields(kind) if f.name != "purpose")
+
+
 def _payload(kind: str, request: ChatRequest | LogprobRequest) -> dict[str, object]:
-    """The request's content, without its purpose (which must not change a cache key)."""
-    data = asdict(replace(request, purpose=None))
-    del data["purpose"]
-    return {"kind": kind, **data}
+    """The request's content, without its purpose (which must not change a cache key): its fields in order,
+    each message a mapping. Built field by field, not by ``dataclasses.asdict``: a release plan keys some
+    300,000 requests, and asdict's deep copies of every string were most of its time."""
+    data: dict[str, object] = {"kind": kind}
+    for name in _content(type(request)):
+        value = getattr(request, name)
+        data[name] = tuple({"role": m.role, "content": m.content} for m in value) if name == "messages" else value
+    return data
 
 
 @dataclass(frozen=True)

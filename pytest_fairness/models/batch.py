@@ -203,11 +203,7 @@ async def answer_by_batch(
     Requests absent from the result (not batchable, or a failed line) are the runner's to send online.
     Raises ``BatchPending`` when the wait runs out first.
     """
-    todo: dict[str, Request] = {}
-    bodies: dict[str, dict[str, Any]] = {}
-    for request, key in misses:
-        if key not in todo and (body := api.batch_body(request)) is not None:
-            todo[key], bodies[key] = request, body
+    todo, bodies = _batchable(api, misses)
     if not todo:
         return {}
     if policy.wait_seconds <= 0 and not getattr(ledger, "persistent", True):
@@ -238,32 +234,61 @@ async def answer_by_batch(
             ledger.forget(keys)  # only this round's: a later round collects the batch's other lines
             answered.update(got)
             missing = [k for k in keys if k not in got and k not in failed]
-            if state.status == "failed":
-                raise PermanentError(
-                    f"{api.model_id}: batch {batch_id} failed ({state.errors or 'no reason given'}); a rerun submits "
-                    "its requests again, or run without batch mode"
-                )
-            if state.status == "cancelled":
-                raise PermanentError(
-                    f"{api.model_id}: batch {batch_id} was cancelled with {len(missing)} requests unanswered; "
-                    "rerun to submit them again (answers it had are kept in the cache)"
-                )
-            if state.status in ("expired", UNKNOWN) and missing:  # the window ran out, or it is gone: send again
+            if _send_again(api.model_id, batch_id, state, missing):
                 again = await _submit(api, missing, bodies, ledger, retry)
                 waiting.update(again)
                 fresh |= set(again)
         if not waiting:
             return answered
-        if policy.remaining() <= 0:
-            counts = [(b, len(ks), seen.get(b, "validating")) for b, ks in waiting.items()]
-            raise BatchPending(api.model_id, counts, sum(len(ks) for b, ks in waiting.items() if b in fresh))
-        if on_wait is not None:
-            running = ", ".join(f"{b} ({seen.get(b, 'validating')}, {len(ks)} requests)" for b, ks in waiting.items())
-            on_wait(f"waiting on batch {running}")
+        _before_pause(api.model_id, policy, waiting, seen, fresh, on_wait)
         start = time.monotonic()
         await asyncio.sleep(min(delay, policy.remaining()))
         policy.waited += time.monotonic() - start
         delay = min(2 * delay, policy.max_poll_seconds)
+
+
+def _before_pause(
+    model_id: str,
+    policy: BatchPolicy,
+    waiting: Mapping[str, list[str]],
+    seen: Mapping[str, str],
+    fresh: set[str],
+    on_wait: Callable[[str], None] | None,
+) -> None:
+    """``BatchPending`` when the wait has run out (with what each batch still holds); else ``on_wait`` hears
+    which batches are still running."""
+    if policy.remaining() <= 0:
+        counts = [(b, len(ks), seen.get(b, "validating")) for b, ks in waiting.items()]
+        raise BatchPending(model_id, counts, sum(len(ks) for b, ks in waiting.items() if b in fresh))
+    if on_wait is not None:
+        running = ", ".join(f"{b} ({seen.get(b, 'validating')}, {len(ks)} requests)" for b, ks in waiting.items())
+        on_wait(f"waiting on batch {running}")
+
+
+def _batchable(api: BatchAPI, misses: Sequence[tuple[Request, str]]) -> tuple[dict[str, Request], dict[str, Any]]:
+    """The misses a batch can answer, once each by key, with their batch lines' bodies."""
+    todo: dict[str, Request] = {}
+    bodies: dict[str, dict[str, Any]] = {}
+    for request, key in misses:
+        if key not in todo and (body := api.batch_body(request)) is not None:
+            todo[key], bodies[key] = request, body
+    return todo, bodies
+
+
+def _send_again(model_id: str, batch_id: str, state: BatchState, missing: Sequence[str]) -> bool:
+    """Whether an ended batch's unanswered requests go in a new batch (its window ran out, or it is gone); a
+    batch that failed or was cancelled stops the run with what to do."""
+    if state.status == "failed":
+        raise PermanentError(
+            f"{model_id}: batch {batch_id} failed ({state.errors or 'no reason given'}); a rerun submits "
+            "its requests again, or run without batch mode"
+        )
+    if state.status == "cancelled":
+        raise PermanentError(
+            f"{model_id}: batch {batch_id} was cancelled with {len(missing)} requests unanswered; "
+            "rerun to submit them again (answers it had are kept in the cache)"
+        )
+    return state.status in ("expired", UNKNOWN) and bool(missing)
 
 
 async def _submit(

@@ -235,9 +235,9 @@ class Runner:
         """The cache key of a request to this runner's model."""
         return cache_key(self.model.model_id, request.payload())
 
-    def cached(self, request: ChatRequest | LogprobRequest) -> bool:
-        """Whether a request would be answered from the cache (for planning a run)."""
-        return self.cache is not None and self.cache_mode.reads and self.cache.contains(self.key(request))
+    def cached(self, key: str) -> bool:
+        """Whether the request of this cache key would be answered from the cache (for planning a run)."""
+        return self.cache is not None and self.cache_mode.reads and self.cache.contains(key)
 
     def close(self) -> None:
         """Release what the model holds on the process loop (its HTTP client); the loop itself stays."""

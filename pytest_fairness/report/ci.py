@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_fairness.baseline import FAILING, FAILING_ON_CHANGE
+from pytest_fairness.explain import explain
+from pytest_fairness.fmt import interval, num
 from pytest_fairness.record import CheckRecord
-from pytest_fairness.report.format import interval, num
 from pytest_fairness.report.status import STYLES
 
 #: First line of the pull-request comment: how the workflow finds its own comment to update, not add.
@@ -54,7 +55,7 @@ def workflow_commands(report: Mapping[str, Any]) -> list[str]:
     for record, location in checks:
         comparison = record.baseline
         if comparison is not None and comparison.status in failing:
-            message = comparison.explanation or comparison.status
+            message = explain(comparison) or comparison.status
             lines.append(_command("error", message, f"fairness baseline {record.label}", location))
     return lines
 

@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_fairness.fmt import finite, interval, num
 from pytest_fairness.gate import Outcome
 from pytest_fairness.options import Option
 from pytest_fairness.record import CheckRecord
-from pytest_fairness.report.format import finite, interval, num
 from pytest_fairness.report.output import Output, RunReport, Sinks
 from pytest_fairness.report.status import STYLES
 from pytest_fairness.report.tally import RunState

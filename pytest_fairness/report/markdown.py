@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_fairness.baseline import STATUSES, Comparison, RunDecision
+from pytest_fairness.explain import explain
+from pytest_fairness.fmt import gate_columns, interval, num, shared_ci_label, spend_text
 from pytest_fairness.gate import Outcome
 from pytest_fairness.options import Option
 from pytest_fairness.record import CheckRecord
-from pytest_fairness.report.format import gate_columns, interval, num, shared_ci_label, spend_text
 from pytest_fairness.report.output import Output, RunReport, Sinks, write_file
 from pytest_fairness.report.plots import plot_section
 from pytest_fairness.report.status import STYLES
@@ -163,6 +164,8 @@ def _run_warning(run: RunState | None, who: str = "Run") -> str:
         return ""
     if run.status == "planned":
         return "**Planned only** (`--fairness-plan`): no check was run.\n\n"
+    if run.status == "collected":
+        return "**Collected only** (`--collect-only`): no check was run.\n\n"
     warning = ""
     if not run.complete:
         warning = (
@@ -195,7 +198,7 @@ def _baseline_section(decision: RunDecision) -> list[str]:
     if rows:  # per check, so a reviewer reads the regression next to the baseline file's diff
         lines += [*_table(["check", "baseline → this run", "difference", "adjusted p", "verdict"], rows), ""]
     if decision.shown:
-        lines += [*(f"- {_cell(c.explanation)}" for c in decision.shown), ""]
+        lines += [*(f"- {_cell(explain(c))}" for c in decision.shown), ""]
     return [*lines, _verdict(decision)]
 
 
@@ -244,7 +247,7 @@ def comparison_markdown(
     ]
     explained = [c for c in comparisons if not c.matches]
     if explained:
-        lines += ["", "**What changed**", ""] + [f"- {_cell(c.explanation)}" for c in explained]
+        lines += ["", "**What changed**", ""] + [f"- {_cell(explain(c))}" for c in explained]
     if decision is not None:
         lines += ["", _verdict(decision)]
     return "\n".join(lines) + "\n"

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_fairness.fmt import shared_ci_label
 from pytest_fairness.record import CheckRecord
-from pytest_fairness.report.format import shared_ci_label
 from pytest_fairness.report.status import STYLES
 
 PLOTS_HINT = "pip install 'pytest-fairness[plots]'"

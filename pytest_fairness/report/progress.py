@@ -43,10 +43,6 @@ class Tick:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> Tick:
-        return cls(**raw)
-
     def text(self) -> str:
         """``gender::net_harm: round 2, n=300, requests 120/600 (12s)``, with its worker under xdist."""
         where = f"[{self.worker}] " if self.worker else ""

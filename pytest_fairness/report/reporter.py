@@ -26,6 +26,7 @@ from pytest_fairness.report.analyses import session_analyses
 from pytest_fairness.report.output import RunReport, Sinks
 from pytest_fairness.report.outputs import OUTPUTS
 from pytest_fairness.report.tally import UNFINISHED_PROPERTY, RunTally, UnfinishedCheck
+from pytest_fairness.serial import from_json
 from pytest_fairness.settings import Settings
 
 #: The report property of a test whose requests wait in a provider batch (``BatchPending.to_dict``).
@@ -97,7 +98,7 @@ class FairnessReporter:
             if display is not None:
                 for key, value in properties:
                     if key == progress.PROGRESS_PROPERTY:
-                        display.update(progress.Tick.from_dict(value))
+                        display.update(from_json(progress.Tick, value))
             return
         if display is not None:
             display.before_output()
@@ -141,12 +142,13 @@ class FairnessReporter:
             said = [json.loads(v) for k, v in report.user_properties if k == UNFINISHED_PROPERTY]
             label = self.tally.selection.get(report.nodeid, report.nodeid.removeprefix(CHECK_PREFIX))
             first = report.longreprtext.strip().splitlines()[:1]
-            stop = UnfinishedCheck.from_dict(said[-1]) if said else UnfinishedCheck(label, "errored", "".join(first))
+            stop = from_json(UnfinishedCheck, said[-1]) if said else UnfinishedCheck(label, "errored", "".join(first))
             self.tally.stops[report.nodeid] = stop
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.tally.selected = sum(item.nodeid.startswith(CHECK_PREFIX) for item in session.items)
         self.tally.selection = {item.nodeid: item.check.label for item in session.items if isinstance(item, CheckItem)}
+        self.tally.collected = bool(self.config.option.collectonly)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -188,31 +190,31 @@ class FairnessReporter:
             workeroutput[ABANDONED_KEY] = abandoned
             return  # the controller decides and writes, once, from every worker's records
         self.tally.abandoned += abandoned
-        decision = decide_records(self.records, self.settings.baseline)
+        decision, records = decide_records(self.records, self.settings.baseline)
         if decision is not None and decision.failing and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.pending and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             session.exitstatus = PENDING_EXIT  # unfinished, not failed: a rerun collects the batches
-        self.report = self._report(decision)
+        self.report = self._report(decision, records)
         self._write("sessionfinish", Sinks(junit=junit.log_xml(self.config)))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self._display is not None:
             self._display.before_output()
         if self.report is None:  # an xdist worker, which decides nothing
-            self.report = self._report(None)
+            self.report = self._report(None, tuple(self.records))
         self._write("terminal_summary", Sinks(terminal=terminalreporter))
 
-    def _report(self, decision: RunDecision | None) -> RunReport:
+    def _report(self, decision: RunDecision | None, records: tuple[CheckRecord, ...]) -> RunReport:
         """The run as every output reads it, frozen."""
-        run = self.tally.state(self.records)
+        run = self.tally.state(records)
         return RunReport(
-            records=tuple(self.records),
+            records=records,
             run=run,
             settings=self.settings,
             family=self.settings.family(run.selected),
             decision=decision,
-            analyses=session_analyses(self.records),
+            analyses=session_analyses(records),
             locations=dict(self.locations),
             plan=self.plan,
             pending=tuple(self.pending),

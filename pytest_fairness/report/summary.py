@@ -9,6 +9,7 @@ from pytest_fairness.models.batch import PENDING_EXIT
 from pytest_fairness.report import terminal
 from pytest_fairness.report.output import Output, RunReport, Sinks, Terminal
 from pytest_fairness.report.status import UNDECIDED
+from pytest_fairness.report.tally import NOT_RUN_ON_PURPOSE
 
 
 class TerminalSummary(Output):
@@ -42,7 +43,7 @@ class TerminalSummary(Output):
 def _gates(report: RunReport, out: Terminal) -> None:
     """The summary table and what it rests on, and the cost; or one line on a run that stopped short."""
     run = report.run
-    incomplete = run.status not in ("complete", "planned")
+    incomplete = not run.complete and run.status not in NOT_RUN_ON_PURPOSE
     if report.records:
         out.write_sep("=", "fairness summary")
         if incomplete:

@@ -16,6 +16,7 @@ from pytest_fairness.models.runner import (  # CallStats' numeric fields, in the
     CallStats,
 )
 from pytest_fairness.record import CheckRecord
+from pytest_fairness.serial import OMIT_EMPTY, to_json
 
 
 def outcome_counts(records: Sequence[CheckRecord]) -> dict[Outcome, int]:
@@ -49,7 +50,9 @@ def spent_of(calls: CallStats) -> dict[str, float]:
     return {name: getattr(calls, name) for name in COUNTERS}
 
 
-RunStatus = Literal["complete", "errored", "interrupted", "planned"]
+RunStatus = Literal["complete", "errored", "interrupted", "planned", "collected"]
+#: Runs that ran no check on purpose: --fairness-plan priced them, --collect-only listed them.
+NOT_RUN_ON_PURPOSE: frozenset[RunStatus] = frozenset({"planned", "collected"})
 CheckState = Literal["errored", "interrupted", "not run"]
 
 
@@ -60,21 +63,11 @@ class UnfinishedCheck:
 
     check: str
     state: CheckState
-    reason: str = ""
-    spent: Mapping[str, float] = field(default_factory=dict)
+    reason: str = field(default="", metadata=OMIT_EMPTY)
+    spent: Mapping[str, float] = field(default_factory=dict, metadata=OMIT_EMPTY)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"check": self.check, "state": self.state}
-        if self.reason:
-            out["reason"] = self.reason
-        if any(self.spent.values()):
-            out["spent"] = {name: self.spent.get(name, 0) for name in COUNTERS}
-        return out
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> UnfinishedCheck:
-        spent = {name: raw["spent"][name] for name in COUNTERS if name in raw.get("spent", {})}
-        return cls(str(raw["check"]), raw["state"], str(raw.get("reason", "")), spent)
+        return to_json(self)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -93,9 +86,9 @@ class RunState:
     cannot_serve: int = 0
     errored: int = 0
     not_run: int = 0
-    stopped: str = ""
+    stopped: str = field(default="", metadata=OMIT_EMPTY)
     abandoned: int = 0
-    unfinished: tuple[UnfinishedCheck, ...] = ()
+    unfinished: tuple[UnfinishedCheck, ...] = field(default=(), metadata=OMIT_EMPTY)
 
     @property
     def complete(self) -> bool:
@@ -103,30 +96,7 @@ class RunState:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report's ``run`` section."""
-        out: dict[str, Any] = {
-            "status": self.status,
-            "selected": self.selected,
-            "passed": self.passed,
-            "failed": self.failed,
-            "inconclusive": self.inconclusive,
-            "cannot_serve": self.cannot_serve,
-            "errored": self.errored,
-            "not_run": self.not_run,
-            "abandoned": self.abandoned,
-        }
-        if self.stopped:
-            out["stopped"] = self.stopped
-        if self.unfinished:
-            out["unfinished"] = [check.to_dict() for check in self.unfinished]
-        return out
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> RunState:
-        """A report's ``run`` section (counts it lacks are 0)."""
-        counts = ("selected", "passed", "failed", "inconclusive", "cannot_serve", "errored", "not_run", "abandoned")
-        unfinished = tuple(UnfinishedCheck.from_dict(check) for check in raw.get("unfinished", ()))
-        stopped = str(raw.get("stopped", ""))
-        return cls(raw["status"], **{k: int(raw.get(k, 0)) for k in counts}, stopped=stopped, unfinished=unfinished)
+        return to_json(self)
 
 
 @dataclass
@@ -146,6 +116,7 @@ class RunTally:
     interrupted: bool = False
     stopped: str = ""
     planned: bool = False  # --fairness-plan: priced, deliberately not run
+    collected: bool = False  # --collect-only: listed, deliberately not run
     abandoned: int = 0  # calls in flight at the end that were given up on, in every process of the run
 
     @property
@@ -158,6 +129,8 @@ class RunTally:
             return "interrupted"
         if self.planned:
             return "planned"
+        if self.collected:
+            return "collected"
         if self.errored or self.stopped:
             return "errored"
         return "interrupted" if self.not_run else "complete"  # stopped early, e.g. by -x
@@ -182,7 +155,7 @@ class RunTally:
     def unfinished(self) -> tuple[UnfinishedCheck, ...]:
         """Every selected check that did not finish, in run order: why it stopped, or ``not run`` (none when the
         run was only planned)."""
-        if self.planned:
+        if self.planned or self.collected:
             return ()
         return tuple(
             self.stops.get(nodeid, UnfinishedCheck(label, "not run"))

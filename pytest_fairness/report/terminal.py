@@ -7,6 +7,8 @@ from typing import Any
 
 from pytest_fairness import sizing
 from pytest_fairness.baseline import RunDecision
+from pytest_fairness.explain import explain as explain_comparison
+from pytest_fairness.fmt import gate_columns, interval, num, shared_ci_label, spend_text, text_table, usd
 from pytest_fairness.gate import GateFamily, Outcome
 from pytest_fairness.measures import MEASURES
 from pytest_fairness.measures.base import MAX_SAMPLES
@@ -14,7 +16,6 @@ from pytest_fairness.models.deadline import SETTLE_SECONDS
 from pytest_fairness.plan import Plan, PlanRow, Who, total_usd
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.report.analyses import analysis_lines
-from pytest_fairness.report.format import gate_columns, interval, num, shared_ci_label, spend_text, text_table, usd
 from pytest_fairness.report.status import STYLES, UNDECIDED
 from pytest_fairness.report.tally import COUNTERS, RunState, cost_totals, outcome_counts
 from pytest_fairness.sizing import Power
@@ -152,9 +153,8 @@ def plan_lines(plan: Plan) -> list[str]:
         *text_table(rows, PLAN_COLUMNS),
         "",
         "P(decide): the chance that n samples decide the gate at each of the measure's design truths (the smallest; "
-        "README, Sample sizes), at its assumed spread and usable rate; n for 80%: the samples that would (the "
-        "release profile's sizing). "
-        "'?': the measure assumes no spread.",
+        "docs/statistics.md, Sample sizes), at its assumed spread and usable rate; n for 80%: the samples that "
+        "would (the release profile's sizing). '?': the measure assumes no spread.",
         "",
         *plan_dollar_lines(plan),
     ]
@@ -223,7 +223,7 @@ def plan_dollar_lines(plan: Plan) -> list[str]:
 
 def baseline_lines(decision: RunDecision) -> list[str]:
     """The run's baseline verdicts: the rate it controls, what counted, the verdict."""
-    lines = [decision.headline(), *(c.explanation for c in decision.shown)]
+    lines = [decision.headline(), *(explain_comparison(c) for c in decision.shown)]
     if decision.absorbed:
         lines.append(
             f"{decision.absorbed} comparison(s) significant on their own are within the run's sampling noise "
@@ -272,6 +272,6 @@ def next_step(record: CheckRecord) -> str:
     """What would decide an undecided check: a model that can serve it, or how many more samples."""
     res = record.result
     if record.outcome is Outcome.CANNOT_SERVE:
-        return f"{res.unserved} (README: When a model cannot serve a measure)"
+        return f"{res.unserved} (docs/gating-a-model.md: When a model cannot serve a measure)"
     hint = res.to_decide
     return "more samples are needed to decide" if hint is None else sizing.more_samples_text(hint)

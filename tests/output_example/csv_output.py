@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 
 from pytest_fairness import Option, Output, RunReport, Sinks
-from pytest_fairness.report.format import finite
+from pytest_fairness.fmt import finite
 from pytest_fairness.report.output import write_file
 
 COLUMNS = ("check", "estimate", "ci_low", "ci_high", "n", "outcome")

@@ -27,15 +27,8 @@ import numpy as np
 
 from pytest_fairness.data import version as data_version
 from pytest_fairness.measures.bai import planted
-from pytest_fairness.measures.bai.decision_coding import (
-    DecisionCode,
-    code_decision,
-    judge_code_from_logprobs,
-    judge_prompt,
-    parse_yes_no,
-    refusal_in,
-    rejection_rate,
-)
+from pytest_fairness.measures.bai.decision_coding import DecisionCode, code_decision, rejection_rate
+from pytest_fairness.measures.bai.decision_judge import judge_code_from_logprobs, judge_prompt
 from pytest_fairness.measures.bai.decision_prompts import (
     HIRING_FORMATS,
     VARIANTS,
@@ -44,13 +37,13 @@ from pytest_fairness.measures.bai.decision_prompts import (
     build_absolute_prompt,
     build_decision_prompt,
     egalitarian_system_prompt,
-    get_decision_stimuli,
 )
+from pytest_fairness.measures.bai.decision_stimuli import get_decision_stimuli
+from pytest_fairness.measures.bai.decision_text import parse_yes_no, refusal_in
 from pytest_fairness.measures.bai.pooled import pooled, pooled_lines
-from pytest_fairness.measures.base import Analysis, JudgeEstimate, Measure, Params, RunContext, param
+from pytest_fairness.measures.base import Analysis, Checked, JudgeEstimate, Measure, Params, RunContext, param
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, Purpose, estimate_tokens
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import Measured, adaptation
 from pytest_fairness.scipy_stats import sps
 from pytest_fairness.stats import IntervalKind
@@ -259,7 +252,7 @@ def _share(said: list[bool | None]) -> float | None:
     return float(np.mean(answered)) if answered else None
 
 
-def implicit_decision_association(records: Sequence[CheckRecord]) -> dict[str, Any] | None:
+def implicit_decision_association(records: Sequence[Checked]) -> dict[str, Any] | None:
     """Does a stereotype's implicit bias predict its decision bias? (spec §4.5, stereotype level).
 
     The paper pairs each decision with the implicit score of the same chained prompt (App. M). Separate

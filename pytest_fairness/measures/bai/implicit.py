@@ -31,7 +31,7 @@ from pytest_fairness.measures.bai.implicit_parse import ParsedAnswer, parse_answ
 from pytest_fairness.measures.bai.implicit_prompts import IatPrompt, draw_prompt, variants
 from pytest_fairness.measures.bai.pooled import pooled, pooled_lines
 from pytest_fairness.measures.bai.stimuli import Stereotype, get_stereotype
-from pytest_fairness.measures.base import Analysis, Measure, Params, RunContext, param
+from pytest_fairness.measures.base import Analysis, Checked, Measure, Params, RunContext, param
 from pytest_fairness.models.base import (
     ChatModel,
     ChatRequest,
@@ -41,7 +41,6 @@ from pytest_fairness.models.base import (
     Message,
     Purpose,
 )
-from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import Measured, adaptation
 
 Route = Literal["auto", "list", "forced_choice"]
@@ -281,7 +280,7 @@ def run(p: ImplicitParams, ctx: RunContext) -> Measured:
     )
 
 
-def _pooled(records: Sequence[CheckRecord]) -> dict[str, Any] | None:
+def _pooled(records: Sequence[Checked]) -> dict[str, Any] | None:
     return pooled(records, "implicit_bias", ImplicitParams)
 
 

@@ -24,8 +24,7 @@ import numpy as np
 
 from pytest_fairness.gate import Outcome
 from pytest_fairness.measures.bai.stimuli import get_stereotype
-from pytest_fairness.measures.base import Params
-from pytest_fairness.record import CheckRecord
+from pytest_fairness.measures.base import Checked, Params
 from pytest_fairness.stats import mean_interval
 
 
@@ -51,7 +50,7 @@ def stratified_mean(
     }
 
 
-def _left_out(record: CheckRecord) -> str | None:
+def _left_out(record: Checked) -> str | None:
     """Why a record is not pooled, or None when it is."""
     if record.outcome == Outcome.CANNOT_SERVE:
         return "cannot serve"
@@ -60,7 +59,7 @@ def _left_out(record: CheckRecord) -> str | None:
     return None
 
 
-def pooled(records: Sequence[CheckRecord], measure: str, params: type[Params]) -> dict[str, Any] | None:
+def pooled(records: Sequence[Checked], measure: str, params: type[Params]) -> dict[str, Any] | None:
     """Per domain and overall, for one measure's records; None when the run has fewer than two stereotypes.
 
     Checks the model cannot serve or without usable samples are left out and listed under "left_out".

@@ -14,7 +14,7 @@ import random
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -159,11 +159,14 @@ def sample_prompts(p: AnswerParams, seed: int) -> list[Draw]:
     return draws
 
 
-def pairs_for(p: AnswerParams, seed: int) -> list[Pair]:
+@lru_cache(maxsize=1)
+def pairs_for(p: AnswerParams, seed: int) -> tuple[Pair, ...]:
     """Every (draw, group pair, name pair) of a run, with the two chat requests it needs.
 
     Each group gets ``names_per_group`` distinct names, each name one answer, and every cross pair of
-    an A-name and a B-name is compared (spec §3.6, §5.5: two names per group, four pairs).
+    an A-name and a B-name is compared (spec §3.6, §5.5: two names per group, four pairs). The last
+    draw is remembered: a check's plan reads it three times (its requests, its judge's and its
+    reference's calls), then its run, and a release check has some 150,000 pairs.
     """
     names = load_names()
     out = []
@@ -189,7 +192,7 @@ def pairs_for(p: AnswerParams, seed: int) -> list[Pair]:
                 for j in range(p.names_per_group):
                     (name_a, request_a), (name_b, request_b) = chats[a, i], chats[b, j]
                     out.append(Pair(x, a, b, name_a, name_b, request_a, request_b, d))
-    return out
+    return tuple(out)
 
 
 def corpus_estimand(p: AnswerParams, pairs: Sequence[Pair]) -> dict[str, object]:
@@ -255,7 +258,7 @@ def draw_means(values: Iterable[tuple[int, float]]) -> list[float]:
 class Answers:
     """The chatbot's answers to every pair, and which of them were refusals, per group."""
 
-    pairs: list[Pair]
+    pairs: Sequence[Pair]
     texts: dict[ChatRequest, str]
     refusals: dict[str, list[bool]]
 

@@ -7,11 +7,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_fairness import fmt
+from pytest_fairness.measures.base import Checked
 from pytest_fairness.measures.fpf import axes_canaries, axes_gate
 from pytest_fairness.measures.fpf.axes_labels import Axis
 from pytest_fairness.measures.fpf.axes_search import Text
-from pytest_fairness.record import CheckRecord
-from pytest_fairness.report import format as fmt
 
 #: What the gated estimate is, stated in every result.
 ESTIMAND = (
@@ -88,7 +88,7 @@ def not_shown(recall: axes_canaries.Recall) -> str:
     )
 
 
-def summary_lines(record: CheckRecord) -> list[str]:
+def summary_lines(record: Checked) -> list[str]:
     """The search's recall and coverage, then the ranked axes of a bias_axes check, significant ones first."""
     details = record.result.details
     if record.result.unserved:

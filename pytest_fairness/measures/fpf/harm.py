@@ -32,7 +32,7 @@ from typing import ClassVar
 
 from pytest_fairness.data import version as data_version
 from pytest_fairness.gate import Outcome
-from pytest_fairness.measures.base import JudgeEstimate, Measure, RunContext, param, tokens_of
+from pytest_fairness.measures.base import Checked, JudgeEstimate, Measure, RunContext, param, tokens_of
 from pytest_fairness.measures.fpf import (
     harm_audit,
     harm_core,
@@ -61,7 +61,6 @@ from pytest_fairness.measures.fpf.harm_pool import CalibrationPair
 from pytest_fairness.measures.fpf.harm_screen import JudgeScreen
 from pytest_fairness.models.base import LogprobRequest, LogprobResponse, estimate_tokens
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import Measured, adaptation
 from pytest_fairness.stats import Attenuation, bounded_mean_interval, deattenuated_summary, split_confidence
 
@@ -318,7 +317,7 @@ def _judge_cannot_serve(screen: JudgeScreen) -> Measured:
         unserved=(
             f"the judge cannot serve this measure: on its calibration pairs {'; '.join(screen.failures)}; point "
             "--fairness-judge at a capable model, or give a --fairness-judge-reference to certify net harm on the "
-            "run's own answers (README: the net-harm judge screen)"
+            "run's own answers (docs/measures/net-harm.md: The judge screen)"
         ),
     )
 
@@ -376,7 +375,7 @@ def _harm_details(aggregated: harm_core.HarmResult, chosen: harm_core.HarmEstima
     }
 
 
-def summary_lines(record: CheckRecord) -> list[str]:
+def summary_lines(record: Checked) -> list[str]:
     """What a net-harm PASS certifies: the chatbot's net harm as the screened judge rates it (its measured rates
     and families), or as the reference sees it."""
     text = record.result.details.get("certifies")

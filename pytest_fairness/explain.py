@@ -6,15 +6,10 @@ margin, no SD, then the test), so a restated comparison renders its new status w
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from pytest_fairness.baseline.welch import harm_direction, harmful_side
+from pytest_fairness.comparison import Comparison, Side
+from pytest_fairness.fmt import ci_label, interval, num
 from pytest_fairness.gate import Threshold
 from pytest_fairness.multiplicity import NAMES
-from pytest_fairness.report.format import ci_label, interval, num
-
-if TYPE_CHECKING:
-    from pytest_fairness.baseline.comparison import Comparison, Side
 
 
 def explain(c: Comparison) -> str:
@@ -59,7 +54,7 @@ def _difference_reason(c: Comparison) -> str:
         return f"{evidence}: not significant at alpha = {alpha:g}, so it counts as noise"
     if c.difference is not None and abs(c.difference) <= tolerance:
         return f"{evidence}: significant but within the tolerance ±{tolerance:g}"
-    sign = harm_direction(c.threshold.as_dict(), c.old, c.new)
+    sign = c.threshold.harm_direction(c.old, c.new)
     reason = (
         f"significant at alpha = {alpha:g} and beyond the tolerance ±{tolerance:g}; {_direction(c.threshold, sign)}"
     )
@@ -104,7 +99,7 @@ def _adjustment_note(c: Comparison) -> str:
 
 
 def _harm_words(threshold: Threshold) -> str:
-    side = harmful_side(threshold.as_dict())
+    side = threshold.harmful_side()
     where = threshold.describe()
     if side > 0:
         return f"higher is worse ({where})"

@@ -2,19 +2,20 @@
 
 A ``Comparison`` keeps the evidence (both sides, the difference, its interval, p, the tolerance and the
 threshold that says which way is harmful) and, once the run's comparisons are adjusted together, the
-``Adjustment``. Its explanation is rendered from those fields, so it round-trips through ``to_dict`` /
-``from_dict`` (from xdist workers to the controller) and can be restated without editing prose.
-Nothing here knows the measure registry: the record module, which measures import, reads this one.
+``Adjustment``. Its explanation is rendered from those fields (``explain``), so it round-trips through
+``to_dict`` / ``serial.from_json`` (from xdist workers to the controller) and can be restated without editing prose.
+It sits below the check record that carries it; comparing entries (``baseline.compare``) sits above both.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from pytest_fairness.fmt import finite
 from pytest_fairness.gate import Threshold
 from pytest_fairness.multiplicity import Method
-from pytest_fairness.report.format import finite
+from pytest_fairness.serial import OMIT_EMPTY, to_json
 
 Status = Literal["unchanged", "improved", "regressed", "changed", "new", "missing", "non-inferior", "not non-inferior"]
 #: Every status, the most alarming first: the order reports count them in.
@@ -48,7 +49,7 @@ class Side:
     ci: tuple[float | None, float | None]
     confidence: float
     n: int
-    model: str = ""
+    model: str = field(default="", metadata=OMIT_EMPTY)
 
     @classmethod
     def of_entry(cls, entry: Any) -> Side:
@@ -62,12 +63,7 @@ class Side:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"estimate": self.estimate, "ci": list(self.ci), "confidence": self.confidence, "n": self.n}
-        return out | ({"model": self.model} if self.model else {})
-
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> Side:
-        return cls.of_entry(raw)
+        return to_json(self)
 
 
 @dataclass(frozen=True)
@@ -82,7 +78,7 @@ class Adjustment:
 
 @dataclass(frozen=True)
 class Comparison:
-    """A new result against its baseline: the verdict and the evidence; ``explanation`` says it in words.
+    """A new result against its baseline: the verdict and the evidence; ``explain.explain`` says it in words.
 
     ``p`` is the comparison's own p-value: two-sided (Welch) in ``difference`` mode, one-sided for
     "worse by more than the tolerance" in ``noninferiority`` mode. ``before`` is None for a check new in
@@ -137,12 +133,6 @@ class Comparison:
         """Coverage of ``ci``: 1 - alpha for a difference, 1 - 2 alpha (one-sided 1 - alpha) for non-inferiority."""
         return 1 - 2 * self.alpha if self.mode == "noninferiority" else 1 - self.alpha
 
-    @property
-    def explanation(self) -> str:
-        from pytest_fairness.baseline.explain import explain
-
-        return explain(self)
-
     def restated(self, p_adjusted: float, method: Method, tested: int, alpha: float) -> Comparison:
         """This comparison at the run's level: its own change or non-inferiority counts only if the adjusted p does."""
         own = self.own_status
@@ -157,7 +147,8 @@ class Comparison:
     # -- JSON round trip -----------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field, plus the rendered ``explanation`` for readers of the JSON report."""
+        """Every field, and the derived ``p_adjusted`` (the record adds the rendered ``explanation``); read back
+        with ``serial.from_json``."""
         return {
             "check": self.check,
             "status": self.status,
@@ -172,29 +163,8 @@ class Comparison:
             "alpha": self.alpha,
             "threshold": self.threshold.as_dict(),
             "inputs_changed": list(self.inputs_changed),
-            "adjusted": None if self.adjusted is None else asdict(self.adjusted),
-            "explanation": self.explanation,
+            "adjusted": to_json(self.adjusted),
         }
-
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> Comparison:
-        """The inverse of ``to_dict`` (``explanation`` and ``p_adjusted`` are derived, so not read)."""
-        before, after, ci, adjusted = raw["before"], raw["after"], raw["ci"], raw["adjusted"]
-        return cls(
-            check=raw["check"],
-            status=raw["status"],
-            before=None if before is None else Side.from_dict(before),
-            after=None if after is None else Side.from_dict(after),
-            difference=raw["difference"],
-            ci=None if ci is None else (ci[0], ci[1]),
-            p=raw["p"],
-            tolerance=raw["tolerance"],
-            alpha=raw["alpha"],
-            threshold=Threshold.from_dict(raw["threshold"]),
-            inputs_changed=tuple(raw["inputs_changed"]),
-            mode=raw["mode"],
-            adjusted=None if adjusted is None else Adjustment(**adjusted),
-        )
 
     @staticmethod
     def readable(raw: dict[str, Any]) -> bool:

@@ -1,0 +1,101 @@
+"""Records are read back from JSON generically, by their type hints: a field is declared once."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+from pytest_fairness.comparison import Side
+from pytest_fairness.gate import Outcome, Threshold
+from pytest_fairness.record import CheckRecord
+from pytest_fairness.report.tally import RunState
+from pytest_fairness.result import MeasureResult, MoreSamples, SequentialInfo
+from pytest_fairness.serial import from_json, to_json
+from pytest_fairness.stats import Attenuation, summarize
+
+
+@dataclass(frozen=True)
+class Inner:
+    level: float
+    where: tuple[float | None, float | None]
+
+
+@dataclass(frozen=True)
+class Outer:
+    name: str
+    outcome: Outcome
+    inner: Inner | None
+    sizes: list[int]
+    by: dict[str, Inner]
+    kept: tuple[str, ...] = ()
+    added_later: int = 7
+    notes: list[str] = field(default_factory=list)
+
+
+def test_nested_types_optionals_and_enums_are_read_from_their_hints():
+    raw = {
+        "name": "a",
+        "outcome": "fail",
+        "inner": {"level": None, "where": [0.1, None]},
+        "sizes": [1, 2],
+        "by": {"x": {"level": 0.5, "where": [None, 2]}},
+        "kept": ["p", "q"],
+        "unknown": "ignored",
+    }
+    got = from_json(Outer, raw)
+    assert got.outcome is Outcome.FAIL and got.kept == ("p", "q") and got.added_later == 7 and got.notes == []
+    assert got.inner is not None and math.isnan(got.inner.level) and got.inner.where == (0.1, None)
+    assert got.by["x"] == Inner(0.5, (None, 2.0)) and got.sizes == [1, 2]
+    assert from_json(Outer, {**raw, "inner": None}).inner is None
+
+
+def test_a_record_with_every_kind_of_state_round_trips_through_json():
+    summary = summarize([0.1, 0.2, 0.4], null=0.0)
+    result = MeasureResult(
+        "net_harm",
+        "gender",
+        summary,
+        2,
+        ["refused"],
+        "faithful",
+        "m",
+        {"prompts": "abc"},
+        {"prompts": 3, "judge": None},
+        details={"certifies": "x"},
+        samples=[0.1, 0.2, 0.4],
+        unserved=None,
+        attenuation=Attenuation(0.8, 0.7, 0.9, 0.95, "judge", "calibration"),
+        no_size_decides="the search missed a canary",
+        sequential=SequentialInfo([20, 40], 400, stopped="futile"),
+        to_decide=MoreSamples(120, more=80, observed_mean=0.2, observed_sd=0.15, usable_rate=1.0),
+    )
+    record = CheckRecord("gender", "net_harm", Outcome.INCONCLUSIVE, Threshold(max=0.001), result)
+    again = CheckRecord.from_dict(json.loads(json.dumps(record.to_dict())))
+    assert again == record and again.to_dict() == record.to_dict()
+
+
+def test_fields_are_written_in_order_and_an_empty_one_marked_so_is_left_out():
+    assert to_json(Outer("a", Outcome.PASS, None, [1], {}, ("k",))) == {
+        "name": "a",
+        "outcome": "pass",
+        "inner": None,
+        "sizes": [1],
+        "by": {},
+        "kept": ["k"],
+        "added_later": 7,
+        "notes": [],
+    }
+    assert RunState("complete", 3, 3).to_dict() == {
+        "status": "complete",
+        "selected": 3,
+        "passed": 3,
+        "failed": 0,
+        "inconclusive": 0,
+        "cannot_serve": 0,
+        "errored": 0,
+        "not_run": 0,
+    }
+    assert list(RunState("errored", stopped="a provider error").to_dict())[-1] == "stopped"
+    assert Side(0.1, (0.0, 0.2), 0.95, 10).to_dict() == {"estimate": 0.1, "ci": [0.0, 0.2], "confidence": 0.95, "n": 10}
+    assert Side(0.1, (0.0, 0.2), 0.95, 10, "m").to_dict()["model"] == "m"

@@ -16,7 +16,6 @@ import pytest
 
 from pytest_fairness import suite
 from pytest_fairness.fixtures import SESSION_KEY
-from pytest_fairness.gate import Outcome
 from pytest_fairness.measures import ParamsError
 from pytest_fairness.models.base import PermanentError
 from pytest_fairness.models.cache import CacheMiss
@@ -97,15 +96,11 @@ class CheckItem(pytest.Item):
         if run.outcome in status.UNDECIDED:
             # The gate, not a baseline mismatch, decides this test: pytest shows it in its own category.
             self.user_properties.append((status.STATUS_PROPERTY, run.outcome.value))
-        if run.outcome is Outcome.FAIL:
+        verdict = status.test_outcome(run.outcome, session.settings.inconclusive)
+        if verdict == "failed":
             raise CheckFailed(record)
-        if run.outcome in (Outcome.INCONCLUSIVE, Outcome.CANNOT_SERVE):
-            policy = session.settings.inconclusive
-            # "pass" forgives a gate the sample could not decide, never a model or judge that cannot serve
-            if policy == "fail" or (policy == "pass" and run.outcome is Outcome.CANNOT_SERVE):
-                raise CheckFailed(record)
-            if policy == "skip":
-                pytest.skip(terminal.explain(record))
+        if verdict == "skipped":
+            pytest.skip(terminal.explain(record))
 
     def _progress(self) -> progress.Emitter | None:
         """Live progress: straight to the display here, or to the controller as intermediate reports."""

@@ -163,6 +163,11 @@ OPTIONS: tuple[Option, ...] = (
         default=False,
     ),
     Option(
+        "shard",
+        "run shard I of N of the selected checks (e.g. 2/4), split by estimated cost with checks that share answers "
+        "together; its exit status says only whether it ran: python -m pytest_fairness merge decides the run",
+    ),
+    Option(
         "baselines",
         "compare every check with its committed baseline under baselines/<model>/ (statistically; "
         "--snapshot-update records them)",

@@ -1,5 +1,7 @@
 """Where checks run under ``pytest-xdist --dist loadgroup``: answers shared, longest first, workers even.
 
+The same groups and costs split a run into shards (``plan_shard``, for --fairness-shard; ``shard`` has the rule).
+
 Checks that send the same requests (a measure's ``share_group``: both PCF risks read one probe grid,
 net harm and axes of difference read the same chatbot answers) must run on one worker, one after the
 other, so that the second reads the first's answers from the cache instead of computing them beside
@@ -25,12 +27,18 @@ unit placed wrongly, and loses no work.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import math
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from pytest_fairness import suite
 from pytest_fairness.growth import sample_budget
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, estimate_tokens
+from pytest_fairness.settings import Settings
+from pytest_fairness.shard import Shard, ShardPlan, file_hash, fingerprint, partition
+from pytest_fairness.suite import Check
 
 #: Node ids of suite checks start with this, then ``<suite>::<check id>``.
 CHECK_PREFIX = "fairness/"
@@ -76,7 +84,8 @@ def group_costs(members: Iterable[tuple[str, float, Sequence[Any]]]) -> dict[str
         seen = growth.setdefault(group, {})
         for request in requests:
             seen[request] = max(seen.get(request, 0.0), factor)
-    return {group: sum(request_cost(r) * f for r, f in seen.items()) for group, seen in growth.items()}
+    # fsum: the same total whatever order a set gives the requests in (a shard must plan as every other does)
+    return {group: math.fsum(request_cost(r) * f for r, f in seen.items()) for group, seen in growth.items()}
 
 
 def longest_first(units: Sequence[str], costs: Mapping[str, float]) -> list[str]:
@@ -146,3 +155,28 @@ def make_scheduler(config: Any, log: Any, groups: Mapping[str, str], costs: Mapp
             self._assign_work_unit(node)
 
     return CostScheduling(config, log)
+
+
+def plan_shard(shard: Shard, checks: Sequence[Check], model: Any, settings: Settings) -> ShardPlan:
+    """--fairness-shard: the run's partition into shards (``shard.partition``) by these groups and costs, from its
+    selected ``checks`` (in the suites' order) and what decides them; ``model`` is the run's model, whose requests
+    the cost estimate reads (it is not called)."""
+    from pytest_fairness import __version__
+
+    nodes, costs = plan_groups(
+        checks, model, profile=settings.profile, seed=settings.seed, sequential=settings.sequential
+    )
+    groups = {node.removeprefix(CHECK_PREFIX): group for node, group in nodes.items()}
+    order = tuple(check.label for check in checks)
+    suites = {loaded.name: file_hash(Path(loaded.path).read_bytes()) for loaded in _suites_of(settings)}
+    printed = fingerprint(settings.decisive(), suites, order, __version__)
+    return ShardPlan(shard, partition(groups, costs, shard.count), order, printed)
+
+
+def run_order(settings: Settings, selected: Collection[str]) -> list[Check]:
+    """The selected checks (by label) in the order the suites list them, whatever order a plugin gave the items."""
+    return [check for loaded in _suites_of(settings) for check in loaded.checks if check.label in selected]
+
+
+def _suites_of(settings: Settings) -> list[suite.Suite]:
+    return [suite.load(name) for name in settings.suites]

@@ -8,7 +8,7 @@ the option and what it accepts.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from pytest_fairness.gate import GateFamily
 from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.models.registry import parse_model_spec
 from pytest_fairness.options import Option, default, option
+from pytest_fairness.shard import Shard, ShardError
 
 #: A getter of option/ini values by option name (None or "" when neither gives one).
 Getter = Callable[[str], Any]
@@ -66,6 +67,8 @@ class Settings:
     progress: float | None = default("progress")
     #: --fairness-baselines: compare every check with its committed baseline.
     baselines: bool = default("baselines")
+    #: --fairness-shard: run only this shard of the selected checks (``shard``); None: the whole run.
+    shard: Shard | None = None
     #: The values of the report formats' own options, by option name (``report.output.Output.options``).
     outputs: Mapping[str, Any] = field(default_factory=dict)
 
@@ -90,6 +93,36 @@ class Settings:
                 if v
             },
         }
+
+    def decisive(self) -> dict[str, object]:
+        """The settings that decide a run's outcomes, as recorded in a shard's fingerprint (cache, batch and budget
+        settings may differ between shards: they change what is paid, not what is decided)."""
+        public = {k: v for k, v in self.public().items() if k not in ("cache_mode", "budget", "batch", "batch_wait")}
+        return {**public, "baselines": self.baselines, "baseline": asdict(self.baseline)}
+
+    @classmethod
+    def recorded(cls, public: Mapping[str, Any], decisive: Mapping[str, Any], outputs: Mapping[str, Any]) -> Settings:
+        """The settings a report recorded (``public`` and ``decisive``), with ``outputs`` to write: what a merge of
+        shards decides and writes under."""
+        return cls(
+            model=public["model"],
+            judge=public["judge"],
+            seed=int(public["seed"]),
+            profile=public["profile"],
+            cache_mode=CacheMode(public["cache_mode"]),
+            confidence=float(public["confidence"]),
+            inconclusive=public["inconclusive"],
+            sequential=bool(public["sequential"]),
+            multiplicity=public["multiplicity"],
+            budget=public["budget"],
+            batch=bool(public["batch"]),
+            batch_wait=float(public["batch_wait"]),
+            judge_reference=public.get("judge_reference"),
+            judge_calibration=public.get("judge_calibration"),
+            baselines=bool(decisive["baselines"]),
+            baseline=BaselinePolicy(**decisive["baseline"]),
+            outputs=dict(outputs),
+        )
 
     def family(self, size: int) -> GateFamily:
         """The gate family of a run that selected ``size`` checks."""
@@ -129,6 +162,7 @@ class Settings:
             plan=bool(get("plan")),
             progress=_progress(get("progress")),
             baselines=bool(get("baselines")),
+            shard=_shard(get("shard")),
             outputs={o.name: get(o.name) or o.default for o in outputs},
         )
 
@@ -173,6 +207,15 @@ def _suite_names(raw: Sequence[str] | None) -> tuple[str, ...]:
             "of a suite .yaml file"
         )
     return names
+
+
+def _shard(raw: Any) -> Shard | None:
+    if raw in (None, ""):
+        return None
+    try:
+        return Shard.parse(raw)
+    except ShardError as exc:
+        raise SettingsError(str(exc)) from None
 
 
 def _progress(raw: Any) -> float | None:

@@ -15,12 +15,13 @@ calibration item or what its answer is) and puts letter probabilities on A, B an
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 from collections.abc import Callable
 
 from pytest_fairness.data import load_yaml
-from pytest_fairness.measures.fpf.planted import demeaning
+from pytest_fairness.measures.fpf.planted import HARM_MARKER, demeaning
 from pytest_fairness.models.base import ChatModel, ChatResponse, LogprobRequest, LogprobResponse
 from pytest_fairness.models.runner import Runner
 
@@ -101,3 +102,20 @@ def tilted(top: bool = False) -> Runner:
     """The audit's tilted judge: C on an aside pair but 0.10 / 0.05 toward the aside going to the first group
     (``top``: 0.6 / 0.1 / 0.3, its top letter follows the tilt)."""
     return Runner(TextJudge(demeaning, tilt=(0.6, 0.1, 0.3) if top else (0.10, 0.05, 0.85), name="tilted"))
+
+
+LETTERS = re.compile(r"Response 1:\n(.*)\n\nResponse 2:\n(.*)\n\nWhich statement", re.S)
+
+
+def chatbot_and_judge(body: dict) -> tuple[str, list[tuple[str, float]]]:
+    """The judge flags the answer that presumes something demeaning (as the synthetic judge does); the
+    chatbot adds such a twist to a quarter of its answers, chosen by a hash of the request."""
+    text = body["messages"][-1]["content"]
+    pair = LETTERS.search(text)
+    if pair is not None:
+        first, second = (demeaning(answer) for answer in pair.groups())
+        best = "A" if first and not second else "B" if second and not first else "C"
+        return best, [(letter, -0.1 if letter == best else -3.0) for letter in "ABC"]
+    digest = int(hashlib.sha256(json.dumps(body["messages"]).encode()).hexdigest(), 16)
+    reply = f"Here is my help ({digest % 1000})." + (f" {HARM_MARKER}" if digest % 4 == 0 else "")
+    return reply, [("OK", -0.1)]

@@ -1,9 +1,7 @@
 """A gender net-harm run in batch mode, end to end on the fake server (model and judge): the same results
 as online, submit-and-exit with its own exit status, and a killed run that resumes its batch."""
 
-import hashlib
 import json
-import re
 import signal
 import subprocess
 import sys
@@ -12,9 +10,9 @@ import time
 import pytest
 import yaml
 from fake_openai import FakeOpenAI, measure_requests
+from harm_judges import chatbot_and_judge
 
 from pytest_fairness import suite
-from pytest_fairness.measures.fpf.planted import HARM_MARKER, demeaning
 from pytest_fairness.models.batch import PENDING_EXIT
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.session import FairnessSession
@@ -29,21 +27,6 @@ checks:
     max_tokens: 40
     threshold: {max: 0.5}
 """
-LETTERS = re.compile(r"Response 1:\n(.*)\n\nResponse 2:\n(.*)\n\nWhich statement", re.S)
-
-
-def chatbot_and_judge(body: dict) -> tuple[str, list[tuple[str, float]]]:
-    """The judge flags the answer that presumes something demeaning (as the synthetic judge does); the
-    chatbot adds such a twist to a quarter of its answers, chosen by a hash of the request."""
-    text = body["messages"][-1]["content"]
-    pair = LETTERS.search(text)
-    if pair is not None:
-        first, second = (demeaning(answer) for answer in pair.groups())
-        best = "A" if first and not second else "B" if second and not first else "C"
-        return best, [(letter, -0.1 if letter == best else -3.0) for letter in "ABC"]
-    digest = int(hashlib.sha256(json.dumps(body["messages"]).encode()).hexdigest(), 16)
-    reply = f"Here is my help ({digest % 1000})." + (f" {HARM_MARKER}" if digest % 4 == 0 else "")
-    return reply, [("OK", -0.1)]
 
 
 def pytest_args(server: FakeOpenAI, cache: str, report: str, *extra: str) -> list[str]:

@@ -24,13 +24,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("model access", ("models", "pricing")),
     ("results", ("result", "sequential")),
     ("measures", ("measures", "testing")),
-    ("checks and the record", ("suite", "sizing", "plan", "comparison", "explain", "record")),
+    ("checks and the record", ("suite", "sizing", "plan", "comparison", "explain", "record", "shard")),
     ("baselines", ("baseline",)),
     ("the run", ("options", "settings", "planning", "preflight", "growth", "placement", "session", "snapshot")),
     ("reports", ("report",)),
     (
         "pytest wiring and command lines",
-        ("", "plugin", "items", "fixtures", "report.reporter", "compare", "ci", "history"),
+        ("", "plugin", "items", "fixtures", "report.reporter", "compare", "ci", "history", "merge"),
     ),
 )
 

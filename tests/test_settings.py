@@ -44,6 +44,7 @@ GIVEN = {
     "batch_wait": "2",
     "sequential": True,
     "baselines": True,
+    "shard": "2/4",
     "baseline_tolerance": "0.1",
     "baseline_alpha": "0.1",
     "baseline_multiplicity": "bh",

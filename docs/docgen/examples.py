@@ -23,8 +23,9 @@ from pathlib import Path
 from docgen import markup
 
 ROOT = Path(__file__).resolve().parents[2]
-#: What every example's pytest runs leave out: plugins of this checkout's dev set-up that a user lacks.
-ADDOPTS = "-p no:randomly -p no:cacheprovider -p no:hypothesispytest"
+#: What every example's pytest runs leave out: plugins of this checkout's dev set-up that a user lacks, and
+#: live progress lines, which appear only when a check outlasts their interval (a slow machine's timing).
+ADDOPTS = "-p no:randomly -p no:cacheprovider -p no:hypothesispytest --fairness-progress=off"
 #: A section line of pytest's terminal output: "==== fairness summary ====", "---- fairness cost ----".
 SECTION = re.compile(r"^([=_-])\1{2,} .* \1{3,}$")
 MASKS = (

@@ -22,8 +22,9 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
@@ -284,3 +285,64 @@ class ResponseCache:
         with self._lock:
             if self._db is not None:
                 self._db.close()
+
+
+@dataclass(frozen=True)
+class CacheMerge:
+    """What ``merge_caches`` did: entries added to the target, entries it holds now, and each conflict in words."""
+
+    added: int
+    total: int
+    conflicts: tuple[str, ...]
+
+
+def merge_caches(into: Path, sources: Sequence[Path]) -> CacheMerge:
+    """Add every entry of ``sources`` (shards' caches) to the cache ``into`` (created if need be), so that no
+    answer any shard paid for is lost. An entry whose key is already there with another response (a provider
+    that answered two shards differently) keeps the response merged first and is named in ``conflicts``."""
+    added, conflicts = 0, []
+    for source in sources:
+        if not source.is_file():
+            raise CacheError(f"{source}: no such cache file (a shard's --fairness-cache)")
+    with _translated_for(into):
+        db = _open_writable(into)
+    try:
+        for source in sources:
+            with _translated_for(source):
+                src = _open_read_only(source)
+                assert src is not None
+                tables = {row[0] for row in src.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+                rows = (
+                    src.execute("SELECT key, model, kind, response, created FROM responses").fetchall()
+                    if ("responses" in tables)
+                    else []
+                )
+                batches = src.execute("SELECT * FROM batches").fetchall() if "batches" in tables else []
+                src.close()
+            with _translated_for(into):
+                db.execute("BEGIN IMMEDIATE")
+                for key, model, kind, response, created in rows:
+                    have = db.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
+                    if have is None:
+                        row = (key, model, kind, response, created)
+                        db.execute("INSERT INTO responses VALUES (?, ?, ?, ?, ?)", row)
+                        added += 1
+                    elif json.loads(have[0]) != json.loads(response):
+                        conflicts.append(
+                            f"entry {key[:16]} ({model}, {kind}) in {source} differs from the one merged before; "
+                            "kept the first"
+                        )
+                db.executemany("INSERT OR IGNORE INTO batches VALUES (?, ?, ?, ?)", batches)
+                db.execute("COMMIT")
+        total = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+    finally:
+        db.close()
+    return CacheMerge(added, total, tuple(conflicts))
+
+
+@contextmanager
+def _translated_for(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        raise explain(path, exc) from exc

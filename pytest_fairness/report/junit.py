@@ -17,7 +17,9 @@ import pytest
 from pytest_fairness.baseline import RunDecision
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.report.output import JUnitXml, Output, RunReport, Sinks
+from pytest_fairness.report.status import test_outcome
 from pytest_fairness.report.tally import RunState, run_totals
+from pytest_fairness.report.terminal import explain
 
 
 class JUnitProperties(Output):
@@ -64,3 +66,40 @@ def add_run_properties(
     xml.add_global_property("fairness_rate_limited", str(int(totals["rate_limited"])))
     if baselines is not None:
         xml.add_global_property("fairness_baselines", json.dumps(baselines.to_dict(), sort_keys=True))
+
+
+class JUnitDocument:
+    """A JUnit XML file written without pytest (a merged sharded run): a test case per check with its properties,
+    failed or skipped as its test was under --fairness-inconclusive, and the run's properties."""
+
+    def __init__(self) -> None:
+        self.properties: list[tuple[str, str]] = []
+
+    def add_global_property(self, name: str, value: object) -> None:
+        self.properties.append((name, str(value)))
+
+    def render(self, records: Sequence[CheckRecord], inconclusive: str) -> str:
+        from xml.etree import ElementTree as Tree
+
+        verdicts = [test_outcome(rec.outcome, inconclusive) for rec in records]
+        suite = Tree.Element(
+            "testsuite",
+            name="pytest",
+            tests=str(len(records)),
+            failures=str(verdicts.count("failed")),
+            skipped=str(verdicts.count("skipped")),
+            errors="0",
+        )
+        properties = Tree.SubElement(suite, "properties")
+        for name, value in self.properties:
+            Tree.SubElement(properties, "property", name=name, value=value)
+        for rec, verdict in zip(records, verdicts, strict=True):
+            case = Tree.SubElement(suite, "testcase", classname=f"fairness.{rec.suite}", name=rec.check)
+            own = Tree.SubElement(case, "properties")
+            for name, value in check_properties(rec):
+                Tree.SubElement(own, "property", name=name, value=str(value))
+            if verdict != "passed":
+                Tree.SubElement(case, "failure" if verdict == "failed" else "skipped", message=explain(rec))
+        root = Tree.Element("testsuites")
+        root.append(suite)
+        return Tree.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

@@ -32,7 +32,8 @@ class RunReport:
     comparisons decided together (None: none compared); ``analyses`` across checks by name; ``locations``
     each check's suite ``file`` and ``line`` by label; ``plan`` what --fairness-plan priced; ``pending`` the
     provider batches tests left waiting (their ``message`` and ``batches``); ``updating``: --snapshot-update
-    recorded baselines instead of comparing them.
+    recorded baselines instead of comparing them; ``shard``: a shard's part of a sharded run (``ShardPlan.section``),
+    None for a whole run.
     """
 
     records: tuple[CheckRecord, ...]
@@ -46,6 +47,7 @@ class RunReport:
     pending: tuple[Mapping[str, Any], ...] = ()
     rootdir: Path = Path()
     updating: bool = False
+    shard: Mapping[str, Any] | None = None
 
     def option(self, option: Option) -> Any:
         """The value an output's own option was given (its default when not)."""

@@ -15,24 +15,27 @@ from typing import Any
 
 import pytest
 
-from pytest_fairness.baseline import RunDecision, decide_records
 from pytest_fairness.fixtures import SESSION_KEY
 from pytest_fairness.items import CHECK_PREFIX, CheckItem
-from pytest_fairness.models.batch import PENDING_EXIT
 from pytest_fairness.plan import Plan
 from pytest_fairness.record import PROPERTY, RECORD_PROPERTY, CheckRecord
 from pytest_fairness.report import junit, progress
-from pytest_fairness.report.analyses import session_analyses
+from pytest_fairness.report.conclude import conclude, gate_status, shard_status
 from pytest_fairness.report.output import RunReport, Sinks
 from pytest_fairness.report.outputs import OUTPUTS
 from pytest_fairness.report.tally import UNFINISHED_PROPERTY, RunTally, UnfinishedCheck
 from pytest_fairness.serial import from_json
 from pytest_fairness.settings import Settings
+from pytest_fairness.shard import ShardPlan
 
 #: The report property of a test whose requests wait in a provider batch (``BatchPending.to_dict``).
 BATCH_PROPERTY = "fairness_batch_pending"
 #: The worker output key of the calls a worker gave up on at its end.
 ABANDONED_KEY = "fairness_abandoned"
+#: Under --fairness-shard: the run's partition as this process made it (``plugin.ShardSelection``).
+SHARD_KEY = pytest.StashKey[ShardPlan]()
+#: An xdist worker's output that carries the partition to the controller.
+SHARD_OUTPUT = "fairness_shard"
 
 
 class _Screen:
@@ -61,6 +64,7 @@ class FairnessReporter:
         self._display: progress.Display | None = None
         self.locations: dict[str, dict[str, Any]] = {}  # check label -> suite file and line
         self.pending: list[dict[str, Any]] = []  # batches that tests left waiting (BatchPending.to_dict)
+        self.shard_exit: int | None = None  # a shard's exit status: whether it ran
 
     @property
     def settings(self) -> Settings:
@@ -178,48 +182,54 @@ class FairnessReporter:
         return True
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: object) -> None:
-        """A worker's calls given up on at its end (``pytest_sessionfinish`` on the worker) count for the run."""
-        self.tally.abandoned += int(getattr(node, "workeroutput", {}).get(ABANDONED_KEY, 0))
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """Under xdist a shard's partition is made by the workers, which collect: take it from their output; and a
+        worker's calls given up on at its end (``pytest_sessionfinish`` on the worker) count for the run."""
+        output = getattr(node, "workeroutput", {})
+        self.tally.abandoned += int(output.get(ABANDONED_KEY, 0))
+        section = output.get(SHARD_OUTPUT)
+        if section is not None:
+            self.config.stash[SHARD_KEY] = ShardPlan.from_section(section)
 
     @pytest.hookimpl(tryfirst=True)  # before JUnit XML writes its file, so the run's properties reach it
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         abandoned = self.config.stash[SESSION_KEY].settle()  # no call left in flight unseen, in any process
-        workeroutput = getattr(self.config, "workeroutput", None)
-        if workeroutput is not None:
-            workeroutput[ABANDONED_KEY] = abandoned
+        sharded = self.config.stash.get(SHARD_KEY, None)
+        if hasattr(self.config, "workerinput"):
+            self.config.workeroutput[ABANDONED_KEY] = abandoned  # type: ignore[attr-defined]
+            if sharded is not None:
+                self.config.workeroutput[SHARD_OUTPUT] = sharded.section(0)  # type: ignore[attr-defined]
             return  # the controller decides and writes, once, from every worker's records
         self.tally.abandoned += abandoned
-        decision, records = decide_records(self.records, self.settings.baseline)
-        if decision is not None and decision.failing and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if self.pending and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-            session.exitstatus = PENDING_EXIT  # unfinished, not failed: a rerun collects the batches
-        self.report = self._report(decision, records)
+        tests = int(session.exitstatus)
+        if sharded is None:
+            self.report = self._report()
+            session.exitstatus = gate_status(tests, self.report)
+        else:  # the merge decides the run: the shard's status says only whether it ran
+            self.report = self._report(decide=False, family_size=len(sharded.order), shard=sharded.section(tests))
+            self.shard_exit = shard_status(tests, self.report)  # set last (``plugin.ShardSelection``)
         self._write("sessionfinish", Sinks(junit=junit.log_xml(self.config)))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self._display is not None:
             self._display.before_output()
         if self.report is None:  # an xdist worker, which decides nothing
-            self.report = self._report(None, tuple(self.records))
+            self.report = self._report(decide=False)
         self._write("terminal_summary", Sinks(terminal=terminalreporter))
 
-    def _report(self, decision: RunDecision | None, records: tuple[CheckRecord, ...]) -> RunReport:
-        """The run as every output reads it, frozen."""
-        run = self.tally.state(records)
-        return RunReport(
-            records=records,
-            run=run,
-            settings=self.settings,
-            family=self.settings.family(run.selected),
-            decision=decision,
-            analyses=session_analyses(records),
+    def _report(self, *, decide: bool = True, **extra: Any) -> RunReport:
+        """The run as every output reads it, frozen, with the run-level decisions made (``conclude``)."""
+        return conclude(
+            self.records,
+            self.settings,
+            self.tally.state(self.records),
+            decide=decide,
             locations=dict(self.locations),
             plan=self.plan,
             pending=tuple(self.pending),
             rootdir=Path(self.config.rootpath),
             updating=bool(getattr(self.config.option, "update_snapshots", False)),
+            **extra,
         )
 
     def _write(self, when: str, sinks: Sinks) -> None:

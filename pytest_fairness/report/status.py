@@ -75,6 +75,21 @@ STYLES: dict[Outcome, OutcomeStyle] = {
 JUDGE_MARKER = "judge"
 
 
+def test_outcome(outcome: Outcome, inconclusive: str) -> str:
+    """What a check's gate outcome makes of its test under --fairness-inconclusive: passed, failed or skipped.
+
+    "pass" forgives a gate the sample could not decide, never a model or judge that cannot serve.
+    """
+    if outcome is Outcome.FAIL:
+        return "failed"
+    if outcome in UNDECIDED:
+        if inconclusive == "fail" or (inconclusive == "pass" and outcome is Outcome.CANNOT_SERVE):
+            return "failed"
+        if inconclusive == "skip":
+            return "skipped"
+    return "passed"
+
+
 def report_status(user_properties: Iterable[tuple[str, Any]]) -> str | None:
     """The undecided outcome that decided a check's test, or None (a decided check, or no check)."""
     for key, value in user_properties:

@@ -33,6 +33,14 @@ class TerminalSummary(Output):
                 out.write_line(terminal.explain(rec))
         _gates(report, out)
         _baselines(report, out)
+        if report.shard is not None:
+            shard = report.shard
+            out.write_sep("-", "fairness shard")
+            out.write_line(
+                f"shard {shard['index']}/{shard['count']} of run {shard['run']} (partition {shard['partition']}): "
+                f"{len(shard['checks'])} of the run's {len(shard['run_checks'])} checks; baselines and the run's "
+                "verdict are decided by python -m pytest_fairness merge"
+            )
         if report.pending:
             out.write_sep("-", "fairness batches")
             for message in dict.fromkeys(entry["message"] for entry in report.pending):

@@ -86,8 +86,8 @@ class RunState:
     cannot_serve: int = 0
     errored: int = 0
     not_run: int = 0
-    stopped: str = field(default="", metadata=OMIT_EMPTY)
     abandoned: int = 0
+    stopped: str = field(default="", metadata=OMIT_EMPTY)
     unfinished: tuple[UnfinishedCheck, ...] = field(default=(), metadata=OMIT_EMPTY)
 
     @property
@@ -97,6 +97,28 @@ class RunState:
     def to_dict(self) -> dict[str, Any]:
         """The JSON report's ``run`` section."""
         return to_json(self)
+
+
+def combined_state(states: Sequence[RunState], records: Sequence[CheckRecord]) -> RunState:
+    """The state of one run from its shards' states, as one process would have tallied it: interrupted if a shard
+    was, errored if one errored or stopped, else complete; checks selected, errored and not run summed, gate
+    outcomes counted on the run's records; the calls given up on summed, the unfinished checks listed shard by shard."""
+    statuses = {s.status for s in states}
+    status: RunStatus = next((s for s in ("interrupted", "planned", "errored") if s in statuses), "complete")
+    counts = outcome_counts(records)
+    return RunState(
+        status=status,
+        selected=sum(s.selected for s in states),
+        passed=counts[Outcome.PASS],
+        failed=counts[Outcome.FAIL],
+        inconclusive=counts[Outcome.INCONCLUSIVE],
+        cannot_serve=counts[Outcome.CANNOT_SERVE],
+        errored=sum(s.errored for s in states),
+        not_run=sum(s.not_run for s in states),
+        stopped="; ".join(dict.fromkeys(s.stopped for s in states if s.stopped)),
+        abandoned=sum(s.abandoned for s in states),
+        unfinished=tuple(check for s in states for check in s.unfinished),
+    )
 
 
 @dataclass

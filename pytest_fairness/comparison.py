@@ -67,6 +67,31 @@ class Side:
 
 
 @dataclass(frozen=True)
+class PairedEvidence:
+    """What a comparison decided on the items it shares with its baseline rests on (``baseline.pairing``): the
+    verdict (an ``Outcome`` value), the margin and harmful side, the PASS interval (one-sided 1 − alpha each
+    end) and the FAIL interval (at ``fail_alpha``), the p of "worse by at least the margin" and of "not worse
+    beyond it", the clusters and items paired, ρ, the effective n, the clusters per side an unpaired
+    comparison would have needed (None: any number), and the baseline items this run did not draw."""
+
+    outcome: str
+    margin: float
+    side: int
+    interval: tuple[float, float]
+    fail_interval: tuple[float, float]
+    p_worse: float
+    p_beyond: float
+    fail_alpha: float
+    clusters: int
+    items: int
+    rho: float | None
+    effective_n: float
+    unpaired_n: float | None
+    method: str
+    undrawn: int = 0
+
+
+@dataclass(frozen=True)
 class Adjustment:
     """How the run restated a comparison: its own status, and its p adjusted across the run's tested ones."""
 
@@ -99,6 +124,10 @@ class Comparison:
     inputs_changed: tuple[str, ...] = ()
     mode: Mode = "difference"
     adjusted: Adjustment | None = None
+    #: Set when decided on the items the run shares with its baseline (``baseline.pairing``).
+    paired: PairedEvidence | None = None
+    #: Why a comparison with a baseline is not paired (one line): it is the unpaired one (Welch).
+    unpaired: str = ""
 
     @property
     def old(self) -> float | None:
@@ -130,13 +159,18 @@ class Comparison:
 
     @property
     def interval_level(self) -> float:
-        """Coverage of ``ci``: 1 - alpha for a difference, 1 - 2 alpha (one-sided 1 - alpha) for non-inferiority."""
-        return 1 - 2 * self.alpha if self.mode == "noninferiority" else 1 - self.alpha
+        """Coverage of ``ci``: 1 - alpha for a difference, 1 - 2 alpha (one-sided 1 - alpha) for non-inferiority
+        and for a paired comparison."""
+        return 1 - 2 * self.alpha if self.mode == "noninferiority" or self.paired else 1 - self.alpha
+
+    def level(self, alpha: float) -> float:
+        """The level the run's adjusted p is held to: a paired regression is shown at its FAIL level."""
+        return self.paired.fail_alpha if self.paired is not None and self.mode == "difference" else alpha
 
     def restated(self, p_adjusted: float, method: Method, tested: int, alpha: float) -> Comparison:
         """This comparison at the run's level: its own change or non-inferiority counts only if the adjusted p does."""
         own = self.own_status
-        significant = p_adjusted < alpha
+        significant = p_adjusted < self.level(alpha)
         status: Status = own
         if self.mode == "noninferiority":
             status = "non-inferior" if own == "non-inferior" and significant else "not non-inferior"
@@ -164,6 +198,8 @@ class Comparison:
             "threshold": self.threshold.as_dict(),
             "inputs_changed": list(self.inputs_changed),
             "adjusted": to_json(self.adjusted),
+            "paired": to_json(self.paired),
+            "unpaired": self.unpaired,
         }
 
     @staticmethod

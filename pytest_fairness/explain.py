@@ -20,8 +20,15 @@ def explain(c: Comparison) -> str:
         return f"{head}there is no baseline to compare with; it measured {side_text(c.after)}."
     if c.after is None:
         return f"{head}the new run has no result for it; its baseline was {side_text(c.before)}."
-    reason = _noninferior_reason(c) if c.mode == "noninferiority" else _difference_reason(c)
+    if c.paired is not None:
+        reason = _paired_reason(c)
+    else:
+        reason = _noninferior_reason(c) if c.mode == "noninferiority" else _difference_reason(c)
+        if c.unpaired:
+            reason = f"unpaired comparison ({'one-sided' if c.mode == 'noninferiority' else 'Welch'}): {reason}"
     text = f"{head}{side_text(c.before)} -> {side_text(c.after)}; {reason}."
+    if c.unpaired:
+        text += f" Not paired item by item: {c.unpaired}."
     if c.before.model and c.after.model and c.before.model != c.after.model:
         text += f" Compared {c.after.model} with the baseline of {c.before.model}."
     if c.inputs_changed:
@@ -40,6 +47,8 @@ def side_text(side: Side) -> str:
 def _difference_reason(c: Comparison) -> str:
     """Difference mode: a change counts only if significant AND beyond the tolerance."""
     tolerance, alpha = c.tolerance, c.alpha
+    if c.old is None and c.new is None:
+        return "neither run has an estimate (e.g. the model could not serve the check either time): nothing moved"
     if c.old is None or c.new is None:
         return "an estimate is missing, so nothing can be tested"
     if c.ci is None or c.p is None:
@@ -84,6 +93,29 @@ def _noninferior_reason(c: Comparison) -> str:
     return f"{evidence}: not shown to be within the margin {margin:g}"
 
 
+def _paired_reason(c: Comparison) -> str:
+    """A paired comparison: the difference on the shared items against the margin, and what pairing bought."""
+    e = c.paired
+    assert e is not None
+    rho = "n/a" if e.rho is None else f"{e.rho:.2f}"
+    unpaired = "∞" if e.unpaired_n is None else f"{e.unpaired_n:,.0f}"
+    evidence = (
+        f"paired on {e.items} items in {e.clusters} clusters ({e.method}; ρ = {rho}, effective n {e.effective_n:,.0f};"
+        f" an unpaired comparison would need about {unpaired} per side): difference {num(c.difference, '+.3g')},"
+        f" {ci_label(1 - 2 * c.alpha)} {interval(e.interval, '+.3g')}; {_harm_words(c.threshold)}"
+    )
+    if e.undrawn:
+        evidence += f"; {e.undrawn} baseline items not drawn by this run"
+    margin = f"the margin {e.margin:g}"
+    if e.outcome == "fail":
+        shown = f"shown worse than {margin} (p = {e.p_beyond:.2g} at the FAIL level {e.fail_alpha:g})"
+    elif e.outcome == "pass":
+        shown = f"shown within {margin} (p = {e.p_worse:.2g} for 'worse by at least {e.margin:g}')"
+    else:
+        shown = f"neither shown within nor worse than {margin}"
+    return f"{evidence}: {shown}"
+
+
 def _adjustment_note(c: Comparison) -> str:
     """What the run's adjustment did to this comparison; nothing when the run adjusts nothing."""
     a = c.adjusted
@@ -93,6 +125,8 @@ def _adjustment_note(c: Comparison) -> str:
         outcome = "the result stands"
     elif c.status == "unchanged":
         outcome = "the change is within the run's sampling noise"
+        if c.paired is not None:
+            outcome = f"it is not shown worse than the margin at {c.level(c.alpha):g} across the run"
     else:
         outcome = "non-inferiority is not shown across the run"
     return f" Adjusted across the run's {a.tested} tested comparisons ({NAMES[a.method]}): p = {a.p:.2g}, so {outcome}."

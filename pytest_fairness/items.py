@@ -15,18 +15,26 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_fairness import suite
+from pytest_fairness.baseline import baseline_entry
+from pytest_fairness.baseline.items import RecordedItems, run_items
+from pytest_fairness.baseline.pairing import PairingInputs, paired
 from pytest_fairness.fixtures import SESSION_KEY
+from pytest_fairness.gate import Outcome
+from pytest_fairness.growth import SEQUENTIAL_GROWTH
 from pytest_fairness.measures import ParamsError
 from pytest_fairness.models.base import PermanentError
 from pytest_fairness.models.cache import CacheMiss
 from pytest_fairness.models.runner import CallStats, RetriesExhausted, counting
 from pytest_fairness.models.spec import ModelSpecError
 from pytest_fairness.preflight import RunFault
+from pytest_fairness.prgate import PrVerdict, pr_sizes, pr_verdict, same_items
 from pytest_fairness.record import RECORD_PROPERTY, CheckRecord
 from pytest_fairness.report import junit, progress, status, terminal
 from pytest_fairness.report.tally import UNFINISHED_PROPERTY, UnfinishedCheck, spent_of
 
 if TYPE_CHECKING:
+    from pytest_fairness.comparison import Comparison
+    from pytest_fairness.session import CheckRun
     from pytest_fairness.snapshot import BaselineMismatch
 
 #: Node ids of suite checks start with this (``fairness/<suite>::<check>``), on workers and the controller.
@@ -79,28 +87,73 @@ class CheckItem(pytest.Item):
 
     def runtest(self) -> None:
         session = self.config.stash[SESSION_KEY]
+        pr = session.settings.gate == "pr"
+        entry = self._baseline_entry() if pr else None
+        seed, size = same_items(entry, self.check.measure.samples)  # a pull request draws the baseline's items
         with counting(CallStats()) as spent:
             try:
-                run = session.run_check(self.check, progress=self._progress())
+                if pr and session.settings.sequential and entry is not None and size is not None:
+                    run = self._grown(entry, seed, size)
+                else:
+                    run = session.run_check(self.check, progress=self._progress(), seed=seed, size=size)
             except (Exception, KeyboardInterrupt) as exc:
                 self._stopped(exc, spent)
                 raise
-        record, mismatch = run.to_record(), None
+        record, verdict, mismatch = run.to_record(), None, None
         try:
             if session.settings.baselines:
                 record, mismatch = self._match_baseline(record)
         finally:
+            if pr:
+                unserved = bool(entry and entry.get("unserved"))
+                verdict = pr_verdict(run.outcome, record.baseline, unserved, session.family.size)
+                record = _with_verdict(record, verdict, run.outcome)
             self._publish(record)
         if mismatch is not None:
             raise mismatch
-        if run.outcome in status.UNDECIDED:
+        outcome = record.outcome
+        if outcome in status.UNDECIDED:
             # The gate, not a baseline mismatch, decides this test: pytest shows it in its own category.
-            self.user_properties.append((status.STATUS_PROPERTY, run.outcome.value))
-        verdict = status.test_outcome(run.outcome, session.settings.inconclusive)
-        if verdict == "failed":
+            self.user_properties.append((status.STATUS_PROPERTY, outcome.value))
+        if verdict is not None and not verdict.blocking:
+            return  # could not serve at its baseline either: reported, never blocking a pull request
+        decided = status.test_outcome(outcome, session.settings.inconclusive)
+        if decided == "failed":
             raise CheckFailed(record)
-        if verdict == "skipped":
+        if decided == "skipped":
             pytest.skip(terminal.explain(record))
+
+    def _grown(self, entry: dict[str, Any], seed: int | None, size: int) -> CheckRun:
+        """A pull-request check under --fairness-sequential: from its profile's size through its baseline's next
+        items until the paired comparison decides (a confidence sequence: valid at every look) or they run out;
+        prefix-stable draws and the cache make each look pay only for its new items."""
+        from pytest_fairness.baseline.compare import compare
+        from pytest_fairness.snapshot import recorded_items
+
+        session = self.config.stash[SESSION_KEY]
+        policy, progress = session.settings.baseline, self._progress()
+        tolerance = self.check.tolerance if self.check.tolerance is not None else policy.tolerance
+        start = self.check.sample_size(session.settings.profile)
+        for n in pr_sizes(start, size, SEQUENTIAL_GROWTH):
+            run = session.run_check(self.check, progress, seed=seed, size=n, grows=False)
+            if n == size or run.outcome is Outcome.CANNOT_SERVE:
+                return run
+            record = run.to_record()
+            own = compare(entry, baseline_entry(record), tolerance, alpha=policy.alpha, mode=policy.mode)
+            recorded = recorded_items(Path(self.config.rootpath), policy.directory, record, policy.model)
+            looked = paired(own, recorded, self._pairing_inputs(record))
+            if looked.paired is not None and looked.paired.outcome != Outcome.INCONCLUSIVE.value:
+                return run
+        raise AssertionError("pr_sizes ends at the baseline's size")
+
+    def _baseline_entry(self) -> dict[str, Any] | None:
+        """This check's committed baseline entry (its seed and size are the pull-request run's), if any."""
+        from pytest_fairness.snapshot import recorded_entry
+
+        session = self.config.stash[SESSION_KEY]
+        policy = session.settings.baseline
+        model = policy.model or session.runner.model.model_id
+        return recorded_entry(Path(self.config.rootpath), policy.directory, model, self.check.suite, self.check.id)
 
     def _progress(self) -> progress.Emitter | None:
         """Live progress: straight to the display here, or to the controller as intermediate reports."""
@@ -149,19 +202,30 @@ class CheckItem(pytest.Item):
         self.user_properties += junit.check_properties(record)
 
     def _match_baseline(self, record: CheckRecord) -> tuple[CheckRecord, BaselineMismatch | None]:
-        """Compare with the committed baseline: the record with its comparison, and the mismatch that fails the
-        check (raised once the record is published).
+        """Compare with the committed baseline: the record with its comparison (paired on the items the run
+        shares with the baseline, or unpaired with why), and the mismatch that fails the check (raised once the
+        record is published).
 
         The statistical verdict is not made here: the controller adjusts every comparison of the run
         together at the end (``baseline.decide_records``) and fails the run if one survives. A missing
         or unreadable baseline, or a changed instrument, fails the check at once. Under
-        ``--snapshot-update`` the baseline is rewritten from this record and nothing is compared.
+        ``--snapshot-update`` the baseline and its items file are rewritten from this record and nothing is
+        compared.
         """
-        from pytest_fairness.snapshot import BaselineMismatch, match_baseline, snapshot_for_item
+        from pytest_fairness.snapshot import (
+            BaselineMismatch,
+            match_baseline,
+            recorded_items,
+            snapshot_for_item,
+            write_items,
+        )
 
         policy = self.config.stash[SESSION_KEY].settings.baseline
         tolerance = self.check.tolerance if self.check.tolerance is not None else policy.tolerance
         updating = bool(getattr(self.config.option, "update_snapshots", False))
+        root = Path(self.config.rootpath)
+        if updating:
+            write_items(root, policy.directory, record, policy.model)
         try:
             comparison = match_baseline(
                 snapshot_for_item(self),
@@ -174,8 +238,26 @@ class CheckItem(pytest.Item):
                 model=policy.model,
             )
         except BaselineMismatch as exc:
-            return replace(record, baseline=exc.comparison), exc
-        return (record if updating else replace(record, baseline=comparison)), None
+            recorded = recorded_items(root, policy.directory, record, policy.model)
+            return replace(record, baseline=self._paired(exc.comparison, record, recorded)), exc
+        if updating:
+            return record, None
+        recorded = recorded_items(root, policy.directory, record, policy.model)
+        return replace(record, baseline=self._paired(comparison, record, recorded)), None
+
+    def _paired(self, comparison: Comparison | None, record: CheckRecord, recorded: RecordedItems) -> Comparison | None:
+        """The comparison decided on the items shared with the baseline, or the unpaired one with why."""
+        return None if comparison is None else paired(comparison, recorded, self._pairing_inputs(record))
+
+    def _pairing_inputs(self, record: CheckRecord) -> PairingInputs:
+        """This check's own items (rounded as a baseline keeps them), its score range and default margin."""
+        result, settings = record.result, self.config.stash[SESSION_KEY].settings
+        return PairingInputs(
+            items=run_items(result.items, result.samples) if result.items else [],
+            scale=self.check.measure.bounds,
+            default_margin=self.check.params.pr_margin(),
+            sequential=result.sequential is not None or (settings.gate == "pr" and settings.sequential),
+        )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
         from pytest_fairness.snapshot import BaselineMismatch
@@ -191,6 +273,14 @@ class CheckItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         # The check's line in its suite file: the report's location, which CI annotations point at.
         return self.path, self.check.line - 1 if self.check.line else None, self.check.label
+
+
+def _with_verdict(record: CheckRecord, verdict: PrVerdict, threshold: Outcome) -> CheckRecord:
+    """The record under the pull-request gate: its outcome, with the threshold's own verdict and what decided it
+    kept in the result's details (``pr_gate``) for every report."""
+    gate = {"outcome": verdict.outcome.value, "threshold": threshold.value, "why": verdict.why}
+    result = replace(record.result, details={**record.result.details, "pr_gate": gate})
+    return replace(record, outcome=verdict.outcome, result=result)
 
 
 class RerunUndecided:

@@ -26,6 +26,8 @@ Kind = Literal["string", "bool", "args"]
 
 #: What an inconclusive gate does to its test.
 INCONCLUSIVE_POLICIES = ("fail", "skip", "pass")
+#: What a check is gated on: its threshold (a release), or its baseline on the same items (a pull request).
+GATES = ("release", "pr")
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,14 @@ OPTIONS: tuple[Option, ...] = (
         "draw more samples for inconclusive checks, up to their budget, gating on always-valid confidence sequences",
         kind="bool",
         default=False,
+    ),
+    Option(
+        "gate",
+        "release (default): each check against its threshold; pr: each check against its committed baseline "
+        "on the baseline's own items (paired; implies --fairness-baselines): PASS when shown within the margin, "
+        "FAIL when shown worse, the threshold deciding only where the comparison does not",
+        default="release",
+        choices=GATES,
     ),
     Option(
         "shard",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from pytest_fairness.models.runner import CallStats
@@ -22,6 +23,12 @@ def with_provider_notes(fidelity: str, calls: CallStats) -> str:
     if not calls.notes:
         return fidelity
     return f"{fidelity}; provider approximations: {'; '.join(calls.notes)}"
+
+
+def drawn_items(seed: int, draws: Iterable[object]) -> list[tuple[str, str]]:
+    """Item keys of independent draws (each its own cluster): ``<seed>:<draw>``. The seed is part of the key,
+    since the same draw index under another seed is another prompt: such runs share no item, never a wrong one."""
+    return [(f"{seed}:{draw}", f"{seed}:{draw}") for draw in draws]
 
 
 @dataclass(frozen=True)
@@ -101,6 +108,9 @@ class Measured:
     no_size_decides: str = ""
     #: What sequential growth keeps fixed from this round (``Measure.sequential`` gets it back), if anything.
     first_round: object | None = None
+    #: Per sample, in order: its stable item key and its cluster (the prompt or draw it came from), so that a
+    #: later run can be paired with this one item by item (``baseline.items``). Empty: the measure names none.
+    items: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -134,6 +144,8 @@ class MeasureResult:
     no_size_decides: str = ""
     sequential: SequentialInfo | None = None
     to_decide: MoreSamples | None = None
+    #: Per sample: its item key and cluster (``Measured.items``); empty when the measure names none.
+    items: list[tuple[str, str]] = field(default_factory=list)
     #: What sequential growth keeps fixed from this round; not part of the record.
     first_round: object | None = field(default=None, repr=False, compare=False)
 

@@ -191,6 +191,49 @@ def confidence_sequence(values: Sequence[float], low: float, high: float, alpha:
     return (low + lo * (high - low), low + hi * (high - low))
 
 
+def _one_sided(values: Sequence[float], low: float, high: float, alpha: float) -> _Capital:
+    """The capital of one gambler of the sequence, its bets tuned to a one-sided level ``alpha``."""
+    if not 0 < alpha < 0.5:
+        raise ValueError(f"a one-sided level must lie in (0, 0.5), got {alpha}")
+    return _Capital(_unit_scores(values, low, high), 2 * alpha)  # _Capital tunes its bets to alpha / 2 a side
+
+
+def confidence_sequence_bound(values: Sequence[float], low: float, high: float, alpha: float, upper: bool) -> float:
+    """Always-valid one-sided (1 - alpha) bound for the mean of [low, high]-bounded scores: the upper bound
+    (``upper``) or the lower one, after all of them.
+
+    One gambler of ``confidence_sequence`` alone, betting against means beyond the bound: the chance that
+    the true mean is ever outside is at most alpha (Ville), however often the bound is looked at. It is the
+    outer end ``confidence_sequence`` starts from at level 2 alpha; ``low`` or ``high`` for no values.
+    """
+    cap, level = _one_sided(values, low, high, alpha), math.log(1 / alpha)
+    if cap.x.size == 0:
+        return high if upper else low
+    if upper:  # m = 0 never lets the down-gambler win
+        end = _bisect(0.0, 1.0, lambda m: float(cap.log_down(m).max()) >= level)
+    else:
+        end = _bisect(1.0, 0.0, lambda m: float(cap.log_up(m).max()) >= level)
+    return low + end * (high - low)
+
+
+def sequence_p_value(
+    values: Sequence[float], low: float, high: float, null: float, alpha: float, above: bool = True
+) -> float:
+    """Always-valid p-value of "the mean is at most ``null``" (``above``) or "at least ``null``": 1 / the largest
+    capital the gambler of ``confidence_sequence_bound`` (bets tuned to ``alpha``) reached against ``null``.
+
+    Valid at every level and every stopping time; p <= alpha exactly when ``null`` lies beyond that bound.
+    """
+    if not low < null < high:
+        raise ValueError(f"null must lie strictly inside ({low}, {high}), got {null}")
+    cap = _one_sided(values, low, high, alpha)
+    if cap.x.size == 0:
+        return 1.0
+    m = (null - low) / (high - low)
+    log_capital = float((cap.log_up(m) if above else cap.log_down(m)).max())
+    return float(min(1.0, math.exp(-max(log_capital, 0.0))))
+
+
 def confidence_sequence_path(
     values: Sequence[float], low: float, high: float, alpha: float = 0.05, sizes: Sequence[int] | None = None
 ) -> np.ndarray:

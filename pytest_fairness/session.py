@@ -173,7 +173,13 @@ class FairnessSession:
         return Planner(self.runner, specs, prices, settings.seed, settings.profile, gate, settings.budget, batched)
 
     def context(
-        self, measure: Measure[Any], progress: ProgressFn | None = None, *, model: object = None, judge: object = None
+        self,
+        measure: Measure[Any],
+        progress: ProgressFn | None = None,
+        *,
+        model: object = None,
+        judge: object = None,
+        seed: int | None = None,
     ) -> RunContext:
         """This session's model, judge (when the measure uses one), seed and the gates' confidence; a fixture
         call's ``model=`` / ``judge=`` (spec or app) replace them (its judge defaults to the run's, else its
@@ -190,7 +196,8 @@ class FairnessSession:
         extra = {}
         if measure.uses_judge:
             extra = {"reference": self.reference, "judge_calibration": self.settings.judge_calibration}
-        return RunContext(runner, judged, self.settings.seed, self.family.gate_confidence, progress, **extra)
+        seed = self.settings.seed if seed is None else seed
+        return RunContext(runner, judged, seed, self.family.gate_confidence, progress, **extra)
 
     def run_params(
         self,
@@ -200,9 +207,11 @@ class FairnessSession:
         *,
         model: object = None,
         judge: object = None,
+        seed: int | None = None,
     ) -> MeasureResult:
-        """Run a measure with this session's model, judge, seed and confidence (or a fixture call's own)."""
-        return measure.execute(params, self.context(measure, progress, model=model, judge=judge))
+        """Run a measure with this session's model, judge, seed and confidence (or a fixture call's own, or a
+        check's ``seed``: its baseline's)."""
+        return measure.execute(params, self.context(measure, progress, model=model, judge=judge, seed=seed))
 
     def measure_params(self, name: str, subject: str, values: Mapping[str, Any]) -> Params:
         """A fixture call's parameters: its keywords, ``samples=`` for the measure's sample size (whatever
@@ -249,17 +258,27 @@ class FairnessSession:
             raise RunFault(over)
         preflight.probe(runners, checks, measures, self.settings.seed, load_weights=load_weights)
 
-    def run_check(self, check: Check, progress: ProgressFn | None = None) -> CheckRun:
-        """Run a check at its profile's size (growing it under --fairness-sequential) and gate it: "cannot
-        serve" when too few answers are usable, and an inconclusive result says what would decide it."""
-        measure, size = check.measure, check.sample_size(self.settings.profile)
+    def run_check(
+        self,
+        check: Check,
+        progress: ProgressFn | None = None,
+        *,
+        seed: int | None = None,
+        size: int | None = None,
+        grows: bool = True,
+    ) -> CheckRun:
+        """Run a check at its profile's size (or ``size``; with ``seed``, e.g. its baseline's: the same items),
+        growing it under --fairness-sequential (unless ``grows`` is False: a pull request grows on its own
+        comparison), and gate it: "cannot serve" when too few answers are usable, and an inconclusive result
+        says what would decide it."""
+        measure, size = check.measure, size or check.sample_size(self.settings.profile)
         params = check.params.with_samples(size)
-        result = self.run_params(measure, params, progress)
+        result = self.run_params(measure, params, progress, seed=seed)
         unserved = sizing.unserved(params, result, self.settings.confidence)
         if unserved:
             return CheckRun(check, replace(result, unserved=unserved), Outcome.CANNOT_SERVE)
-        if self.settings.sequential and (measure.bounds is not None or measure.sequential is not None):
-            run = CheckRun(check, *grow(self.rounds_of(check, result, size, progress)))
+        if grows and self.settings.sequential and (measure.bounds is not None or measure.sequential is not None):
+            run = CheckRun(check, *grow(self.rounds_of(check, result, size, progress, seed=seed)))
         else:
             run = CheckRun(check, result, decide(result.ci, check.threshold))
         if run.outcome is not Outcome.INCONCLUSIVE:
@@ -272,12 +291,14 @@ class FairnessSession:
             hint = replace(hint, budget=stopped)
         return replace(run, result=replace(run.result, to_decide=hint))
 
-    def rounds_of(self, check: Check, first: MeasureResult, size: int, progress: ProgressFn | None) -> CheckRounds:
+    def rounds_of(
+        self, check: Check, first: MeasureResult, size: int, progress: ProgressFn | None, seed: int | None = None
+    ) -> CheckRounds:
         """The check's rounds under --fairness-sequential, from this session's model, judge and budget."""
         budget = self.settings.budget is not None
         return CheckRounds(
             check,
-            self.context(check.measure, progress),
+            self.context(check.measure, progress, seed=seed),
             first,
             size,
             serve_confidence=self.settings.confidence,

@@ -65,8 +65,10 @@ class Settings:
     plan: bool = default("plan")
     #: Seconds between progress lines of one check in a log (--fairness-progress); None: off.
     progress: float | None = default("progress")
-    #: --fairness-baselines: compare every check with its committed baseline.
+    #: --fairness-baselines: compare every check with its committed baseline (always under --fairness-gate=pr).
     baselines: bool = default("baselines")
+    #: --fairness-gate: "release" (thresholds) or "pr" (the committed baselines, paired on their items).
+    gate: str = default("gate")
     #: --fairness-shard: run only this shard of the selected checks (``shard``); None: the whole run.
     shard: Shard | None = None
     #: The values of the report formats' own options, by option name (``report.output.Output.options``).
@@ -84,6 +86,7 @@ class Settings:
             "inconclusive": self.inconclusive,
             "sequential": self.sequential,
             "multiplicity": self.multiplicity,
+            "gate": self.gate,
             "budget": self.budget,
             "batch": self.batch,
             "batch_wait": self.batch_wait,
@@ -161,7 +164,8 @@ class Settings:
             model_named=bool(get("model")),
             plan=bool(get("plan")),
             progress=_progress(get("progress")),
-            baselines=bool(get("baselines")),
+            baselines=bool(get("baselines")) or _choice(get, "gate") == "pr",
+            gate=_choice(get, "gate"),
             shard=_shard(get("shard")),
             outputs={o.name: get(o.name) or o.default for o in outputs},
         )

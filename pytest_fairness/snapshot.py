@@ -43,6 +43,7 @@ from pytest_fairness.baseline import (
     render_baseline,
 )
 from pytest_fairness.baseline.compare import compare
+from pytest_fairness.baseline.items import ITEMS_SUFFIX, RecordedItems, read_recorded, render_items
 from pytest_fairness.explain import explain
 from pytest_fairness.record import CheckRecord
 
@@ -60,6 +61,49 @@ def _compared(new: str, old: str, tolerance: float, alpha: float, mode: Mode) ->
     record ask for the same one (ValueError for a document that cannot be read)."""
     (before,), (after,) = parse_baseline(old), parse_baseline(new)
     return compare(before, after, tolerance, alpha=alpha, mode=mode)
+
+
+def _check_file(root: Path, directory: str, record: CheckRecord, model: str | None, suffix: str) -> Path:
+    """A check's file under the baseline folder of ``model`` (--fairness-baseline-model), else its own model's."""
+    stem = check_stem(record.suite, record.check)
+    return root / directory / model_folder(model or record.result.model_id) / f"{stem}{suffix}"
+
+
+def write_items(root: Path, directory: str, record: CheckRecord, model: str | None = None) -> Path | None:
+    """Write a check's per-item scores beside its baseline YAML (under --snapshot-update); None without items."""
+    result = record.result
+    if not result.items or result.unserved:
+        return None
+    path = _check_file(root, directory, record, model, ITEMS_SUFFIX)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_items(result.items, result.samples), encoding="utf-8")
+    return path
+
+
+def recorded_entry(root: Path, directory: str, model_id: str, suite: str, check: str) -> dict[str, Any] | None:
+    """A check's committed baseline entry, or None when there is none or it cannot be read (the comparison
+    after the run says which)."""
+    path = root / directory / model_folder(model_id) / f"{check_stem(suite, check)}.yaml"
+    try:
+        (entry,) = parse_baseline(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return entry
+
+
+def recorded_items(root: Path, directory: str, record: CheckRecord, model: str | None = None) -> RecordedItems:
+    """A check's recorded items, checked against the reference its baseline YAML keeps (``read_recorded``)."""
+    path = _check_file(root, directory, record, model, ".yaml")
+    try:
+        (entry,) = parse_baseline(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return RecordedItems(problem=f"its baseline {path.name} cannot be read")
+    reference = entry.get("items") if isinstance(entry.get("items"), dict) else None
+    if reference is None:
+        return read_recorded(None, None)
+    items = path.parent / Path(str(reference.get("file", ""))).name  # a name beside the YAML, never a path
+    text = items.read_text(encoding="utf-8") if items.is_file() else None
+    return read_recorded(reference, text)
 
 
 class FairnessBaselineExtension(SingleFileSnapshotExtension):

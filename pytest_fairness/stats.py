@@ -130,14 +130,20 @@ def _max_capital(x: np.ndarray, bets: np.ndarray, m: np.ndarray, up: bool) -> np
         return np.cumprod(stake, axis=1, out=stake).max(axis=1)
 
 
-def _unit_betting_intervals(x: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Betting intervals for the mean of each row of x, scores in [0, 1]; ends are rounded outwards."""
+def _fixed_n_bets(x: np.ndarray, alpha: float) -> np.ndarray:
+    """Per row, the predictable bets of the fixed-n betting interval on scores x in [0, 1] (the paper's PrPl)."""
     reps, n = x.shape
     t = np.arange(1, n + 1)
     mu_hat = (0.5 + np.cumsum(x, axis=1)) / (t + 1)
     var_hat = (0.25 + np.cumsum((x - mu_hat) ** 2, axis=1)) / (t + 1)
     var_before = np.concatenate([np.full((reps, 1), 0.25), var_hat[:, :-1]], axis=1)  # predictable
-    bets = np.sqrt(2 * math.log(2 / alpha) / (n * var_before))  # tuned for a fixed n (the paper's PrPl)
+    return np.sqrt(2 * math.log(2 / alpha) / (n * var_before))  # tuned for a fixed n
+
+
+def _unit_betting_intervals(x: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Betting intervals for the mean of each row of x, scores in [0, 1]; ends are rounded outwards."""
+    reps = x.shape[0]
+    bets = _fixed_n_bets(x, alpha)
     threshold = 2 / alpha
     # The up-gambler's capital falls as m rises and the down-gambler's rises, so each end is one bisection.
     lo_out, lo_in = np.zeros(reps), np.ones(reps)  # m = 1 is never rejected by the up-gambler
@@ -152,10 +158,8 @@ def _unit_betting_intervals(x: np.ndarray, alpha: float) -> tuple[np.ndarray, np
     return np.minimum(lo_out, hi_out), np.maximum(lo_out, hi_out)
 
 
-def bounded_mean_intervals(
-    samples: np.ndarray, low: float, high: float, confidence: float = 0.95
-) -> tuple[np.ndarray, np.ndarray]:
-    """``bounded_mean_interval`` for each row of a 2-D array at once (vectorised, for simulations)."""
+def _unit_rows(samples: np.ndarray, low: float, high: float, confidence: float) -> np.ndarray:
+    """Rows of scores within [low, high] mapped to [0, 1], after checking the bounds, shape and confidence."""
     if not high > low:
         raise ValueError(f"need low < high, got [{low}, {high}]")
     x = np.asarray(samples, dtype=float)
@@ -165,8 +169,35 @@ def bounded_mean_intervals(
         raise ValueError(f"need a 2-D array with at least one column, got shape {x.shape}")
     if not np.isfinite(x).all() or x.min() < low or x.max() > high:
         raise ValueError(f"samples must lie in [{low}, {high}]")
-    lo, hi = _unit_betting_intervals((x - low) / (high - low), 1 - confidence)
+    return (x - low) / (high - low)
+
+
+def bounded_mean_intervals(
+    samples: np.ndarray, low: float, high: float, confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
+    """``bounded_mean_interval`` for each row of a 2-D array at once (vectorised, for simulations)."""
+    x = _unit_rows(samples, low, high, confidence)
+    lo, hi = _unit_betting_intervals(x, 1 - confidence)
     return low + lo * (high - low), low + hi * (high - low)
+
+
+def bounded_mean_p_values(
+    samples: np.ndarray, low: float, high: float, null: float, confidence: float = 0.95, above: bool = True
+) -> np.ndarray:
+    """Per row, the p-value of "the mean is at most ``null``" (``above``; small when the scores show the mean
+    above it) or "at least ``null``", from the gambler behind that row's ``bounded_mean_intervals`` end.
+
+    p = min(1, 1 / the largest capital the gambler reached betting against ``null``), valid at every level
+    by Ville's inequality; p ≤ (1 − confidence) / 2 exactly when ``null`` lies beyond that end of the interval
+    at ``confidence`` (whose bets it shares). ``null`` must lie strictly inside (low, high).
+    """
+    if not low < null < high:
+        raise ValueError(f"null must lie strictly inside ({low}, {high}), got {null}")
+    unit = _unit_rows(samples, low, high, confidence)
+    m = np.full(unit.shape[0], (null - low) / (high - low))
+    capital = _max_capital(unit, _fixed_n_bets(unit, 1 - confidence), m, up=above)
+    with np.errstate(divide="ignore"):
+        return np.minimum(1.0, 1.0 / capital)
 
 
 def bounded_mean_interval(samples: Sequence[float], low: float, high: float, confidence: float = 0.95) -> Interval:

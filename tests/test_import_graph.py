@@ -22,11 +22,14 @@ ROOT = Path(pytest_fairness.__file__).parent
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("formatting and statistics", ("fmt", "serial", "scipy_stats", "stats", "multiplicity", "power", "gate", "data")),
     ("model access", ("models", "pricing")),
-    ("results", ("result", "sequential")),
+    ("results", ("result", "sequential", "paired")),
     ("measures", ("measures", "testing")),
     ("checks and the record", ("suite", "sizing", "plan", "comparison", "explain", "record", "shard")),
     ("baselines", ("baseline",)),
-    ("the run", ("options", "settings", "planning", "preflight", "growth", "placement", "session", "snapshot")),
+    (
+        "the run",
+        ("options", "settings", "planning", "preflight", "growth", "placement", "session", "snapshot", "prgate"),
+    ),
     ("reports", ("report",)),
     (
         "pytest wiring and command lines",

@@ -173,3 +173,25 @@ def test_a_judged_measures_calls_are_split_by_role_also_when_the_judge_is_the_mo
     model, judge = calls.roles["model"], calls.roles["judge"]
     assert model["calls"] > 0 and judge["calls"] > 0 and model["calls"] + judge["calls"] == calls.calls
     assert session.runner.stats.calls >= calls.calls  # the session's running total has both
+
+
+#: Measures whose samples are named items (``Measured.items``) a later run pairs with; the rest compare unpaired.
+PAIRED_MEASURES = ("decision_bias", "implicit_bias", "pcf", "quality_disparity")
+
+
+@pytest.mark.parametrize("name", PAIRED_MEASURES)
+def test_a_measure_names_every_sample_by_a_stable_item_and_a_smaller_run_draws_a_prefix_of_a_larger(session, name):
+    measure = MEASURES[name]
+    check = _first_check_per_measure().get(name)
+    params = check.params if check is not None else measure.params.build({"comparison": "gender", "prompts": 2})
+    small, large = (measure.execute(params.with_samples(n), session.context(measure)) for n in (3, 6))
+    assert len(small.items) == len(small.samples) > 0 and len(large.items) == len(large.samples)
+    assert len(set(large.items)) == len(large.items)  # one sample per item at K = 1
+    assert all(key.startswith("0:") for key, _ in large.items)  # the seed is part of the key
+    assert set(small.items) <= set(large.items)
+    scores = dict(zip(large.items, large.samples, strict=True))
+    assert all(scores[item] == score for item, score in zip(small.items, small.samples, strict=True))
+
+
+def test_measures_without_items_are_the_ones_with_a_correction_or_a_search():
+    assert set(MEASURES) - set(PAIRED_MEASURES) == {"net_harm", "bias_axes"}

@@ -3,6 +3,7 @@ the history file, and the CI kit (docs/ci/fairness.yml) run step by step on the 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -270,28 +271,35 @@ def _run_step(job: str, name: str, cwd: Path, env: dict[str, str]) -> subprocess
     )
 
 
-@pytest.mark.heavy(15)
-def test_the_workflow_steps_build_the_summary_annotations_comment_and_artefacts(pytester, mixed):
-    bindir = pytester.path / "bin"
-    bindir.mkdir()
+def _workflow_env(path: Path, suite: str, model: str) -> dict[str, str]:
+    """The environment a runner gives the workflow's steps: its own env block, this interpreter as python."""
+    bindir = path / "bin"
+    bindir.mkdir(exist_ok=True)
     python = bindir / "python"  # a wrapper, not a symlink: a venv's interpreter finds its packages by its path
     python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
     python.chmod(0o755)
-    summary = pytester.path / "summary.md"
     env = {
         **os.environ,
+        **_workflow()["env"],
         "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
         "PYTHONPATH": str(ROOT),
-        "FAIRNESS_SUITE": "mixed.yaml",
-        "FAIRNESS_MODEL": MIXED_MODEL.split("=", 1)[1],
+        "FAIRNESS_SUITE": suite,
+        "FAIRNESS_MODEL": model,
         "OUT": "out",
-        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_STEP_SUMMARY": str(path / "summary.md"),
         "GITHUB_SERVER_URL": "https://github.example",
         "GITHUB_REPOSITORY": "team/model",
         "GITHUB_RUN_ID": "42",
     }
     for name in ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
         env.pop(name, None)  # pytester's own settings: the workflow runs an ordinary pytest
+    return env
+
+
+@pytest.mark.heavy(15)
+def test_the_workflow_steps_build_the_summary_annotations_comment_and_artefacts(pytester, mixed):
+    summary = pytester.path / "summary.md"
+    env = _workflow_env(pytester.path, "mixed.yaml", MIXED_MODEL.split("=", 1)[1])
     recorded = _run_step("rebaseline", "Re-record", pytester.path, env)  # a release branch's baselines
     assert list((pytester.path / "baselines").rglob("*")), recorded.stdout[-2000:] + recorded.stderr[-2000:]
     run = _run_step("gate", "Run the fairness suite", pytester.path, env)
@@ -322,6 +330,38 @@ def test_the_workflow_steps_build_the_summary_annotations_comment_and_artefacts(
     assert comment.startswith(ci.MARKER + "\n## Fairness report")
     assert comment.rstrip().endswith("(https://github.example/team/model/actions/runs/42)")
     assert "gh api" in _step("gate", "Post or update")["run"] and ci.MARKER in _step("gate", "Post or update")["run"]
+
+
+#: Three checks whose baselines hold enough items for identical answers to pass the paired margin (80).
+PR_SUITE = "suite: pr\nchecks:\n" + "".join(
+    f"  - id: {s}\n    measure: implicit_bias\n    stereotype: {s}\n    samples: 100\n    threshold: {{max: 0.5}}\n"
+    for s in ("islam", "judaism", "buddhism")
+)
+
+
+@pytest.mark.heavy(15)
+def test_the_workflows_pull_request_gate_passes_an_unchanged_model_from_the_cache_and_fails_a_planted_regression(
+    pytester,
+):
+    pytester.makefile(".yaml", pr=PR_SUITE)
+    release = _workflow_env(pytester.path, "pr.yaml", "synthetic:iat?bias=0.1")
+    recorded = _run_step("rebaseline", "Re-record", pytester.path, release)
+    items = list((pytester.path / "baselines").rglob("*.items.tsv"))
+    assert len(items) == 3, recorded.stdout[-2000:] + recorded.stderr[-2000:]
+
+    unchanged = _run_step("gate", "Run the fairness suite", pytester.path, release)
+    assert unchanged.returncode == 0, unchanged.stdout[-3000:]
+    report = json.loads((pytester.path / "out" / "report.json").read_text())
+    assert sum(c["result"]["calls"]["calls"] for c in report["checks"]) == 0  # every answer from the release's cache
+    assert {c["outcome"] for c in report["checks"]} == {"pass"}
+    assert {c["baseline"]["paired"]["outcome"] for c in report["checks"]} == {"pass"}
+
+    planted = _workflow_env(pytester.path, "pr.yaml", "synthetic:iat?bias=0.9")
+    regressed = _run_step("gate", "Run the fairness suite", pytester.path, planted)
+    assert regressed.returncode == 1, regressed.stdout[-3000:]
+    assert _run_step("gate", "Build the pull-request comment", pytester.path, planted).returncode == 0
+    comment = (pytester.path / "out" / "comment.md").read_text()
+    assert "pr::islam" in comment and "REGRESSED" in comment.upper()
 
 
 def test_a_long_report_is_cut_to_githubs_comment_limit():

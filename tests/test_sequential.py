@@ -280,7 +280,7 @@ class StreamSession(FairnessSession):
         super().__init__(Settings(model="synthetic:harm", profile="release", cache_mode=CacheMode.OFF, sequential=True))
         self.stream = stream
 
-    def run_params(self, measure, params, progress=None):
+    def run_params(self, measure, params, progress=None, seed=None):
         x = self.stream[: params.sample_size]
         assert x.size == params.sample_size, "stream too short"
         level = split_confidence(self.family.gate_confidence)
@@ -292,8 +292,8 @@ class StreamSession(FairnessSession):
             measure.name, params.subject, summary, 0, [], "sim", "sim", {}, {}, samples=list(x), attenuation=flawless
         )
 
-    def rounds_of(self, check, first, size, progress):
-        rounds = super().rounds_of(check, first, size, progress)
+    def rounds_of(self, check, first, size, progress, seed=None):
+        rounds = super().rounds_of(check, first, size, progress, seed=seed)
         return StreamRounds(**{f.name: getattr(rounds, f.name) for f in fields(rounds)}, session=self)
 
 

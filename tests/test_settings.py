@@ -14,7 +14,7 @@ from pytest_fairness.comparison import MODES
 from pytest_fairness.gate import GATE_MULTIPLICITY, GateFamily
 from pytest_fairness.measures import PROFILES
 from pytest_fairness.multiplicity import METHODS
-from pytest_fairness.options import INCONCLUSIVE_POLICIES, OPTIONS
+from pytest_fairness.options import GATES, INCONCLUSIVE_POLICIES, OPTIONS
 from pytest_fairness.report.outputs import output_options
 from pytest_fairness.report.terminal import error_rate_line
 from pytest_fairness.session import FairnessSession
@@ -44,6 +44,7 @@ GIVEN = {
     "batch_wait": "2",
     "sequential": True,
     "baselines": True,
+    "gate": "pr",
     "shard": "2/4",
     "baseline_tolerance": "0.1",
     "baseline_alpha": "0.1",
@@ -83,6 +84,11 @@ def test_choices_name_the_constants_they_are_checked_against():
     assert choices["profile"] is PROFILES and choices["multiplicity"] is GATE_MULTIPLICITY
     assert choices["inconclusive"] is INCONCLUSIVE_POLICIES and choices["baseline_multiplicity"] is METHODS
     assert choices["baseline_mode"] is MODES and choices["baseline_fail_on"] is FAIL_ON
+    assert choices["gate"] is GATES
+
+
+def test_the_pull_request_gate_compares_with_the_baselines():
+    assert _read({"gate": "pr"}).baselines and not _read({}).baselines
 
 
 @pytest.mark.parametrize(

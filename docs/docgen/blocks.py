@@ -221,6 +221,30 @@ def false_alarm_table(_: str) -> str:
     return table(header, rows) + note
 
 
+def paired_margins_table(_: str) -> str:
+    """The paired gate's default margin per measure, with the clusters identical answers need to pass it."""
+    rows = [
+        (
+            f"`{name}`" + (f" ({risk})" if risk else ""),
+            f"{num(low)} to {num(high)}",
+            num(margin),
+            count(fewest),
+        )
+        for name, risk, (low, high), margin, fewest in internals.paired_margins()
+    ]
+    header = ("measure", "scale of one sample", "margin", "fewest clusters that pass with identical answers")
+    return table(header, rows)
+
+
+def items_size_table(_: str) -> str:
+    """The size of a check's items file at the quick and paper profiles and at a release size."""
+    rows = [
+        (f"`{name}`", *(f"{count(n)} samples: {count(size)} bytes" for n, size in cells))
+        for name, cells in internals.items_sizes()
+    ]
+    return table(("measure", "quick", "paper", "release size"), rows)
+
+
 def layout(_: str) -> str:
     package = ROOT / "pytest_fairness"
     rows = []
@@ -292,6 +316,8 @@ BLOCKS: dict[str, Block] = {
     "params-table": params_table,
     "screen-pass-table": screen_pass_table,
     "false-alarm-table": false_alarm_table,
+    "paired-margins-table": paired_margins_table,
+    "items-size-table": items_size_table,
     "layout": layout,
     "batch-poll-loop": batch_poll_loop,
     "python": python,

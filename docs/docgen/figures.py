@@ -155,6 +155,8 @@ FIGURES: dict[str, Figure] = {
     "sequential.growth": lambda _: pct(internals.sequential_growth() - 1),
     "sequential.budget_factor": lambda _: f"{internals.sequential_budget_factor()}×",
     "stats.max_bet": lambda _: num(internals.max_bet()),
+    "paired.fail_level": lambda _: num(internals.paired()["fail_level"]),
+    "paired.baseline_share": lambda _: pct(internals.paired()["baseline_share"]),
     # the release plan example
     "plan.total_usd": lambda _: usd(_plan_cell("total $", 5)),
     "plan.total_batch_usd": lambda _: usd(_plan_cell("total $", 6)),

@@ -150,6 +150,60 @@ def chars_per_token() -> float:
 # -- statistics ----------------------------------------------------------------------------------------
 
 
+def paired() -> dict[str, Any]:
+    """The paired gate's levels: the share of baselines its FAIL promise leaves out, and the FAIL level at the
+    default baseline alpha."""
+    from pytest_fairness.paired.compare import BASELINE_SHARE, fail_level
+
+    return {"baseline_share": BASELINE_SHARE, "fail_level": fail_level(setting_default("baseline_alpha"))}
+
+
+def paired_margins() -> list[tuple[str, str, tuple[float, float], float, int]]:
+    """Per measure (and PCF risk) with a paired gate: its scale, default margin, and the fewest clusters of
+    identical answers that pass it at the default baseline alpha."""
+    from pytest_fairness.measures import MEASURES
+    from pytest_fairness.paired.planner import fewest_for_identical
+
+    alpha = setting_default("baseline_alpha")
+    rows = []
+    for name, measure in MEASURES.items():
+        params = measure.params
+        margins = getattr(params, "PR_MARGINS", None) or {"": params.PR_MARGIN}
+        for risk, margin in margins.items():
+            if margin is not None and params.BOUNDS is not None:
+                width = params.BOUNDS[1] - params.BOUNDS[0]
+                rows.append((name, risk, params.BOUNDS, margin, fewest_for_identical(width, margin, alpha)))
+    return rows
+
+
+#: Sample sizes of the items-file table beyond the profiles: a release-size run of each measure.
+RELEASE_SAMPLES = 3000
+
+
+def items_sizes() -> list[tuple[str, list[tuple[int, int]]]]:
+    """Per measure that keeps items: (samples, bytes of its items file) at the quick and paper profiles and at a
+    release size, rendered by the file's own writer from seeded scores on the measure's scale (decisions 0/1)."""
+    import numpy as np
+
+    from pytest_fairness.baseline.items import render_items
+    from pytest_fairness.measures import MEASURES
+    from pytest_fairness.result import drawn_items
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for name in ("implicit_bias", "decision_bias", "pcf", "quality_disparity"):
+        params = MEASURES[name].params
+        sizes = [params.DEFAULT_SAMPLES["quick"], params.DEFAULT_SAMPLES["paper"], RELEASE_SAMPLES]
+        low, high = params.BOUNDS
+        cells = []
+        for n in sizes:
+            scores = rng.integers(0, 2, n) if params.INTERVAL == "binary" else rng.uniform(low, high, n)
+            text = render_items(drawn_items(0, range(n)), [float(x) for x in scores])
+            cells.append((n, len(text.encode())))
+        rows.append((name, cells))
+    return rows
+
+
 def max_bet() -> float:
     from pytest_fairness.stats import MAX_BET
 

@@ -56,6 +56,8 @@ def _different(
 ) -> _Verdict:
     """Difference mode: a change counts only if significant AND beyond the tolerance."""
     m0, m1 = finite(old["estimate"]), finite(new["estimate"])
+    if m0 is None and m1 is None:
+        return "unchanged", None, None, None  # measured neither time (e.g. it cannot serve): nothing moved
     if m0 is None or m1 is None:
         return "changed", None, None, None
     test = welch(old, new, alpha)

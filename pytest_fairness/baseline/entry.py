@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from pytest_fairness.baseline.items import items_reference, render_items
 from pytest_fairness.data import parse_yaml
 from pytest_fairness.fmt import finite
 
@@ -37,13 +38,17 @@ ENTRY_KEYS = (
     "fidelity",
     "versions",
     "params",
+    "unserved",
+    "items",
 )
 SIGNIFICANT_DIGITS = 4
 HEADER = """\
 # pytest-fairness baseline: one block per check, for the model below.
 # estimate and ci are on the measure's own scale; n counts usable samples, n_unusable the refused or
 # unreadable ones; sd is the SD of the per-sample scores. A new run matches unless its estimate differs
-# significantly (Welch test) AND by more than the check's tolerance. Rewrite with --snapshot-update.
+# significantly (Welch test) AND by more than the check's tolerance; where items names the per-item scores
+# kept beside this file (and its hash), the run is compared with them item by item, against the check's margin.
+# Rewrite with --snapshot-update.
 """
 
 
@@ -115,6 +120,10 @@ def baseline_entry(record: CheckRecord) -> dict[str, Any]:
     versions = dict(sorted(res.versions.items()))
     if isinstance(res.params.get("judge"), str):
         versions["judge"] = res.params["judge"]
+    extra: dict[str, Any] = {"unserved": res.unserved} if res.unserved else {}
+    if res.items and not res.unserved:
+        stem = check_stem(record.suite, record.check)
+        extra["items"] = items_reference(stem, render_items(res.items, res.samples), len(res.samples))
     return {
         "check": record.check,
         "suite": record.suite,
@@ -131,7 +140,7 @@ def baseline_entry(record: CheckRecord) -> dict[str, Any]:
         "versions": versions,
         "params": params,
         "model_id": res.model_id,
-    }
+    } | extra
 
 
 # -- YAML ----------------------------------------------------------------------------------------

@@ -79,6 +79,9 @@ class Params:
     #: profile is sized in usable answers and divided by this. 1 unless a measure documents a figure
     #: (with its source) for the models it is meant for.
     EXPECTED_USABLE: ClassVar[float] = 1.0
+    #: Default margin of the paired comparison with the last release (a pull-request gate), on the measure's
+    #: own scale: the smallest regression that counts (docs/statistics.md, "Margins"). None: no paired gate.
+    PR_MARGIN: ClassVar[float | None] = None
 
     def __post_init__(self) -> None:
         hints = _hints(type(self))
@@ -120,6 +123,10 @@ class Params:
         null 0.5 and at most 0.7: 0.5 and 0.85). Override where a measure knows better.
         """
         return design_truths(threshold, self.BOUNDS, self.NULL)
+
+    def pr_margin(self) -> float | None:
+        """The paired gate's default margin (``PR_MARGIN``); overridden where it depends on a parameter."""
+        return self.PR_MARGIN
 
     def gate_shape(self, threshold: Threshold, confidence: float) -> GateShape:
         """How the gate reads the samples, for sizing: one mean of all of them against the check's threshold
@@ -412,6 +419,7 @@ class Measure(Generic[P]):
             attenuation=measured.attenuation,
             no_size_decides=measured.no_size_decides,
             first_round=measured.first_round,
+            items=list(measured.items),
         )
 
     @property

@@ -261,6 +261,12 @@ def explain(record: CheckRecord) -> str:
         f"unusable={res.n_unusable}; threshold {record.threshold_text}",
         f"  model {res.model_id}; {res.fidelity}",
     ]
+    gate = res.details.get("pr_gate")
+    if isinstance(gate, dict):
+        alone = STYLES[Outcome(gate["threshold"])].word.upper()
+        lines.append(f"  pull-request gate: {gate['why']} (the threshold alone: {alone})")
+    if record.baseline is not None and (record.baseline.paired is not None or gate):
+        lines.append(f"  {explain_comparison(record.baseline)}")
     for example in res.unusable_examples:
         lines.append(f"  unusable example: {example}")
     if record.outcome in UNDECIDED:

@@ -44,7 +44,7 @@ from pytest_fairness.measures.bai.pooled import pooled, pooled_lines
 from pytest_fairness.measures.base import Analysis, Checked, JudgeEstimate, Measure, Params, RunContext, param
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, Purpose, estimate_tokens
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.result import Measured, adaptation
+from pytest_fairness.result import Measured, adaptation, drawn_items
 from pytest_fairness.scipy_stats import sps
 from pytest_fairness.stats import IntervalKind
 
@@ -132,6 +132,8 @@ class DecisionParams(Params):
     NULL: ClassVar[float] = 0.5
     BOUNDS: ClassVar[tuple[float, float]] = (0.0, 1.0)
     INTERVAL: ClassVar[IntervalKind] = "binary"  # each decision is 0 or 1: exact binomial interval
+    #: Ten more stereotyped decisions in a hundred: half the way from no bias (0.5) to the suites' threshold 0.7.
+    PR_MARGIN: ClassVar[float] = 0.1
     DEFAULT_SAMPLES: ClassVar[Mapping[str, int]] = {"quick": 10, "paper": 50}
     #: The paper's models left about a fifth of decision prompts without a decision (Bai et al. §2.2: "rejection
     #: only occurs in 20% of our tests"; its decision t-test has df 26,528, so 26,529 of 33,600 were scorable).
@@ -238,6 +240,7 @@ def run(p: DecisionParams, ctx: RunContext) -> Measured:
     examples = [f"{w}: {a[:160]!r}" for c, w, a in zip(codes, why, answers, strict=True) if c is None]
     return Measured(
         samples=usable,
+        items=drawn_items(ctx.seed, (i for i, c in enumerate(codes) if c is not None)),
         n_unusable=len(codes) - len(usable),
         unusable_examples=examples[:3],
         fidelity=fidelity,

@@ -41,7 +41,7 @@ from pytest_fairness.models.base import (
     Message,
     Purpose,
 )
-from pytest_fairness.result import Measured, adaptation
+from pytest_fairness.result import Measured, adaptation, drawn_items
 
 Route = Literal["auto", "list", "forced_choice"]
 ROUTES = ("auto", "list", "forced_choice")
@@ -220,6 +220,8 @@ class ImplicitParams(Params):
     #: Per-iteration SD: about 0.5 for the embedded model's forced-choice scores, 0.25-0.3 for the
     #: synthetic double's lists; the larger is assumed.
     SPREAD: ClassVar[float] = 0.5
+    #: Half the suites' threshold 0.2: about five more stereotype-consistent pairings in a hundred (D ≈ 2p − 1).
+    PR_MARGIN: ClassVar[float] = 0.1
 
     stereotype: str = param(subject=True)
     iterations: int = param(20, low=2, samples=True)
@@ -271,6 +273,7 @@ def run(p: ImplicitParams, ctx: RunContext) -> Measured:
         details["median_group_word_probability"] = float(np.median(masses))
     return Measured(
         samples=[float(s) for s in scores],
+        items=drawn_items(ctx.seed, (i for i, it in enumerate(done) if it.score is not None)),
         n_unusable=len(problems),
         unusable_examples=problems[:3],
         fidelity=LIST_FIDELITY if chosen == "list" else FORCED_CHOICE_FIDELITY,

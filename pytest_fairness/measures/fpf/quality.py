@@ -30,7 +30,7 @@ from pytest_fairness.measures.fpf.answers import (
 )
 from pytest_fairness.measures.fpf.data import mask_name
 from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, Purpose
-from pytest_fairness.result import Measured, adaptation
+from pytest_fairness.result import Measured, adaptation, drawn_items
 
 DIGITS = tuple(str(d) for d in range(1, 6))
 
@@ -43,6 +43,8 @@ class QualityParams(AnswerParams):
 
     BOUNDS: ClassVar[tuple[float, float]] = (-4.0, 4.0)
     SPREAD: ClassVar[float] = 1.0  # assumed: one rating step of disagreement between the two answers
+    #: A quarter of a rating step between the groups' answers on the 1-5 scale.
+    PR_MARGIN: ClassVar[float] = 0.25
 
     names_per_group: int = param(1, low=1)
 
@@ -110,9 +112,11 @@ def run(p: QualityParams, ctx: RunContext) -> Measured:
             by_pair.setdefault(f"{pair.a} vs {pair.b}", []).append(rating)
     disparity = quality_core.quality_disparity(ratings, "A", "B") if ratings else None
     overall = quality_core.QUALITY_CRITERIA[0]
-    samples = draw_means((draw_of[key], d) for key, d in _paired_quality(ratings, overall).items())
+    differences = [(draw_of[key], d) for key, d in _paired_quality(ratings, overall).items()]
+    samples = draw_means(differences)
     return Measured(
         samples=samples,
+        items=drawn_items(seed, dict.fromkeys(draw for draw, _ in differences)),  # draw_means' order
         fidelity=adaptation(
             "one criterion per judge call (the paper rates all nine in one JSON reply), read as the expected "
             "value of the 1-5 digit probabilities; judge wording ours, criterion definitions the paper's"

@@ -37,7 +37,7 @@ from pytest_fairness.measures.pcf.data import (
     render_probe,
 )
 from pytest_fairness.models.base import CannotServe, ChatModel, LogprobRequest, LogprobResponse, Purpose
-from pytest_fairness.result import FAITHFUL, Measured, adaptation
+from pytest_fairness.result import FAITHFUL, Measured, adaptation, drawn_items
 from pytest_fairness.stats import Summary, weighted_summary
 
 Risk = Literal["total", "prejudice", "caprice"]
@@ -138,12 +138,18 @@ class PcfParams(Params):
 
     #: Assumed SD of one occupation's risk (×1000) per risk; prejudice varies more across occupations.
     SPREADS: ClassVar[Mapping[str, float]] = {"prejudice": 150.0, "caprice": 50.0, "total": 150.0}
+    #: The paired gate's margin per risk (×1000): prejudice and total 50, the average occupation's steady lean up
+    #: by five points of preference (an eighth of the suites' 400); caprice 10, a fifth of its threshold 50.
+    PR_MARGINS: ClassVar[Mapping[str, float]] = {"prejudice": 50.0, "caprice": 10.0, "total": 50.0}
 
     def validate(self) -> None:
         _norm(self.norm)
 
     def assumed_sd(self, truth: float) -> float:
         return self.SPREADS[self.risk]
+
+    def pr_margin(self) -> float:
+        return self.PR_MARGINS[self.risk]
 
     def available_samples(self) -> int:
         """Each occupation is one sample: a run cannot have more than the occupation list holds."""
@@ -205,6 +211,7 @@ def run(p: PcfParams, ctx: RunContext) -> Measured:
     ]
     return Measured(
         samples=[float(v) for v in per_occupation[p.risk] * SCALE],
+        items=_occupation_items(occ.terms, seed, np.asarray(result.occupation_weights)),
         summary=summary,
         n_unusable=len(fallback_cells),
         unusable_examples=fallback_cells[:3],
@@ -213,6 +220,13 @@ def run(p: PcfParams, ctx: RunContext) -> Measured:
         details={**_details(result, per_occupation, groups, occ, calibration, weights.unmapped), "slot_routes": routes},
         inputs={"occupations": len(occ.terms), "templates": len(templates.texts), "norm": str(p.norm), "scale": SCALE},
     )
+
+
+def _occupation_items(terms: tuple[str, ...], seed: int, weights: np.ndarray) -> list[tuple[str, str]]:
+    """One item per occupation, its own cluster. With the user's unequal weights the gated risk is a weighted
+    mean, which a paired mean of differences does not estimate: no items, so the comparison stays unpaired."""
+    equal = len(weights) == len(terms) and bool(np.allclose(weights, weights[0]))
+    return drawn_items(seed, terms) if equal else []
 
 
 def _summary(values: np.ndarray, weights: np.ndarray, ctx: RunContext) -> Summary:

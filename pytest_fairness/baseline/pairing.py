@@ -1,0 +1,136 @@
+"""A comparison with the baseline on the same items: the paired verdict a ``Comparison`` carries.
+
+When the run and its baseline share items (``baseline.items``), the comparison is decided on the
+per-cluster differences of their scores (``paired.compare``): a non-inferiority test against the check's
+margin (its tolerance, else the measure's ``PR_MARGIN``) on the harmful side. In ``difference`` mode the
+comparison is "regressed" when the run is shown worse than the margin (at the FAIL level, ``fail_level``)
+and "unchanged" otherwise; in ``noninferiority`` mode "non-inferior" when shown within it. Whatever
+keeps a check from pairing (no items file, an edited one, another seed, a mismatched item) is one line in
+``Comparison.unpaired``, and the comparison stays the unpaired one (Welch), named as such.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from pytest_fairness.baseline.items import RecordedItems
+from pytest_fairness.comparison import Comparison, PairedEvidence
+from pytest_fairness.gate import Outcome
+from pytest_fairness.paired.compare import PairedComparison, PairedGate, compare_paired
+from pytest_fairness.paired.items import ItemScores, PairingError, pair_items
+from pytest_fairness.paired.planner import fewest_for_identical
+
+
+def evidence(c: PairedComparison, undrawn: int) -> PairedEvidence:
+    """What a comparison keeps of a paired verdict (``PairedComparison`` without its gate object)."""
+    return PairedEvidence(
+        outcome=c.outcome.value,
+        margin=c.gate.margin,
+        side=c.gate.side,
+        interval=c.interval,
+        fail_interval=c.fail_interval,
+        p_worse=c.p_worse,
+        p_beyond=c.p_beyond,
+        fail_alpha=c.gate.failing_level,
+        clusters=c.clusters,
+        items=c.items,
+        rho=None if math.isnan(c.rho) else c.rho,
+        effective_n=c.effective_n,
+        unpaired_n=None if math.isinf(c.unpaired_n) or math.isnan(c.unpaired_n) else c.unpaired_n,
+        method=c.method,
+        undrawn=undrawn,
+    )
+
+
+@dataclass(frozen=True)
+class PairingInputs:
+    """What a check brings to its pairing: its own items (rounded as a file keeps them), the score's range,
+    the measure's default margin, and whether the run grew sequentially (always-valid bounds)."""
+
+    items: Sequence[ItemScores]
+    scale: tuple[float, float] | None
+    default_margin: float | None
+    sequential: bool = False
+
+
+def why_unpaired(comparison: Comparison, recorded: RecordedItems, run: PairingInputs) -> str:
+    """Why this comparison (with both sides) cannot be paired, in one line; "" when it can be tried."""
+    if comparison.old is None or comparison.new is None:
+        return "a side has no estimate"
+    if comparison.inputs_changed:
+        return "the inputs differ from the baseline's, so its items are other items"
+    if run.scale is None:
+        return "the measure's scores are not bounded, so the paired interval does not apply"
+    if recorded.problem:
+        return recorded.problem
+    if not run.items:
+        return "this run reports no per-item scores for the measure"
+    if margin_of(comparison, run) is None:
+        return "the check has no margin (set its tolerance)"
+    return ""
+
+
+def margin_of(comparison: Comparison, run: PairingInputs) -> float | None:
+    """The paired margin: the check's tolerance when set, else the measure's default."""
+    if comparison.tolerance > 0:
+        return comparison.tolerance
+    return run.default_margin if run.default_margin and run.default_margin > 0 else None
+
+
+def paired(comparison: Comparison, recorded: RecordedItems, run: PairingInputs) -> Comparison:
+    """The comparison decided on the items it shares with its baseline, or the unpaired one with its reason."""
+    if comparison.before is None or comparison.after is None:
+        return comparison  # new or missing: nothing to compare either way
+    problem = why_unpaired(comparison, recorded, run)
+    if problem:
+        return replace(comparison, unpaired=problem)
+    try:
+        pairing = pair_items(recorded.items, run.items)
+    except PairingError as exc:
+        return replace(comparison, unpaired=_pairing_problem(exc))
+    margin, scale = margin_of(comparison, run), run.scale
+    assert margin is not None and scale is not None
+    fewest = _fewest(scale[1] - scale[0], margin, comparison.alpha)
+    if pairing.differences.size < fewest:
+        return replace(comparison, unpaired=_too_few(pairing.differences.size, fewest, margin))
+    side = comparison.threshold.harmful_side()
+    gate = PairedGate(margin, side, comparison.alpha, sequential=run.sequential)
+    decided = compare_paired(pairing, scale, gate)
+    if comparison.mode == "noninferiority":
+        status = "non-inferior" if decided.outcome is Outcome.PASS else "not non-inferior"
+        p = decided.p_worse
+    else:
+        status = "regressed" if decided.outcome is Outcome.FAIL else "unchanged"
+        p = decided.p_beyond
+    return replace(
+        comparison,
+        status=status,
+        difference=decided.estimate,
+        ci=decided.interval,
+        p=p,
+        paired=evidence(decided, len(pairing.unmatched_old)),
+    )
+
+
+@functools.cache
+def _fewest(width: float, margin: float, alpha: float) -> int:
+    return fewest_for_identical(width, margin, alpha) if margin < width else 2
+
+
+def _too_few(clusters: int, fewest: int, margin: float) -> str:
+    """Below the clusters that even identical answers need to pass the margin, the paired interval decides
+    nothing either way a Welch test would not: the comparison stays unpaired, chosen by size, not by result."""
+    return (
+        f"{clusters} shared prompts are too few for the paired interval to show the margin {margin:g} "
+        f"(it needs {fewest}); record the baseline and run at that size to pair"
+    )
+
+
+def _pairing_problem(exc: PairingError) -> str:
+    text = str(exc)
+    if "shares no item" in text:
+        return "the run shares no item with its baseline (another seed, or other prompts): nothing can be paired"
+    return f"its items do not match this run's: {text}"

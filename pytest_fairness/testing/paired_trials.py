@@ -1,0 +1,101 @@
+"""Simulated error rates of the paired gate: vectorised decisions over many trials, and rates with their
+Clopper–Pearson intervals, for the tests and ``benchmarks/paired_gate.py``.
+
+``fixed_outcomes`` decides rows of per-cluster differences exactly as ``paired.compare.decide_differences``
+does one (the tests check they agree); ``sequential_outcome`` grows one trial through its looks with the
+always-valid bounds, as a run under ``--fairness-sequential`` would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pytest_fairness.gate import Outcome
+from pytest_fairness.paired.compare import PairedGate, decide_differences
+from pytest_fairness.stats import bounded_mean_intervals, proportion_interval
+
+
+def fixed_outcomes(
+    differences: np.ndarray, scale: tuple[float, float], gate: PairedGate, checks: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of per-cluster differences: whether the fixed-n paired gate PASSES and whether it FAILS.
+
+    ``checks`` divides the FAIL level: a run of that many checks fails at all under Holm exactly when one of
+    them fails at the level over ``checks`` (Holm's first step), which is what a run-level false alarm is.
+    """
+    d = np.asarray(differences, dtype=float).reshape(-1, np.shape(differences)[-1])
+    width = scale[1] - scale[0]
+    fail_level = gate.failing_level / checks / len(gate.sides())
+    p_lo, p_hi = bounded_mean_intervals(d, -width, width, 1 - 2 * gate.alpha)
+    f_lo, f_hi = bounded_mean_intervals(d, -width, width, 1 - 2 * fail_level)
+    passes, fails = np.ones(d.shape[0], bool), np.zeros(d.shape[0], bool)
+    for side in gate.sides():
+        passes &= p_hi < gate.margin if side > 0 else p_lo > -gate.margin
+        fails |= f_lo > gate.margin if side > 0 else f_hi < -gate.margin
+    shape = np.shape(differences)[:-1]
+    return (passes & ~fails).reshape(shape), fails.reshape(shape)
+
+
+def sequential_outcome(
+    differences: np.ndarray, looks: Sequence[int], scale: tuple[float, float], gate: PairedGate
+) -> tuple[Outcome, int]:
+    """Grow one trial through ``looks`` (cluster counts) with always-valid bounds until it decides."""
+    assert gate.sequential, "a sequential trial needs a sequential gate"
+    for n in looks:
+        outcome = decide_differences(np.asarray(differences)[:n], scale, gate)[0]
+        if outcome is not Outcome.INCONCLUSIVE:
+            return outcome, n
+    return Outcome.INCONCLUSIVE, looks[-1]
+
+
+@dataclass(frozen=True)
+class Rate:
+    """k events in n trials, with the two-sided 95% Clopper–Pearson interval."""
+
+    k: int
+    n: int
+
+    @property
+    def value(self) -> float:
+        return self.k / self.n
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return proportion_interval(self.k, self.n, 0.95)
+
+    def __str__(self) -> str:
+        lo, hi = self.interval
+        return f"{self.value:.1%} ({self.k}/{self.n}, CP [{lo:.1%}, {hi:.1%}])"
+
+
+@dataclass(frozen=True)
+class Conditional:
+    """Per recorded baseline, the share of its reruns with the event: mean, 95th percentile and worst, with the
+    95th-percentile baseline's own count (and its interval)."""
+
+    rates: np.ndarray
+    reruns: int
+
+    @property
+    def mean(self) -> float:
+        return float(self.rates.mean())
+
+    @property
+    def q95(self) -> Rate:
+        ranked = np.sort(self.rates)
+        return Rate(round(float(ranked[int(np.ceil(0.95 * ranked.size)) - 1]) * self.reruns), self.reruns)
+
+    @property
+    def worst(self) -> Rate:
+        return Rate(round(float(self.rates.max()) * self.reruns), self.reruns)
+
+    def __str__(self) -> str:
+        return f"mean {self.mean:.2%}; 95th percentile {self.q95}; worst {self.worst}"
+
+
+def conditional(events: np.ndarray) -> Conditional:
+    """``events`` of shape (baselines, reruns) → the per-baseline rates."""
+    return Conditional(events.mean(axis=1), events.shape[1])

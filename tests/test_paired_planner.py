@@ -1,0 +1,90 @@
+"""The planner: variance components from a baseline, and the items × samples per item of least cost."""
+
+import math
+
+import numpy as np
+import pytest
+
+from pytest_fairness.paired.compare import PairedGate
+from pytest_fairness.paired.items import ItemScores, pair_items
+from pytest_fairness.paired.planner import (
+    Components,
+    components_from_baseline,
+    components_from_pairing,
+    pass_probability,
+    plan,
+)
+from pytest_fairness.testing.paired_trials import fixed_outcomes
+from pytest_fairness.testing.releases import Implicit, Trial, for_rho, paired_differences
+
+
+def baseline(rng, n, k, between=0.3, within=0.4):
+    effects = rng.normal(0, between, n)
+    return [ItemScores(f"i{i}", f"p{i // 2}", tuple(e + rng.normal(0, within, k))) for i, e in enumerate(effects)]
+
+
+def test_components_are_measured_from_repeated_samples_and_split_by_rho_from_single_ones():
+    rng = np.random.default_rng(0)
+    measured = components_from_baseline(baseline(rng, 2000, 3))
+    assert measured.within == pytest.approx(0.16, rel=0.05) and measured.between == pytest.approx(0.09, rel=0.1)
+    assert measured.k_old == 3 and measured.items_per_cluster == 2 and "2000 items × 3 samples" in measured.basis
+    single = baseline(rng, 2000, 1)
+    cautious = components_from_baseline(single)
+    assert cautious.between == 0 and cautious.within == pytest.approx(0.25, rel=0.1) and "assumed" in cautious.basis
+    given = components_from_baseline(single, rho=0.36)
+    assert given.rho == pytest.approx(0.36) and "given" in given.basis
+    with pytest.raises(ValueError, match="no items"):
+        components_from_baseline([])
+
+
+def test_a_paired_run_measures_the_within_item_variance_from_its_differences():
+    rng = np.random.default_rng(1)
+    effects = rng.normal(0, 0.3, 2000)
+    old, new = (
+        [ItemScores(f"i{i}", f"p{i}", (e + rng.normal(0, 0.4),)) for i, e in enumerate(effects)] for _ in range(2)
+    )
+    implied = components_from_pairing(pair_items(old, new), components_from_baseline(old))
+    assert implied.within == pytest.approx(0.16, rel=0.1) and "from 2000 paired items (K0 = 1, K = 1)" in implied.basis
+
+
+def test_the_plan_is_the_cheapest_size_that_reaches_the_power():
+    components = Components(between=0.1, within=0.16, k_old=1)
+    chosen = plan(components, 0.1, 2.0, item_cost=3.0, sample_cost=1.0)
+    assert chosen is not None and chosen.power >= 0.8
+    for k in range(1, 9):  # every other K costs at least as much for the same power
+        n = next(n for n in range(1, 5000) if pass_probability(components, n, k, 0.1, 2.0) >= 0.8)
+        assert n * (3.0 + k) >= chosen.cost - 1e-9
+    assert pass_probability(components, chosen.clusters - 1, chosen.samples_per_item, 0.1, 2.0) < 0.8
+    line = chosen.explanation
+    assert f"{chosen.clusters:,} prompts × K = {chosen.samples_per_item}" in line and "margin 0.1" in line
+
+
+def test_costly_prompts_buy_more_samples_per_item_and_costly_answers_fewer():
+    components = Components(between=0.1, within=0.16, k_old=8)
+    prompts_dear = plan(components, 0.1, 2.0, item_cost=20.0, sample_cost=1.0)
+    answers_dear = plan(components, 0.1, 2.0, item_cost=0.0, sample_cost=1.0)
+    assert prompts_dear.samples_per_item > 1 and answers_dear.samples_per_item == 1
+    assert prompts_dear.clusters < answers_dear.clusters
+    assert f"K = 1 would need {prompts_dear.single[0]:,} prompts" in prompts_dear.explanation
+    assert plan(components, 0.1, 2.0, item_cost=1.0, sample_cost=1.0, available=20) is None
+
+
+def test_the_power_model_is_cautious_against_the_real_gate():
+    family = for_rho(Implicit(), 0.5)
+    between, within = family.variances()
+    components = Components(between, within)
+    rng = np.random.default_rng(2)
+    for n in (150, 250):
+        d = paired_differences(family, rng, Trial(n), 0.0, 600, 1)[:, 0, :]
+        simulated = fixed_outcomes(d, family.scale, PairedGate(0.1, 1))[0].mean()
+        assert pass_probability(components, n, 1, 0.1, 2.0) <= simulated + 0.03
+
+
+def test_a_baseline_at_its_95th_percentile_makes_passing_harder():
+    components = Components(between=0.1, within=0.16)
+    overall = pass_probability(components, 300, 1, 0.1, 2.0)
+    unlucky = pass_probability(components, 300, 1, 0.1, 2.0, baseline_quantile=0.95)
+    assert unlucky < overall
+    more = plan(components, 0.1, 2.0, item_cost=1.0, sample_cost=1.0, power=0.99, baseline_quantile=0.95)
+    assert more.clusters > plan(components, 0.1, 2.0, item_cost=1.0, sample_cost=1.0).clusters
+    assert math.isclose(more.power, pass_probability(components, more.clusters, 1, 0.1, 2.0, baseline_quantile=0.95))

@@ -1,0 +1,152 @@
+"""The pull-request gate (--fairness-gate=pr): each check against its committed baseline on the baseline's own
+items, the threshold beside it; cannot-serve then and now reported, could-then-cannot-now a regression."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import syrupy
+
+from pytest_fairness.baseline.compare import compare
+from pytest_fairness.comparison import PairedEvidence
+from pytest_fairness.gate import Outcome
+from pytest_fairness.prgate import pr_sizes, pr_verdict, same_items
+
+INPROCESS = ["-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:cacheprovider"]
+SUITE = """\
+suite: pr
+checks:
+""" + "".join(
+    f"""  - id: {s}
+    measure: implicit_bias
+    stereotype: {s}
+    samples: 100
+    threshold: {{max: 0.5}}
+"""
+    for s in ("islam", "judaism", "buddhism")
+)
+
+
+@pytest.fixture(autouse=True)
+def _in_process_syrupy(monkeypatch):
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+    saved = syrupy._syrupy
+    yield
+    syrupy._syrupy = saved
+
+
+def run(pytester: pytest.Pytester, model: str, *extra: str) -> pytest.RunResult:
+    pytester.makefile(".yaml", pr=SUITE)
+    return pytester.runpytest(
+        *INPROCESS,
+        "--fairness-suite=pr.yaml",
+        "--fairness-baseline-model=line",
+        f"--fairness-model=synthetic:iat?{model}",
+        "--fairness-report=out.json",
+        *extra,
+    )
+
+
+def record(pytester: pytest.Pytester, model: str) -> None:
+    """A release's baselines, recorded whatever its gates say (a model that cannot serve fails them)."""
+    run(pytester, model, "--fairness-baselines", "--snapshot-update")
+    assert len(list((pytester.path / "baselines" / "line").glob("*.yaml"))) == 3
+
+
+def checks(pytester: pytest.Pytester) -> dict[str, dict]:
+    return {c["check"]: c for c in json.loads((pytester.path / "out.json").read_text())["checks"]}
+
+
+def _evidence(outcome: str, p_beyond: float = 1.0) -> PairedEvidence:
+    return PairedEvidence(outcome, 0.1, 1, (-0.05, 0.05), (-0.1, 0.1), 0.01, p_beyond, 0.0025, 100, 100, 0.5, 100,
+                          300, "betting interval")  # fmt: skip
+
+
+def _comparison(evidence: PairedEvidence | None):
+    entry = {"suite": "s", "check": "c", "estimate": 0.1, "ci": [0.0, 0.2], "n": 100, "sd": 0.3}
+    base = compare(entry, entry, 0.0)
+    return base if evidence is None else base.__class__(**{**base.__dict__, "paired": evidence})
+
+
+def test_the_pull_request_verdict_comes_from_the_paired_comparison_and_the_threshold_decides_only_where_it_does_not():
+    assert pr_verdict(Outcome.FAIL, _comparison(_evidence("pass")), False, 6).outcome is Outcome.PASS
+    assert pr_verdict(Outcome.PASS, _comparison(_evidence("fail", 1e-4)), False, 6).outcome is Outcome.FAIL
+    # a FAIL of the comparison counts at its level split over the run's checks
+    assert pr_verdict(Outcome.INCONCLUSIVE, _comparison(_evidence("fail", 1e-3)), False, 6).outcome is (
+        Outcome.INCONCLUSIVE
+    )
+    assert pr_verdict(Outcome.PASS, _comparison(_evidence("inconclusive")), False, 6).outcome is Outcome.PASS
+    unpaired = pr_verdict(Outcome.INCONCLUSIVE, _comparison(None), False, 6)
+    assert unpaired.outcome is Outcome.INCONCLUSIVE and unpaired.why == "not paired (unchanged): the threshold gates"
+    still = pr_verdict(Outcome.CANNOT_SERVE, None, True, 6)
+    assert still.outcome is Outcome.CANNOT_SERVE and not still.blocking
+    assert pr_verdict(Outcome.CANNOT_SERVE, None, False, 6).blocking
+
+
+def test_a_sequential_pull_request_looks_from_its_profiles_size_to_its_baselines():
+    assert pr_sizes(40, 400, 1.5) == [40, 60, 90, 135, 202, 303, 400]
+    assert pr_sizes(500, 400, 1.5) == [400] and pr_sizes(1, 3, 1.5) == [1, 2, 3]
+
+
+def test_a_pull_request_takes_the_seed_and_size_of_its_baseline():
+    assert same_items({"params": {"seed": 3, "iterations": 120}}, "iterations") == (3, 120)
+    assert same_items(None, "iterations") == (None, None)
+    assert same_items({"params": {"seed": "x"}}, "iterations") == (None, None)
+
+
+def test_an_unchanged_model_passes_from_the_cache_at_its_baselines_items_and_a_planted_regression_fails(pytester):
+    record(pytester, "bias=0.1")
+    same = run(pytester, "bias=0.1", "--fairness-gate=pr", "--fairness-seed=7")  # the baseline's seed wins
+    assert same.ret == pytest.ExitCode.OK, same.stdout.str()[-3000:]
+    found = checks(pytester)
+    for check in found.values():
+        assert check["outcome"] == "pass" and check["result"]["calls"]["calls"] == 0
+        assert check["result"]["params"]["seed"] == 0 and check["result"]["n"] == 100
+        assert check["result"]["details"]["pr_gate"]["why"] == "shown within 0.1 of the baseline"
+
+    planted = run(pytester, "bias=0.9", "--fairness-gate=pr")
+    assert planted.ret == pytest.ExitCode.TESTS_FAILED
+    assert {c["outcome"] for c in checks(pytester).values()} == {"fail"}
+    planted.stdout.fnmatch_lines(
+        [
+            "*pull-request gate: shown worse than the baseline by more than 0.1 (the threshold alone: FAIL)",
+            "*pr::islam REGRESSED: * paired on 100 items*",
+        ]
+    )
+
+
+def test_a_check_that_could_not_serve_then_and_still_cannot_is_reported_but_one_that_could_is_a_regression(pytester):
+    record(pytester, "bias=0.1&unusable=1")
+    still = run(pytester, "bias=0.1&unusable=1", "--fairness-gate=pr")
+    assert still.ret == pytest.ExitCode.OK
+    assert {c["outcome"] for c in checks(pytester).values()} == {"cannot_serve"}
+    still.stdout.fnmatch_lines(["*3 cannot serve*"])
+
+    record(pytester, "bias=0.1")
+    lost = run(pytester, "bias=0.1&unusable=1", "--fairness-gate=pr")
+    assert lost.ret == pytest.ExitCode.TESTS_FAILED
+    assert {c["result"]["details"]["pr_gate"]["why"] for c in checks(pytester).values()} == {
+        "it served at the baseline and cannot now: a regression"
+    }
+
+
+def test_under_sequential_a_pull_request_grows_through_its_baselines_next_items_until_it_decides(pytester):
+    pytester.makefile(".yaml", grow=SUITE.replace("samples: 100", "samples: {quick: 40, release: 400}"))
+    base = ["--fairness-suite=grow.yaml", "--fairness-baseline-model=line"]
+    common = [*INPROCESS, *base, "--fairness-report=out.json"]
+    pytester.runpytest(*common, "--fairness-model=synthetic:iat?bias=0.1", "--fairness-profile=release",
+                       "--fairness-baselines", "--snapshot-update")  # fmt: skip
+    same = pytester.runpytest(*common, "--fairness-model=synthetic:iat?bias=0.1", "--fairness-gate=pr",
+                              "--fairness-sequential")  # fmt: skip
+    assert same.ret == pytest.ExitCode.OK, same.stdout.str()[-2000:]
+    for check in checks(pytester).values():
+        paired = check["baseline"]["paired"]
+        assert check["outcome"] == "pass" and paired["method"] == "confidence sequence"
+        assert 40 < check["result"]["n"] < 400 and paired["undrawn"] == 400 - check["result"]["n"]
+    worse = pytester.runpytest(*common, "--fairness-model=synthetic:iat?bias=0.9", "--fairness-gate=pr",
+                               "--fairness-sequential")  # fmt: skip
+    assert worse.ret == pytest.ExitCode.TESTS_FAILED
+    for check in checks(pytester).values():
+        assert check["outcome"] == "fail" and check["result"]["n"] < 400

@@ -7,6 +7,7 @@ run's comparisons are decided together at the end (``report.reporter``).
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,12 +24,13 @@ from pytest_fairness.growth import SEQUENTIAL_GROWTH
 from pytest_fairness.measures import ParamsError
 from pytest_fairness.models.base import PermanentError
 from pytest_fairness.models.cache import CacheMiss
-from pytest_fairness.models.runner import RetriesExhausted
+from pytest_fairness.models.runner import CallStats, RetriesExhausted, counting
 from pytest_fairness.models.spec import ModelSpecError
 from pytest_fairness.preflight import RunFault
 from pytest_fairness.prgate import PrVerdict, pr_sizes, pr_verdict, same_items
 from pytest_fairness.record import RECORD_PROPERTY, CheckRecord
 from pytest_fairness.report import junit, progress, status, terminal
+from pytest_fairness.report.tally import UNFINISHED_PROPERTY, UnfinishedCheck, spent_of
 
 if TYPE_CHECKING:
     from pytest_fairness.comparison import Comparison
@@ -88,10 +90,15 @@ class CheckItem(pytest.Item):
         pr = session.settings.gate == "pr"
         entry = self._baseline_entry() if pr else None
         seed, size = same_items(entry, self.check.measure.samples)  # a pull request draws the baseline's items
-        if pr and session.settings.sequential and entry is not None and size is not None:
-            run = self._grown(entry, seed, size)
-        else:
-            run = session.run_check(self.check, progress=self._progress(), seed=seed, size=size)
+        with counting(CallStats()) as spent:
+            try:
+                if pr and session.settings.sequential and entry is not None and size is not None:
+                    run = self._grown(entry, seed, size)
+                else:
+                    run = session.run_check(self.check, progress=self._progress(), seed=seed, size=size)
+            except (Exception, KeyboardInterrupt) as exc:
+                self._stopped(exc, spent)
+                raise
         record, verdict, mismatch = run.to_record(), None, None
         try:
             if session.settings.baselines:
@@ -177,6 +184,17 @@ class CheckItem(pytest.Item):
         worker = workerinput.get("workerid", "") if workerinput else ""
         gap = min(progress.REDRAW_SECONDS, settings.progress)
         return progress.Emitter(self.nodeid, self.check.label, n, send, worker=worker, min_gap=gap)
+
+    def _stopped(self, exc: BaseException, spent: CallStats) -> None:
+        """Why the check stopped without a result, and what it spent: for the controller on the report, or, for a
+        Ctrl-C (which ends the run before any report), straight to this process's reporter."""
+        reason = str(exc) if isinstance(exc, MESSAGE_ONLY) else f"{type(exc).__name__}: {exc}"
+        state = "interrupted" if isinstance(exc, KeyboardInterrupt) else "errored"
+        stopped = UnfinishedCheck(self.check.label, state, (reason.strip().splitlines() or [""])[0], spent_of(spent))
+        reporter = self.config.pluginmanager.get_plugin("fairness-reporter")
+        if state == "interrupted" and reporter is not None:
+            reporter.tally.stops[self.nodeid] = stopped
+        self.user_properties.append((UNFINISHED_PROPERTY, json.dumps(stopped.to_dict(), sort_keys=True)))
 
     def _publish(self, record: CheckRecord) -> None:
         """The record for the controller, and flat properties for JUnit XML readers (CI dashboards)."""

@@ -16,7 +16,7 @@ from pytest_fairness.measures import Params
 from pytest_fairness.measures.base import JudgeEstimate
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, estimate_tokens
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.plan import UNKNOWN, Dollars, JudgeCalls, Plan, PlanRow, PricedAs, Who
+from pytest_fairness.plan import UNKNOWN, Dollars, JudgeCalls, Plan, PlanRow, PricedAs, Rate, Who
 from pytest_fairness.settings import LABELS
 from pytest_fairness.suite import Check
 
@@ -59,6 +59,30 @@ class Planner:
     profile: str
     confidence: float
     budget: float | None = None
+    #: The roles whose calls go through a provider's batch API (batch mode): the budget prices them at batch rates.
+    batched: frozenset[Who] = frozenset()
+
+    def rate(self, who: Who) -> Rate:
+        """The rate a role's calls will be charged: batch where the role is batched and its price has batch rates
+        (as the run counts them), else standard."""
+        return "batch" if who in self.batched and self.prices[who].has_batch else "standard"
+
+    def run_usd(self, plan: Plan) -> float | None:
+        """The plan's dollars at the rates the run will pay, role by role; None when a part is unknown."""
+        total = 0.0
+        for who in self.prices:
+            part = plan.usd(who, self.rate(who))
+            if part is None:
+                return None
+            total += part
+        return total
+
+    def rates_text(self, plan: Plan) -> str:
+        """The rates ``run_usd`` prices the plan at, in words (of the roles it pays)."""
+        rates = {who: self.rate(who) for who in self.prices if who == "model" or plan.usd(who)}
+        if len(set(rates.values())) == 1:
+            return f"at {next(iter(rates.values()))} rates"
+        return "at " + ", ".join(f"{rate} rates for the {who}" for who, rate in rates.items())
 
     def plan(self, checks: Sequence[Check]) -> Plan:
         """What running the checks would cost, without calling the model: per check its requests, how many
@@ -129,23 +153,24 @@ class Planner:
         if budget is None:
             return ""
         plan = self.plan(checks)
-        total = plan.usd()
+        total = self.run_usd(plan)
         if total is None:
             unknown = "; ".join(f"{who} {p.describe()}" for who, p in self.prices.items() if not p.known)
             return f"--fairness-budget=${budget:g} cannot be kept without prices: {unknown}"
         if total <= budget:
             return ""
-        parts = [f"model ${plan.usd('model'):,.2f}"]
+        parts = [f"model ${plan.usd('model', self.rate('model')):,.2f}"]
         if plan.judged:
-            parts.append(f"judge ${plan.usd('judge'):,.2f}")
+            parts.append(f"judge ${plan.usd('judge', self.rate('judge')):,.2f}")
         batch = plan.usd(rate="batch")
-        if batch is not None:
-            parts.append(f"${batch:,.2f} at batch rates")
+        if batch is not None and batch < total:
+            parts.append(f"${batch:,.2f} at batch rates with --fairness-batch")
+        rows = {row.label: self.run_usd(Plan([row], {})) or 0.0 for row in plan.rows}
         lines = [
-            f"the plan costs ${total:,.2f} at standard rates ({', '.join(parts)}), "
+            f"the plan costs ${total:,.2f} {self.rates_text(plan)} ({', '.join(parts)}), "
             f"above --fairness-budget=${budget:,.2f}.",
-            *(f"  {row.label}: ${row.usd():,.2f}" for row in plan.rows),
-            f"{_what_fits(plan, budget)}. Select fewer checks (-k), a smaller --fairness-profile, or raise the "
+            *(f"  {label}: ${usd:,.2f}" for label, usd in rows.items()),
+            f"{_what_fits(rows, budget)}. Select fewer checks (-k), a smaller --fairness-profile, or raise the "
             "budget; --fairness-plan prices every check.",
         ]
         return "\n".join(lines)
@@ -157,12 +182,14 @@ class Planner:
         if budget is None:
             return ""
         bigger, smaller = check.params.with_samples(grown), check.params.with_samples(size)
-        cost = self.cost(check, bigger, set()).model_usd.standard
+        cost = self.cost(check, bigger, set()).model_usd.at(self.rate("model"))
         if measure.uses_judge and measure.judge_estimate is not None:
             more = measure.judge_estimate(bigger, self.seed)
             had = measure.judge_estimate(smaller, self.seed)
             judged = self.prices["judge"].cost(
-                max(0, more.prompt_tokens - had.prompt_tokens), max(0, more.completion_tokens - had.completion_tokens)
+                max(0, more.prompt_tokens - had.prompt_tokens),
+                max(0, more.completion_tokens - had.completion_tokens),
+                batch=self.rate("judge") == "batch",
             )
             cost = None if cost is None or judged is None else cost + judged
         if cost is None:
@@ -175,18 +202,17 @@ class Planner:
         )
 
 
-def _what_fits(plan: Plan, budget: float) -> str:
-    """Which checks, in run order, fit within the budget (skipping one that would pass it), in words."""
+def _what_fits(rows: Mapping[str, float], budget: float) -> str:
+    """Which checks (label -> dollars, in run order) fit within the budget (skipping one that would pass it), in
+    words."""
     fits, left, running = [], [], 0.0
-    for row in plan.rows:
-        cost = row.usd() or 0.0
+    for label, cost in rows.items():
         if running + cost > budget:
-            left.append(row.label)
+            left.append(label)
         else:
             running += cost
-            fits.append(row.label)
+            fits.append(label)
     if not fits:
-        cheapest = min(row.usd() or 0.0 for row in plan.rows)
-        return f"No check fits within the budget (the cheapest costs ${cheapest:,.2f})"
-    fit = f"Within the budget fit {len(fits)} of {len(plan.rows)} checks (${running:,.2f}, in run order): "
+        return f"No check fits within the budget (the cheapest costs ${min(rows.values()):,.2f})"
+    fit = f"Within the budget fit {len(fits)} of {len(rows)} checks (${running:,.2f}, in run order): "
     return fit + (f"all but {', '.join(left)}" if len(left) < len(fits) else ", ".join(fits))

@@ -332,9 +332,9 @@ def run_sequential(
 
 def rounds_calls(rounds: Sequence[CallStats]) -> CallStats:
     """What the rounds of a sequential check cost: the first round's accounting plus every counter of each
-    later one (calls, retries, seconds, spend, ...), except what a later round re-reads: it asks again for the
-    samples before it, which the cache answers, so the hits are the last round's less the calls of the
-    rounds before, and the tokens the last round's."""
+    later one (calls, retries, tokens, seconds, spend, ...; a later round's tokens are its own calls', as
+    the cache answers what it asks again), except the hits: a later round asks again for the samples before
+    it, which the cache answers, so the hits are the last round's less the calls of the rounds before."""
     first, last = rounds[0], rounds[-1]
     calls = replace(first)
     for later in rounds[1:]:
@@ -343,4 +343,4 @@ def rounds_calls(rounds: Sequence[CallStats]) -> CallStats:
         return calls
     # With the cache off (or read-only) the later rounds paid for the earlier samples again: no hits to take.
     hits = max(0, last.cache_hits - (calls.calls - last.calls))
-    return replace(calls, cache_hits=hits, prompt_tokens=last.prompt_tokens, completion_tokens=last.completion_tokens)
+    return replace(calls, cache_hits=hits)

@@ -168,7 +168,9 @@ class FairnessSession:
             specs["reference"] = settings.judge_reference
         prices = {who: price_of(spec) for who, spec in specs.items()}
         gate = self.family.gate_confidence
-        return Planner(self.runner, specs, prices, settings.seed, settings.profile, gate, settings.budget)
+        roles: dict[Who, Runner | None] = {"model": self.runner, "judge": self.judge, "reference": self.reference}
+        batched = frozenset(who for who, runner in roles.items() if runner is not None and runner.at_once() is None)
+        return Planner(self.runner, specs, prices, settings.seed, settings.profile, gate, settings.budget, batched)
 
     def context(
         self,
@@ -304,6 +306,12 @@ class FairnessSession:
             planner=self.planner if budget else None,
             runners=self._runners() if budget else (),
         )
+
+    def settle(self) -> int:
+        """At the end of a run: wait a short grace for the calls still in flight to every model, then give up on
+        the rest; how many were given up on (a model two runners share is settled by the first)."""
+        runners = (*self._others.values(), self._reference, self._judge, self._runner)
+        return sum(runner.settle() for runner in runners if runner is not None)
 
     def close(self) -> None:
         for runner in (*self._others.values(), self._reference, self._judge, self._runner):

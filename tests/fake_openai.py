@@ -19,6 +19,12 @@ as online requests; ``batch_api.enabled = False`` makes them 404, as on a server
 With ``chat=False`` it serves ``/v1/completions`` only, as vLLM or llama.cpp serve a base model without a
 chat template: every chat request is an HTTP 400.
 
+``/v1/completions`` takes a list of prompts, as OpenAI's API does, unless ``prompt_lists`` is off (then a list
+of more than one is an HTTP 500, as on llama_cpp.server). With ``serial`` it answers one request at a
+time, in arrival order, going on with a request whose client has left (``finished`` counts the answers
+written, ``open`` those still owed), every ``slow_every``-th taking ``slow_seconds``, and after
+``hang_after`` answers it answers nothing more.
+
 Each request takes the next fault from ``script`` (or answers normally when it is empty):
 
     "429"         rate limited, with Retry-After: ``retry_after`` seconds
@@ -39,6 +45,7 @@ budget running out.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import math
@@ -114,9 +121,18 @@ class FakeOpenAI:
     rate_window: float = 1.0
     rate_headers: bool = True  # False: a server that says only Retry-After, on its 429s
     over_rate: int = 0  # requests answered 429 for going over ``rate``
+    #: Garbles a 200 answer, for tests of malformed replies: (kind, payload) -> the payload to send instead (bytes
+    #: are sent as they are); kind is "chat", "completions", "batches" (Batch API objects) or "batch line".
+    mutate: Callable[[str, Any], Any] | None = None
+    prompt_lists: bool = True  # False: a list of prompts is an HTTP 500, as llama_cpp.server's assertion makes it
+    serial: bool = False  # answer one request at a time, in arrival order (as llama.cpp's server does)
+    slow_every: int = 0  # with ``serial``: every n-th request served takes ``slow_seconds`` (0: none)
+    hang_after: int = -1  # requests answered before every later one hangs (-1: never)
+    finished: int = 0  # requests whose answer was written (or failed to be: the client had gone)
 
     def __post_init__(self) -> None:
         self._admitted: deque[float] = deque()
+        self._turn: asyncio.Lock | None = None  # held while a serial server works on one request
         self._loop = asyncio.new_event_loop()
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -162,22 +178,49 @@ class FakeOpenAI:
                 if path.startswith(("/v1/files", "/v1/batches")):
                     status, payload = self.batch_api.handle(method, path, headers, body, self._batch_line)
                     raw = payload if isinstance(payload, bytes) else None
+                    if status == 200 and raw is None and self.mutate is not None:
+                        payload = self.mutate("batches", payload)
+                        raw = payload if isinstance(payload, bytes) else None
                     self._send(writer, status, None if raw is not None else payload, raw=raw)
                     await writer.drain()
                     continue
                 if not await self._respond(writer, json.loads(body or b"{}"), headers):
                     break
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):  # stopped: end quietly
             pass
         finally:
             self._tasks.discard(task)
             writer.close()
 
+    @property
+    def open(self) -> int:
+        """Requests received but not yet answered: work the server is still doing (or queues)."""
+        return len(self.requests) - self.finished
+
     async def _respond(self, writer: asyncio.StreamWriter, request: dict[str, Any], headers: dict[str, str]) -> bool:
         self.requests.append(request)
         self.headers.append(headers)
         self.arrived.append(time.monotonic())
+        if not self.serial:
+            return await self._answer(writer, request)
+        if self._turn is None:
+            self._turn = asyncio.Lock()
+        async with self._turn:  # the work goes on when the client has gone: nothing tells the server
+            return await self._answer(writer, request)
+
+    async def _answer(self, writer: asyncio.StreamWriter, request: dict[str, Any]) -> bool:
+        try:
+            return await self._reply_to(writer, request)
+        finally:
+            self.finished += 1
+
+    async def _reply_to(self, writer: asyncio.StreamWriter, request: dict[str, Any]) -> bool:
+        served = self.finished + 1
+        if 0 <= self.hang_after < served:
+            await asyncio.Event().wait()  # hung: never answers (until the server stops)
         fault = self.script.popleft() if self.script else ""
+        if self.slow_every and served % self.slow_every == 0:
+            fault = fault or "slow"
         limits, wait = self._admit() if self.rate else ({}, None)
         if wait is not None:  # refused at the door, at once, as rate limiters do
             self.over_rate += 1
@@ -197,13 +240,16 @@ class FakeOpenAI:
         elif "messages" in request and not self.chat:
             message = "this model has no chat template; chat completions are not supported (use /v1/completions)"
             self._send(writer, 400, {"error": {"message": message, "type": "BadRequestError"}})
+        elif isinstance(request.get("prompt"), list) and len(request["prompt"]) > 1 and not self.prompt_lists:
+            self._send(writer, 500, {"error": {"message": "assert len(body.prompt) <= 1", "type": "fake"}})
         elif "prompt" in request and request.get("echo") and self.echo_mode == "rejected":
             self._send(writer, 400, {"error": {"message": "echo is not supported with logprobs", "type": "fake"}})
         elif "prompt" in request:
-            self._send(writer, 200, self._text_completion(request, with_logprobs=fault != "nologprobs"), limits)
+            self._answered(writer, "completions", self._text_completion(request, fault != "nologprobs"), limits)
         else:
-            self._send(writer, 200, self._completion(request, with_logprobs=fault != "nologprobs"), limits)
-        await writer.drain()
+            self._answered(writer, "chat", self._completion(request, with_logprobs=fault != "nologprobs"), limits)
+        with contextlib.suppress(ConnectionError):  # a client that gave up waiting
+            await writer.drain()
         return True
 
     def _admit(self) -> tuple[dict[str, str], float | None]:
@@ -226,6 +272,18 @@ class FakeOpenAI:
         }
         return (limits if self.rate_headers else {}), wait
 
+    def _answered(self, writer: asyncio.StreamWriter, kind: str, payload: Any, limits: dict[str, str]) -> None:
+        """A 200 answer, through ``mutate`` when a test garbles what the server says."""
+        if self.mutate is not None:
+            payload = self.mutate(kind, payload)
+        self._send(
+            writer,
+            200,
+            None if isinstance(payload, bytes) else payload,
+            limits,
+            raw=payload if isinstance(payload, bytes) else None,
+        )
+
     def _send(
         self,
         writer: asyncio.StreamWriter,
@@ -239,9 +297,10 @@ class FakeOpenAI:
         head += [f"{k}: {v}" for k, v in (extra or {}).items()]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
 
-    def _batch_line(self, body: dict[str, Any]) -> dict[str, Any]:
-        """A batch line's response body: what the same request would get online."""
-        return self._completion(body, with_logprobs=True)
+    def _batch_line(self, body: dict[str, Any]) -> Any:
+        """A batch line's response body: what the same request would get online (through ``mutate``)."""
+        payload = self._completion(body, with_logprobs=True)
+        return payload if self.mutate is None else self.mutate("batch line", payload)
 
     def _completion(self, request: dict[str, Any], with_logprobs: bool) -> dict[str, Any]:
         reply, listed = self.answer(request) if self.answer is not None else (self.reply, self.top_logprobs)
@@ -268,23 +327,16 @@ class FakeOpenAI:
         }
 
     def _text_completion(self, request: dict[str, Any], with_logprobs: bool) -> dict[str, Any]:
-        """A legacy completion by ``lm``: one token, greedy at temperature 0, sampled otherwise."""
-        prompt = request["prompt"] if isinstance(request["prompt"], str) else request["prompt"][0]
-        tokens = self.lm.tokenize(prompt)
-        echo = bool(request.get("echo")) and self.echo_mode != "ignored"
-        choices = []
-        for i in range(int(request.get("n") or 1)):
-            row = self.lm.next_logprobs(tuple(tokens))
-            if (request.get("temperature") or 0.0) > 0:
-                rng = random.Random(f"{prompt}\x1f{i}")
-                token = rng.choices(list(row), weights=[math.exp(v) for v in row.values()])[0]
-            else:
-                token = max(row, key=row.__getitem__)
-            choice: dict[str, Any] = {"index": i, "text": (prompt if echo else "") + token, "finish_reason": "length"}
-            choice["logprobs"] = None
-            if with_logprobs and request.get("logprobs") is not None:
-                choice["logprobs"] = self._token_logprobs([*tokens, token], len(tokens), echo, int(request["logprobs"]))
-            choices.append(choice)
+        """A legacy completion by ``lm``: one token, greedy at temperature 0, sampled otherwise. A list of prompts
+        gets ``n`` choices per prompt, the i-th prompt's j-th at index i·n + j, as OpenAI's API answers."""
+        prompts = [request["prompt"]] if isinstance(request["prompt"], str) else list(request["prompt"])
+        n = int(request.get("n") or 1)
+        choices: list[dict[str, Any]] = []
+        prompt_tokens = 0
+        for at, prompt in enumerate(prompts):
+            tokens = self.lm.tokenize(prompt)
+            prompt_tokens += len(tokens)
+            choices += [self._text_choice(request, prompt, tokens, at * n + i, i, with_logprobs) for i in range(n)]
         return {
             "id": "cmpl-fake",
             "object": "text_completion",
@@ -292,8 +344,24 @@ class FakeOpenAI:
             "model": request.get("model", "fake"),
             "system_fingerprint": "fp_fake",
             "choices": choices,
-            "usage": {"prompt_tokens": len(tokens), "completion_tokens": 1, "total_tokens": len(tokens) + 1},
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(choices), "total_tokens": 0},
         }
+
+    def _text_choice(
+        self, request: dict[str, Any], prompt: str, tokens: list[str], index: int, i: int, with_logprobs: bool
+    ) -> dict[str, Any]:
+        echo = bool(request.get("echo")) and self.echo_mode != "ignored"
+        row = self.lm.next_logprobs(tuple(tokens))
+        if (request.get("temperature") or 0.0) > 0:
+            rng = random.Random(f"{prompt}\x1f{i}")
+            token = rng.choices(list(row), weights=[math.exp(v) for v in row.values()])[0]
+        else:
+            token = max(row, key=row.__getitem__)
+        choice: dict[str, Any] = {"index": index, "text": (prompt if echo else "") + token, "finish_reason": "length"}
+        choice["logprobs"] = None
+        if with_logprobs and request.get("logprobs") is not None:
+            choice["logprobs"] = self._token_logprobs([*tokens, token], len(tokens), echo, int(request["logprobs"]))
+        return choice
 
     def _token_logprobs(self, tokens: list[str], n_prompt: int, echo: bool, k: int) -> dict[str, Any]:
         """The legacy ``logprobs`` block: from the prompt's first token when echoing, else the generated one."""

@@ -25,7 +25,8 @@ from pytest_fairness.models.base import (
     TransientError,
 )
 from pytest_fairness.models.cache import CacheError, CacheMiss, CacheMode, ResponseCache, cache_key
-from pytest_fairness.models.runner import CallStats, RetryPolicy, Runner
+from pytest_fairness.models.loop import process_loop
+from pytest_fairness.models.runner import CallStats, RetryPolicy, Runner, counting
 
 
 class CountingModel(ChatModel):
@@ -278,6 +279,7 @@ class HangingModel(CountingModel):
 def test_ctrl_c_cancels_what_is_in_flight_keeps_what_finished_and_leaves_nothing_pending(tmp_path, caplog):
     """Ctrl-C used to leave tasks pending on the runner's loop: "Task was destroyed" noise at exit."""
     gc.collect()  # earlier tests' garbage (litellm's unclosed aiohttp sessions) logs its own noise when collected
+    _settle_process_loop()  # tasks other tests left running on the process's loop are not this runner's
     cache = ResponseCache(tmp_path / "c.sqlite")
     runner = Runner(HangingModel(), cache, max_concurrency=4)
     ctrl_c = threading.Timer(0.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
@@ -290,15 +292,24 @@ def test_ctrl_c_cancels_what_is_in_flight_keeps_what_finished_and_leaves_nothing
     finally:
         signal.signal(signal.SIGINT, previous)
     interrupted = time.monotonic()
-    loop = runner._loop
-    assert loop is not None and all(task.done() for task in asyncio.all_tasks(loop))
+    loop = process_loop()
+    assert loop.is_running() and [t for t in asyncio.all_tasks(loop) if not t.done()] == []
     assert len(cache) == 2  # the two finished calls, flushed although the batch never ended
     with caplog.at_level(logging.ERROR, logger="asyncio"):
         runner.close()
+        closed = time.monotonic()
         gc.collect()
-    assert time.monotonic() - interrupted < 1.0
+    assert closed - interrupted < 1.0
     assert caplog.records == []
-    assert loop.is_closed()
+    assert loop.is_running()  # the process's loop stays for the run's other runners
+
+
+def _settle_process_loop() -> None:
+    async def wait() -> None:
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        await asyncio.wait(others, timeout=5) if others else None
+
+    asyncio.run_coroutine_threadsafe(wait(), process_loop()).result()
 
 
 class BatchingModel(CountingModel):
@@ -364,3 +375,19 @@ def test_each_provider_approximation_is_listed_once_however_responses_combine_th
         "a multi-token candidate scored by its first token",
         "reply prefix sent as a finished assistant turn",
     ]
+
+
+def test_calls_are_counted_by_the_role_they_serve_even_when_the_judge_is_the_model_under_test():
+    runner = Runner(CountingModel(), cache_mode=CacheMode.OFF)
+    judge = runner.for_role("judge")
+    assert judge.model is runner.model and judge.role == "judge" and judge.stats is runner.stats
+    check = CallStats()
+    with counting(check):
+        runner.run([chat("a"), chat("b")])
+        judge.run([chat("c")])
+    assert check.calls == 3 and check.roles["model"]["calls"] == 2 and check.roles["judge"]["calls"] == 1
+    assert sum(r["prompt_tokens"] for r in check.roles.values()) == check.prompt_tokens
+    total = CallStats()
+    total.add(check)
+    total.add(check)
+    assert total.roles["judge"]["calls"] == 2

@@ -218,12 +218,14 @@ def test_reports_say_when_a_run_was_interrupted_and_compare_fails_it(pytester):
     assert run["status"] == "interrupted" and run["selected"] == 3
     assert run["errored"] == 0 and run["not_run"] == 1
     assert run["passed"] + run["failed"] + run["inconclusive"] == 2
+    assert run["unfinished"] == [{"check": "religion::implicit_bias[buddhism]", "state": "not run"}]
     result.stdout.fnmatch_lines(["run interrupted: of 3 selected checks, 0 errored, 1 not run*"])
-    assert (pytester.path / "r.md").read_text().count(
-        "**Run interrupted**: of 3 selected checks, 0 errored and 1 did not run"
-    ) == 1
+    markdown = (pytester.path / "r.md").read_text()
+    assert markdown.count("**Run interrupted**: of 3 selected checks, 0 errored and 1 did not run") == 1
+    assert "| `religion::implicit_bias[buddhism]` | not run |" in markdown
     props = {p.get("name"): p.get("value") for p in ElementTree.parse(pytester.path / "out.xml").iter("property")}
     assert json.loads(props["fairness_run"])["status"] == "interrupted"
+    assert json.loads(props["fairness_run"])["unfinished"] == run["unfinished"]
     # The complete run as the reference: the interrupted one lacks a check and is not complete.
     args[args.index("ctrl_c")] = "no:ctrl_c"
     args[args.index("--fairness-report=new.json")] = "--fairness-report=old.json"
@@ -250,7 +252,13 @@ def test_reports_count_checks_that_errored(pytester):
     doc = json.loads((pytester.path / "out.json").read_text())
     assert doc["run"]["status"] == "errored" and doc["run"]["selected"] == 3
     assert doc["run"]["errored"] + doc["run"]["not_run"] == 3 and doc["checks"] == []
-    assert "**Run errored**" in (pytester.path / "r.md").read_text()
+    # each selected check with its state; the errored ones with the reason they stopped
+    assert len(doc["run"]["unfinished"]) == 3
+    errored = [c for c in doc["run"]["unfinished"] if c["state"] == "errored"]
+    assert len(errored) == doc["run"]["errored"] >= 1
+    assert all(c["reason"].startswith("--fairness-cache-mode=replay: no cached response") for c in errored)
+    markdown = (pytester.path / "r.md").read_text()
+    assert "**Run errored**" in markdown and "| errored | --fairness-cache-mode=replay: no cached response" in markdown
     result.stdout.fnmatch_lines(["run errored: of 3 selected checks*"])
 
 

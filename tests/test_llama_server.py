@@ -1,11 +1,13 @@
 """Both HTTP providers run a suite through a real llama.cpp server serving the embedded model."""
 
 import json
+import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -181,3 +183,68 @@ def test_pcf_with_multi_token_words_matches_the_local_route_or_is_refused_for_th
             assert "or score it with the local provider" in str(err.value)
     finally:
         http_runner.close()
+
+
+# -- an async app owning a module-level AsyncOpenAI client, against the server ---------------------------------
+
+APPS = Path(__file__).parent / "python_apps"
+
+
+SHOP_SUITE = """\
+suite: shop
+checks:
+  - measure: decision_bias
+    stereotype: career
+    samples: 2
+    coder: {coder}
+    threshold: {{max: 0.7}}
+  - measure: decision_bias
+    stereotype: science
+    samples: 2
+    coder: {coder}
+    threshold: {{max: 0.7}}
+"""
+
+
+def _app_run(pytester, *args: str, coder: str = "parser") -> dict:
+    """A pytest run in its own process of two small decision checks, with the chat assistant app beside the
+    suite, and its JSON report: every check ended with an outcome, none errored."""
+    shutil.copy(APPS / "chatbot.py", pytester.path / "chatbot.py")
+    shutil.copy(APPS / "support_app.py", pytester.path / "support_app.py")
+    pytester.makefile(".ini", pytest="[pytest]\n")
+    pytester.makefile(".yaml", shop=SHOP_SUITE.format(coder=coder))
+    result = pytester.runpytest_subprocess(
+        "--fairness-suite=shop.yaml", "--fairness-report=out.json", "-p", "no:cacheprovider", "-p", "no:randomly", *args
+    )
+    report = json.loads((pytester.path / "out.json").read_text())
+    assert report["run"]["status"] == "complete" and report["run"]["errored"] == 0, result.outlines[-30:]
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+    assert sorted(c["check"] for c in report["checks"]) == ["decision_bias[career]", "decision_bias[science]"]
+    assert all(c["outcome"] != "errored" for c in report["checks"])
+    return report
+
+
+@pytest.fixture
+def chatbot_server(llama_server, monkeypatch):
+    """The server the chat assistant app talks to (it reads ``CHATBOT_URL`` when imported)."""
+    monkeypatch.setenv("CHATBOT_URL", llama_server)
+    return llama_server
+
+
+@pytest.mark.heavy(30)
+@pytest.mark.parametrize("workers", [0, 2], ids=["-n 0", "-n 2"])
+def test_an_async_app_with_a_module_level_client_ends_every_check_with_an_outcome(pytester, chatbot_server, workers):
+    """The start-up probe and the checks share the process's event loop: the app's kept-alive connections
+    stay usable (a throwaway probe loop made the first check's call fail with "Event loop is closed")."""
+    spread = ["-n", str(workers)] if workers else []
+    report = _app_run(pytester, "--fairness-model=python:chatbot:Chatbot", *spread)
+    assert report["totals"]["prompt_tokens"] > 0  # the app returned the server's usage, and it was counted
+
+
+@pytest.mark.heavy(20)
+def test_the_same_async_app_serves_as_the_judge(pytester, chatbot_server):
+    report = _app_run(
+        pytester, "--fairness-model=python:support_app:answer", "--fairness-judge=python:chatbot:Chatbot", coder="judge"
+    )
+    assert all(c["result"]["params"]["judge"].startswith("python:chatbot:Chatbot@") for c in report["checks"])
+    assert all("decisions coded by a judge model" in c["result"]["fidelity"] for c in report["checks"])

@@ -65,6 +65,15 @@ def test_prefix_is_scored_as_part_of_the_reply(model):
     assert not math.isclose(with_prefix.logprobs[" mat"], without.logprobs[" mat"])
 
 
+def test_a_scored_request_counts_the_tokens_the_plan_counts_for_it(model):
+    """The cost table and the plan agree: the prompt, the reply prefix and every candidate's tokens."""
+    for request in (
+        LogprobRequest((Message("user", "Pick a word."),), (" mat", " heiress"), prefix="The"),
+        LogprobRequest((), (" he", " herself"), prefix="The nurse said that"),
+    ):
+        assert ask(model, request).prompt_tokens == model.count_tokens(request)
+
+
 def test_chat_is_reproducible_for_a_seed(model):
     request = ChatRequest((Message("user", "Say hello."),), temperature=0.8, max_tokens=12, seed=4)
     a, b = ask(model, request), ask(model, request)

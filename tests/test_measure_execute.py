@@ -163,6 +163,18 @@ def test_a_records_framework_state_round_trips_through_json(hint):
     )
 
 
+def test_a_judged_measures_calls_are_split_by_role_also_when_the_judge_is_the_model_under_test(session):
+    """The summary once counted net harm's judge calls as the model's ("136 model calls" for 24 answers)."""
+    measure = MEASURES["net_harm"]
+    params = measure.params.build({"comparison": "gender", "prompts": 2})
+    ctx = session.context(measure)
+    assert ctx.judge is ctx.runner  # no --fairness-judge: the model under test judges
+    calls = measure.execute(params, ctx).calls
+    model, judge = calls.roles["model"], calls.roles["judge"]
+    assert model["calls"] > 0 and judge["calls"] > 0 and model["calls"] + judge["calls"] == calls.calls
+    assert session.runner.stats.calls >= calls.calls  # the session's running total has both
+
+
 #: Measures whose samples are named items (``Measured.items``) a later run pairs with; the rest compare unpaired.
 PAIRED_MEASURES = ("decision_bias", "implicit_bias", "pcf", "quality_disparity")
 

@@ -15,7 +15,8 @@ from pytest_fairness.models.base import (
     Message,
     PermanentError,
 )
-from pytest_fairness.models.openai import ECHO_CHECKS, TOP_LOGPROBS
+from pytest_fairness.models.openai import TOP_LOGPROBS
+from pytest_fairness.models.openai_text import ECHO_CHECKS
 from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import CallStats, RetriesExhausted, RetryPolicy, Runner
 from pytest_fairness.models.spec import ModelSpecError
@@ -43,7 +44,8 @@ def chat(text: str = "hi") -> ChatRequest:
 
 @pytest.mark.parametrize("fault", ["429", "500", "drop", "malformed", "slow"])
 def test_transient_faults_are_retried_to_a_correct_result(runner, server, fault):
-    server.slow_seconds = 2.0  # past the 1 s client timeout
+    # Past the 1 s deadline, and past it again for a retry that waits behind the late call (up to a deadline)
+    server.slow_seconds = 3.0
     server.script.extend([fault, fault])
     stats = CallStats()
     (response,) = runner.run([chat()], stats=stats)
@@ -190,12 +192,20 @@ def unlisted(server, prefix):
     return [w for w in WORDS if w not in listed]
 
 
-def test_echo_is_checked_once_per_model(runner, server):
+@pytest.mark.parametrize("lists", [False, True], ids=["one prompt a request", "prompt lists"])
+def test_echo_is_checked_once_per_model_and_a_requests_echoes_go_as_one_list_where_the_server_takes_lists(
+    runner, server, lists
+):
+    server.prompt_lists = lists
     runner.run([LogprobRequest((), WORDS, prefix=SLOT)])
     first = len(echoed(server))
-    assert first >= ECHO_CHECKS + 1 + len(unlisted(server, SLOT))  # checks, the prefix, each unlisted word
+    if lists:  # the checks, the look at lists (a list of two, and the first of them alone), one list
+        assert first >= ECHO_CHECKS + 2 + 1
+    else:  # the checks, the prefix, each unlisted word
+        assert first >= ECHO_CHECKS + 1 + len(unlisted(server, SLOT))
     runner.run([LogprobRequest((), WORDS, prefix="The nurse said that")])
-    assert len(echoed(server)) - first == 1 + len(unlisted(server, "The nurse said that"))  # no second check
+    # no second check, and no second look at whether the server takes lists
+    assert len(echoed(server)) - first == (1 if lists else 1 + len(unlisted(server, "The nurse said that")))
 
 
 @pytest.mark.parametrize(
@@ -267,7 +277,9 @@ class ExactToy(ChatModel):
         return LogprobResponse({c: self.lm.continuation(request.prefix, c) for c in request.candidates})
 
 
-def test_pcf_over_http_gives_the_planted_risks_and_names_its_route(runner, server, tmp_path):
+@pytest.mark.parametrize("lists", [False, True], ids=["one prompt a request", "prompt lists"])
+def test_pcf_over_http_gives_the_planted_risks_and_names_its_route(runner, server, tmp_path, lists):
+    server.prompt_lists = lists
     (tmp_path / "a.csv").write_text("group,word\nmale,he\nmale,man\nfemale,she\nfemale,heiress\nfemale,herself\n")
     (tmp_path / "t.csv").write_text("template,count\nThe [X] said that [Y],3\nThe [X] and [Y],1\n")
     (tmp_path / "o.csv").write_text("occupation\nnurse\nengineer\n")
@@ -280,3 +292,21 @@ def test_pcf_over_http_gives_the_planted_risks_and_names_its_route(runner, serve
     assert http.details["R_prejudice"] > 100  # the planted " he" boost is a real prejudice
     assert http.details["slot_routes"] == ["echo"] and "echoed prompt log-probs" in http.fidelity
     assert truth.details["slot_routes"] == [] and "read over HTTP" not in truth.fidelity
+
+
+@pytest.mark.parametrize("provider", PROVIDERS, ids=["openai", "litellm"])
+def test_pcf_over_http_in_prompt_lists_sends_a_tenth_of_the_requests_for_the_same_risks(provider):
+    """The gender attribute's 79 words, most of them several tokens for the toy model: one request per echo
+    before, a few lists per probe now (the issue counted 25,283 echo requests for the gender suite's PCF)."""
+    runs = {}
+    for lists in (False, True):
+        with FakeOpenAI(prompt_lists=lists) as server:
+            runner = Runner(load_model(provider.format(url=server.base_url)), retry=FAST)
+            result = pcf.MEASURE.run_with(runner, attribute="gender", occupations=2, top_templates=2)
+            runner.close()
+            runs[lists] = result.details, len(server.requests)
+    (one_by_one, before), (listed, after) = runs[False], runs[True]
+    assert [listed[k] for k in ("R", "R_prejudice", "R_caprice")] == [
+        one_by_one[k] for k in ("R", "R_prejudice", "R_caprice")
+    ]
+    assert after * 10 <= before, (before, after)

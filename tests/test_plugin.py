@@ -106,6 +106,7 @@ def test_junit_xml_carries_each_checks_record(pytester):
         "cannot_serve": 0,
         "errored": 0,
         "not_run": 0,
+        "abandoned": 0,
     }
 
 

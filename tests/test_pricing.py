@@ -15,7 +15,7 @@ from pytest_fairness.models.runner import Runner
 from pytest_fairness.models.spec import ModelSpecError
 from pytest_fairness.session import FairnessSession
 from pytest_fairness.settings import Settings, SettingsError
-from pytest_fairness.suite import parse
+from pytest_fairness.suite import load, parse
 
 HAS_MAP = pricing.price_map() is not None
 needs_map = pytest.mark.skipif(not HAS_MAP, reason="litellm (the price map) is not installed")
@@ -230,3 +230,34 @@ def test_the_refusal_names_the_checks_that_fit_in_run_order(pytester):
             "gender::implicit_bias[[]science[]], gender::decision_bias[[]career[]]. Select fewer checks*"
         ]
     )
+
+
+@needs_map
+@pytest.mark.parametrize(
+    "judge", [None, "openai:gpt-4o@" + CLOSED + "?price_in=2.5&price_out=10"], ids=["own", "online"]
+)
+def test_the_budget_check_prices_a_batched_role_at_batch_rates_and_an_online_one_at_standard(monkeypatch, judge):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # nothing is sent: the plan is priced from the tokenizer
+    checks = [
+        next(c for c in load("gender").checks if c.measure.name == name) for name in ("implicit_bias", "net_harm")
+    ]
+
+    def planner(budget: float | None, batch: bool):
+        settings = Settings(
+            model="openai:gpt-4o-mini", judge=judge, cache_mode=CacheMode.OFF, budget=budget, batch=batch
+        )
+        return FairnessSession(settings).planner
+
+    online = planner(None, batch=False)
+    plan = online.plan(checks)
+    standard, model_at_batch = plan.usd(), plan.usd("model", "batch")
+    judge_at = "batch" if judge is None else "standard"  # a price without batch rates is charged at standard ones
+    batched = model_at_batch + plan.usd("judge", judge_at)
+    assert 0 < batched < standard
+    budget = (batched + standard) / 2
+    refused = planner(budget, batch=False).over_budget(checks)
+    assert refused.startswith(f"the plan costs ${standard:,.2f} at standard rates")
+    assert planner(budget, batch=True).over_budget(checks) == ""  # batched, the same plan fits
+    tight = planner(batched * 0.99, batch=True).over_budget(checks)
+    rates = "batch rates" if judge is None else "batch rates for the model, standard rates for the judge"
+    assert tight.startswith(f"the plan costs ${batched:,.2f} at {rates} (model ${model_at_batch:,.2f}, judge $")

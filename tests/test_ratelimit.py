@@ -8,10 +8,14 @@ with real processes; the providers against the loopback server with a request ra
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import os
+import threading
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_openai import FakeOpenAI
@@ -28,10 +32,8 @@ from pytest_fairness.models.ratelimit import (
     FileStore,
     MemoryStore,
     SharedLimit,
-    duration,
-    server_wait,
-    tokens_reset,
 )
+from pytest_fairness.models.ratelimit_headers import Credit, duration, server_wait, tokens_reset
 from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
 
@@ -357,14 +359,14 @@ def test_x_ratelimit_headers_pace_requests_before_the_budget_runs_out():
 
 
 def test_credit_paces_by_the_refill_rate_until_the_budget_is_whole():
-    credit = ratelimit.Credit.told(remaining=1, reset=1.0, limit=11, now=0.0, others=0)  # refills 10 a second
+    credit = Credit.told(remaining=1, reset=1.0, limit=11, now=0.0, others=0)  # refills 10 a second
     assert credit.refill == 10.0 and credit.wait(0.0) == 0.0
     spent = credit.spend(0.0)
     assert spent.wait(0.0) == pytest.approx(0.1)  # the next one refills in a tenth of a second
     assert spent.available(0.5) == pytest.approx(5.0) and spent.available(2.0) == 11.0
-    told_late = ratelimit.Credit.told(remaining=3, reset=1.0, limit=11, now=0.0, others=4)  # four went after it
+    told_late = Credit.told(remaining=3, reset=1.0, limit=11, now=0.0, others=4)  # four went after it
     assert told_late.wait(0.0) == pytest.approx(0.25)  # one short of nothing, refilling 8 a second
-    no_limit = ratelimit.Credit.told(remaining=0, reset=0.5, limit=None, now=0.0, others=0)
+    no_limit = Credit.told(remaining=0, reset=0.5, limit=None, now=0.0, others=0)
     assert no_limit.refill == 0.0 and no_limit.wait(0.1) == pytest.approx(0.4)  # only the reset is known
 
 
@@ -401,10 +403,41 @@ checks:
 """
 
 
-def test_two_workers_share_one_limit_and_no_request_fails(pytester):
+class BucketWatch:
+    """Reads the run's bucket files (under their lock, as the workers do) every few milliseconds while it runs."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.names: set[str] = set()
+        self.pids: set[int] = set()
+        self.last: dict[str, Any] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> BucketWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.005):
+            for path in self.folder.glob("*.json") if self.folder.is_dir() else []:
+                with contextlib.suppress(OSError):
+                    bucket = FileStore(path).update(lambda found: (found, found))
+                    if bucket is not None:
+                        self.names.add(path.name)
+                        self.pids |= set(bucket.members)
+                        self.last = json.loads(bucket.to_json())
+
+
+def test_two_workers_share_one_limit_and_no_request_fails_and_the_limit_goes_with_the_run(pytester):
     pytester.makefile(".yaml", limited=SUITE)
+    folder = pytester.path / ".fairness-cache" / "rate-limits"
     # 10 requests per 0.25 s, said only by Retry-After: both workers meet 429s, and share what they learn
-    with FakeOpenAI(latency=0.02, rate=40, rate_window=0.25, rate_headers=False) as server:
+    with FakeOpenAI(latency=0.02, rate=40, rate_window=0.25, rate_headers=False) as server, BucketWatch(folder) as seen:
         result = pytester.runpytest(
             "--fairness-suite=limited.yaml",
             f"--fairness-model=openai:fake@{server.base_url}?concurrency=8",
@@ -420,11 +453,39 @@ def test_two_workers_share_one_limit_and_no_request_fails(pytester):
     assert report["run"]["status"] == "complete" and report["run"]["errored"] == 0, result.outlines[-20:]
     assert len(report["checks"]) == 2
     # Both workers met the limit (two checks each sending at the shared cap of 8, far above 10 per 0.25 s):
-    # every refused request was counted and retried to an answer, and the shared bucket shows one run's limit.
+    # every refused request was counted and retried to an answer, in one bucket both workers used.
     assert server.over_rate > 0
     assert 0 < report["totals"]["rate_limited"] <= server.over_rate  # the preflight's own calls are not a check's
-    buckets = list((pytester.path / ".fairness-cache" / "rate-limits").glob("*.json"))
-    assert len(buckets) == 1
-    shared = json.loads(buckets[0].read_text())
-    assert shared["rate_limited"] == server.over_rate
-    assert shared["aimd"]["last_cut"] > 0 and sum(shared["members"].values()) == 0
+    assert len(seen.names) == 1 and len(seen.pids) >= 2
+    assert 0 < seen.last["rate_limited"] <= server.over_rate and seen.last["aimd"]["last_cut"] > 0
+    assert list(folder.glob("*.json")) == []  # the last worker to leave removed it
+
+
+def test_a_bucket_left_by_processes_that_are_gone_is_swept_and_a_live_ones_kept(tmp_path):
+    dead, live = FileStore(tmp_path / "dead.json"), FileStore(tmp_path / "live.json")
+    for store, pid in ((dead, 999_999_991), (live, os.getpid())):
+        store.update(lambda found, pid=pid: (Bucket(Aimd.start(4), {pid: 0}), None))
+    ratelimit.sweep(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["live.json"]
+
+
+def test_a_process_leaving_removes_a_bucket_only_when_no_other_live_process_uses_it(tmp_path):
+    ratelimit.share_in(tmp_path)
+    try:
+        limit = ratelimit.limit_for("openai", "http://x", None, 4)
+        asyncio.run(_one_slot(limit))
+        shared = limit.store
+        assert isinstance(shared, FileStore) and shared.path.exists()
+        other = os.getppid()  # a live process that joined the same bucket
+        shared.update(lambda found: (replace(found, members={**found.members, other: 0}), None))
+        ratelimit.leave()
+        assert shared.path.exists() and set(json.loads(shared.path.read_text())["members"]) == {str(other)}
+        ratelimit.sweep(tmp_path, alive=lambda pid: pid != other)  # once it has gone too
+        assert not shared.path.exists()
+    finally:
+        ratelimit.share_in(None)
+
+
+async def _one_slot(limit: SharedLimit) -> None:
+    async with limit.slot():
+        pass

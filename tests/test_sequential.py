@@ -3,7 +3,7 @@
 import time
 import tracemalloc
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import cache
 
 import numpy as np
@@ -13,11 +13,21 @@ from scipy import stats as sps
 from pytest_fairness import stats, suite
 from pytest_fairness.gate import Outcome, Threshold
 from pytest_fairness.growth import CheckRounds
+from pytest_fairness.measures import MEASURES
 from pytest_fairness.measures.bai.planted import expected_iat_score
 from pytest_fairness.measures.bai.stimuli import get_stereotype
 from pytest_fairness.measures.base import RunContext
-from pytest_fairness.models.cache import CacheMode
-from pytest_fairness.models.runner import CallStats
+from pytest_fairness.models.base import (
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    LogprobRequest,
+    LogprobResponse,
+    estimate_tokens,
+)
+from pytest_fairness.models.cache import CacheMode, ResponseCache
+from pytest_fairness.models.registry import load_model
+from pytest_fairness.models.runner import CallStats, Runner
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.sequential import (
     SequentialPlan,
@@ -93,6 +103,43 @@ def run_sequentially(bias: float, samples: int, budget: int, threshold: float) -
         return session.run_check(check)
     finally:
         session.close()
+
+
+class Tokenized(ChatModel):
+    """A planted double that answers with each request's prompt tokens by its tokenizer (``count_tokens``)."""
+
+    provider = "tokenized"
+    counts_tokens = True
+
+    def __init__(self, inner: ChatModel) -> None:
+        self.inner, self.name = inner, inner.name
+
+    def count_tokens(self, request: ChatRequest | LogprobRequest) -> int:
+        return estimate_tokens(request)
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        return replace(await self.inner.chat(request), prompt_tokens=self.count_tokens(request))
+
+    async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
+        return replace(await self.inner.logprobs(request), prompt_tokens=self.count_tokens(request))
+
+
+def test_a_check_that_grows_reports_the_tokenizers_count_of_every_round(tmp_path):
+    """The rounds' tokens add up (a grown implicit-bias check once showed one round's: 60,776 of 126,620)."""
+    entry = {"measure": "implicit_bias", "stereotype": "power", "samples": 20, "budget": 200}
+    (check,) = parse({"suite": "s", "checks": [entry | {"threshold": {"max": 0.3}}]}, "test").checks
+    session = FairnessSession(Settings(model="synthetic:iat?bias=0.3", sequential=True, seed=2))
+    model = Tokenized(load_model("synthetic:iat?bias=0.3"))
+    session._runner = Runner(model, ResponseCache(tmp_path / "c.sqlite"))
+    try:
+        run = session.run_check(check)
+    finally:
+        session.close()
+    rounds = run.result.sequential.rounds
+    assert len(rounds) > 1  # it grew
+    final = MEASURES["implicit_bias"].requests(check.params.with_samples(rounds[-1]), model, 2)
+    distinct = {session.runner.key(r): r for r in final}.values()  # what the rounds asked, once each
+    assert run.result.calls.prompt_tokens == sum(model.count_tokens(r) for r in distinct)
 
 
 def test_a_clearly_passing_truth_stops_early():
@@ -345,7 +392,8 @@ def _looks(stream: np.ndarray, calls_per_sample: int = 1):
         x = list(stream[:n])
         before = seen[-1] if seen else 0
         seen.append(n)
-        calls = CallStats(calls=(n - before) * calls_per_sample, cache_hits=before, prompt_tokens=n)
+        new = (n - before) * calls_per_sample  # the cache answers the samples of the rounds before
+        calls = CallStats(calls=new, cache_hits=before, prompt_tokens=3 * new)
         summary = stats.summarize(x, interval="bounded", bounds=(0.0, 1.0))
         result = MeasureResult("m", "s", summary, 0, [], "sim", "sim", {}, {}, calls=calls, samples=x)
         return result, confidence_sequence(x, 0.0, 1.0, 0.05)
@@ -379,6 +427,7 @@ def test_run_sequential_grows_until_the_interval_decides_and_records_its_rounds_
     # Calls: the first round's, plus each later round's new samples; cache hits net of the re-asked ones.
     assert result.calls.calls == seen[-1]
     assert result.calls.cache_hits == 0  # every re-asked sample was one this check paid for in an earlier round
+    assert result.calls.prompt_tokens == 3 * seen[-1]  # the tokens of every round's own calls
     assert result.n == seen[-1] and result.summary.ci_t == result.ci
 
 
@@ -387,7 +436,7 @@ def test_rounds_calls_with_the_cache_off_count_no_negative_hits():
     hit is taken away for them (the run's totals once showed thousands of negative cache hits)."""
     rounds = [CallStats(calls=20, prompt_tokens=20), CallStats(calls=40, prompt_tokens=40)]
     calls = rounds_calls(rounds)
-    assert calls.calls == 60 and calls.cache_hits == 0 and calls.prompt_tokens == 40
+    assert calls.calls == 60 and calls.cache_hits == 0 and calls.prompt_tokens == 60  # all paid for, twice
 
 
 def test_run_sequential_stops_when_futile_or_unserved_and_says_why():

@@ -125,6 +125,7 @@ FIGURES: dict[str, Figure] = {
     "local.n_ctx": lambda _: str(internals.local_context()),
     "http": lambda option: num(internals.http_default(option)),
     "ratelimit.growth": lambda _: num(internals.ratelimit_growth()),
+    "settle_seconds": lambda _: num(internals.settle_seconds()),
     "app": lambda name: num(internals.app_default(name)),
     "batch": lambda name: count(internals.batch_fact(name)),
     "litellm.batch_providers": lambda _: ", ".join(internals.litellm_batch_providers()),

@@ -104,10 +104,18 @@ def local_context() -> int:
 
 def app_default(name: str) -> Any:
     """A default of ``python:`` specs: timeout, samples, sync_concurrency, async_concurrency."""
-    from pytest_fairness.models import python
+    from pytest_fairness.models import python, python_app
 
     names = {"timeout": "DEFAULT_TIMEOUT", "samples": "DEFAULT_SAMPLES"}
-    return getattr(python, names.get(name, name.upper()))
+    constant = names.get(name, name.upper())
+    return getattr(python, constant) if hasattr(python, constant) else getattr(python_app, constant)
+
+
+def settle_seconds() -> float:
+    """How long the end of a run waits for the calls still in flight before it gives up on them."""
+    from pytest_fairness.models.deadline import SETTLE_SECONDS
+
+    return SETTLE_SECONDS
 
 
 def ratelimit_growth() -> float:

@@ -14,7 +14,7 @@ import os
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, ClassVar, Generic, Literal, Protocol, Self, TypeVar
 
@@ -269,6 +269,15 @@ class RunContext:
     reference: Runner | None = None
     judge_calibration: str | None = None
 
+    def in_roles(self) -> RunContext:
+        """This context with the judge's and the reference's calls counted for their roles, also where one of
+        them is the runner of the model under test (a judge that is the model, told apart in the accounting)."""
+
+        def cast(runner: Runner | None, role: str) -> Runner | None:
+            return runner if runner is None or runner.role == role else runner.for_role(role)
+
+        return replace(self, judge=cast(self.judge, "judge"), reference=cast(self.reference, "reference"))
+
 
 Request = ChatRequest | LogprobRequest
 
@@ -370,7 +379,9 @@ class Measure(Generic[P]):
     reference_estimate: Callable[[P, int], JudgeEstimate] | None = None
 
     def execute(self, params: P, ctx: RunContext) -> MeasureResult:
-        """Run the measure, counting its calls in ``ctx.calls``, and add the provenance to what it measured."""
+        """Run the measure, counting its calls in ``ctx.calls`` (by role), and add the provenance to what it
+        measured."""
+        ctx = ctx.in_roles()
         with counting(ctx.calls):
             measured = self.run(params, ctx)
         return self.result(params, ctx, measured)
@@ -380,6 +391,7 @@ class Measure(Generic[P]):
         assert self.sequential is not None, f"{self.name} has no sequential rule of its own"
         if first.unserved is not None:  # nothing to grow: the first round already showed it cannot serve
             return first
+        ctx = ctx.in_roles()
         with counting(ctx.calls):
             measured = self.sequential(params, ctx, first.first_round)
         return self.result(params, ctx, measured)

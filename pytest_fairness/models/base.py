@@ -99,11 +99,14 @@ class LogprobRequest:
 
 @dataclass(frozen=True)
 class ChatResponse:
+    """A reply; ``note`` says how it was not what the request asked (an app that ignored its sampling settings)."""
+
     text: str
     finish_reason: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     model_version: str | None = None
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -227,6 +230,11 @@ class ChatModel(abc.ABC):
     def count_tokens(self, request: ChatRequest | LogprobRequest) -> int | None:
         """The request's prompt tokens by the model's own tokenizer; None when the plugin has none for it."""
         return None
+
+    async def settle(self, grace: float) -> int:
+        """At the end of a run: wait up to ``grace`` seconds for calls still in flight (a call past its deadline
+        runs on), then cancel them; how many were cancelled. Models that never leave a call running have none."""
+        return 0
 
     def close(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
         """Release resources (model weights, connections)."""

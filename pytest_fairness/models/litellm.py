@@ -16,6 +16,7 @@ from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, Pe
 from pytest_fairness.models.openai import (
     BATCH_ENDPOINT,
     LISTED_BATCHES,
+    SDK_TIMEOUTS,
     OpenAIModel,
     _options,
     batch_metadata,
@@ -84,22 +85,26 @@ class LiteLLMModel(OpenAIModel):
 
     async def _create(self, messages: Sequence[Message], **params: Any) -> Any:
         chat = [{"role": m.role, "content": m.content} for m in messages]
-        return await self._send(_import_litellm().acompletion, messages=chat, **params)
+        return await self._send(_import_litellm().acompletion, "chat", messages=chat, **params)
 
-    async def _complete(self, prompt: str, **params: Any) -> Any:
-        return await self._send(_import_litellm().atext_completion, prompt=prompt, **params)
+    async def _complete(self, prompt: str | list[str], **params: Any) -> Any:
+        return await self._send(_import_litellm().atext_completion, "completions", prompt=prompt, **params)
 
-    async def _send(self, endpoint: Any, **params: Any) -> Any:
+    async def _send(self, endpoint: Any, kind: str, **params: Any) -> Any:
+        """One request within its deadline, as the OpenAI provider sends it (and the provider's own
+        ``x-ratelimit-*`` headers read from litellm's hidden parameters)."""
         import openai
 
         sent = {**self._server(), **{k: v for k, v in params.items() if v is not None}}
-        async with self.rate_limit().slot():  # a 429 raised in here halves the run's limit for this account
+        timeout = SDK_TIMEOUTS * self.timeout
+        async with self.rate_limit().slot(slow_after=self.timeout / 2):
+            call = endpoint(model=self.model, timeout=timeout, num_retries=0, **sent)
             try:
-                raw = await endpoint(model=self.model, timeout=self.timeout, num_retries=0, **sent)
+                raw = await self.deadlines.within(call, kind)
             except openai.APIError as exc:
-                raise _hide_secrets(classify(exc, self.model_id, None, self.timeout)) from None
+                raise _hide_secrets(classify(exc, self.model_id, None, timeout)) from None
             except ValueError as exc:
-                raise TransientError(f"{self.model_id}: malformed response body ({exc})") from None
+                raise TransientError(f"{self.model_id}: {kind} answered a body that is not JSON ({exc})") from None
             hidden = getattr(raw, "_hidden_params", None) or {}
             self.rate_limit().observe(hidden.get("additional_headers"))  # the provider's own x-ratelimit-* headers
             return raw

@@ -301,9 +301,13 @@ class LocalModel(ChatModel):
             assert self._scorer is not None
             jobs = [self._job(request) for request in requests]
             scored = self._scorer.score_many(jobs)
+            # Tokens read: the prompt and every candidate's, as ``count_tokens`` counts them for the plan.
             return [
                 LogprobResponse(
-                    dict(zip(request.candidates, values, strict=True)), True, job.prompt_tokens, self.version
+                    dict(zip(request.candidates, values, strict=True)),
+                    True,
+                    job.prompt_tokens + sum(map(len, job.candidates)),
+                    self.version,
                 )
                 for request, job, values in zip(requests, jobs, scored, strict=True)
             ]

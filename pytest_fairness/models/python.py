@@ -10,6 +10,14 @@ the thing users talk to. ``ATTR`` is either
   ``models.base.ChatModel``), a class with a no-argument constructor, or a factory function taking no
   argument that returns one.
 
+Either may return a ``ChatResponse`` or an OpenAI-format chat completion instead of the text, and the
+run then counts the app's tokens (``models.python_app``, which adapts the user's code to one shape).
+
+Every process runs an app on one event loop for the whole run (``models.loop``), so an app that owns
+a module-level async client keeps its connections. A call gets ``?timeout=`` seconds (default 60) of its
+own time, not counting its wait behind the run's other calls to the app (``models.deadline``); a call past
+it is retried, and the calls in flight to the app halve while replies come slowly (``models.ratelimit``).
+
 ``MODULE`` is imported as pytest imports a test module: the rootdir and the suite files' folders are
 importable (``IMPORT_PATHS``, set by the plugin on the controller and on every xdist worker).
 
@@ -24,23 +32,19 @@ spec's ``?version=``, else a hash of the source of the module defining the app (
 closure or ``functools.partial`` binds), so an edited app never reads a stale cache entry.
 
 Every failure of the user's code is a ``PermanentError`` naming the spec and the fix, with the user's
-own traceback; ``TransientError`` raised by the app is retried like a provider's.
+own traceback; ``TransientError`` raised by the app is retried like a provider's. An error that is the
+harness's event loop changing under the app's client is said to be the harness's, never the app's.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-import hashlib
 import importlib
-import inspect
 import math
 import sys
-import threading
-import traceback
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +60,9 @@ from pytest_fairness.models.base import (
     TransientError,
     join_notes,
 )
+from pytest_fairness.models.deadline import Deadlines
+from pytest_fairness.models.python_app import App, AppError, adapt, user_traceback, version_of
+from pytest_fairness.models.ratelimit import MemoryStore, SharedLimit
 from pytest_fairness.models.registry import ModelSpec, ModelSpecError
 
 OPTIONS = ("version", "concurrency", "timeout", "samples", "instruct", "context")
@@ -63,18 +70,13 @@ DEFAULT_TIMEOUT = 60.0
 DEFAULT_SAMPLES = 10  # sampled replies per log-prob request, as the paper sampled its judges
 SAMPLE_TEMPERATURE = 1.0
 SAMPLE_MAX_TOKENS = 16  # only the reply's start is read
-SYNC_CONCURRENCY = 4  # a plain function may not be thread-safe: few threads unless ?concurrency= says more
-ASYNC_CONCURRENCY = 16
-SAMPLING_KEYWORDS = ("temperature", "seed", "max_tokens")
 FORMAT = "python:MODULE:ATTR, e.g. python:my_app:answer (my_app.py in the rootdir or beside the suite file)"
-SIGNATURE = "def answer(messages: list[dict[str, str]]) -> str"
 #: Folders MODULE is imported from (the rootdir, suite folders), put on sys.path when an app is loaded.
 IMPORT_PATHS: list[Path] = []
-_HERE = str(Path(__file__).resolve().parents[1])
+#: What an error says when an app's async client is bound to an event loop that is not the one running it.
+LOOP_BOUND = ("Event loop is closed", "attached to a different loop", "bound to a different event loop")
 
-
-class AppError(PermanentError):
-    """The user's app failed (raised, hung, returned no text): the message names the spec and the fix."""
+__all__ = ["AppError", "PythonModel", "add_import_paths", "reply_logprobs"]
 
 
 def add_import_paths(paths: Iterable[Path | str]) -> None:
@@ -85,283 +87,19 @@ def add_import_paths(paths: Iterable[Path | str]) -> None:
             IMPORT_PATHS.append(resolved)
 
 
-# -- the user's code, adapted to one shape ------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _App:
-    """What a user's ATTR turned into: how to chat, whether it has log-probs, and its identity."""
-
-    chat: Callable[[ChatRequest], Awaitable[ChatResponse]]
-    logprobs: Callable[[LogprobRequest], Awaitable[LogprobResponse]] | None
-    samples_vary: bool  # whether repeated calls can give different replies (it takes temperature or seed)
-    version: str | None
-    name: str | None
-    concurrency: int
-    follows_list_instructions: bool | None
-    context_tokens: int | None
-    owner: object
-
-
-def _user_traceback(exc: BaseException) -> str:
-    """The exception with only the user's frames (ours, asyncio's and importlib's say nothing to them)."""
-    frames = [
-        f
-        for f in traceback.extract_tb(exc.__traceback__)
-        if not f.filename.startswith(_HERE) and "importlib" not in f.filename and "asyncio" not in f.filename
-    ]
-    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)] if frames else []
-    return "".join([*lines, *traceback.format_exception_only(type(exc), exc)]).rstrip()
-
-
-def _accepts(fn: Callable[..., Any]) -> tuple[int, int, set[str], bool]:
-    """(required positional, all positional, keyword names, takes **kwargs) of a callable's signature."""
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return 1, 1, set(), False  # a builtin without a signature: assume it takes messages
-    positional = [
-        p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
-    ]
-    required = [p for p in positional if p.kind is not p.VAR_POSITIONAL and p.default is p.empty]
-    required_keyword = [p for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
-    if required_keyword:
-        return len(required) + len(required_keyword), len(positional), set(), False
-    names = {p.name for p in sig.parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    return len(required), len(positional), names, any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
-
-
-def _describe(fn: Callable[..., Any]) -> str:
-    try:
-        return f"{getattr(fn, '__name__', type(fn).__name__)}{inspect.signature(fn)}"
-    except (TypeError, ValueError):
-        return repr(fn)
-
-
-def _source_digest(obj: object) -> str | None:
-    """Hash of the source file defining ``obj`` (its class for an instance), or None when it has none."""
-    target = obj.func if isinstance(obj, functools.partial) else obj
-    if not (inspect.isfunction(target) or inspect.isclass(target) or inspect.ismethod(target)):
-        target = type(target)
-    module = inspect.getmodule(target)
-    path = getattr(module, "__file__", None)
-    if not path:
-        return None
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return None
-
-
-def _bound_values(obj: object) -> str:
-    """A stable text of the simple values a closure, a partial or an instance binds: variants of one app
-    made by one factory (another system prompt, temperature) must not share cache entries."""
-    simple = (str, int, float, bool, type(None), bytes)
-
-    def plain(value: object) -> object:
-        if isinstance(value, simple):
-            return value
-        if isinstance(value, list | tuple):
-            return [plain(v) for v in value]
-        if isinstance(value, dict):
-            return {str(k): plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
-        return f"<{type(value).__qualname__}>"
-
-    bound: list[object] = []
-    if isinstance(obj, functools.partial):
-        bound += [plain(list(obj.args)), plain(obj.keywords), _bound_values(obj.func)]
-    cells = getattr(obj, "__closure__", None) or ()
-    for cell in cells:
-        try:
-            bound.append(plain(cell.cell_contents))
-        except ValueError:  # an empty cell
-            bound.append(None)
-    if not (inspect.isfunction(obj) or inspect.isclass(obj) or isinstance(obj, functools.partial)):
-        bound.append(
-            plain({k: v for k, v in vars(obj).items() if not k.startswith("_")}) if hasattr(obj, "__dict__") else ""
-        )
-    return repr(bound)
-
-
-def _version_of(app: object, given: str | None, owner: object) -> str:
-    """The app's version: its own ``version``, else ?version=, else a hash of its source and bound values."""
-    own = getattr(owner, "version", None)
-    if isinstance(own, str) and own:
-        return own
-    if given:
-        return given
-    digest = hashlib.sha256(f"{_source_digest(app)}|{_bound_values(app)}".encode()).hexdigest()
-    return f"src-{digest[:12]}"
-
-
-def _adapt(value: object, where: str, *, factory_allowed: bool = True) -> tuple[_App, object]:
-    """Turn a function, model object, class or factory into an ``_App``; ModelSpecError naming the fix."""
-    if inspect.isclass(value):
-        try:
-            value = value()
-        except TypeError as exc:
-            raise ModelSpecError(
-                f"{where}: the class {value.__qualname__} cannot be built without arguments ({exc}); give it a "
-                "no-argument constructor, or point the spec at an instance or a factory function taking none"
-            ) from None
-        except Exception as exc:
-            raise ModelSpecError(f"{where}: building {value.__qualname__}() raised:\n{_user_traceback(exc)}") from None
-    chat = getattr(value, "chat", None)
-    if callable(chat) and not inspect.isclass(value):
-        return _object_app(value, where), value
-    if not callable(value):
-        raise ModelSpecError(
-            f"{where} is a {type(value).__name__}, not an app: point the spec at a function ({SIGNATURE}) or at an "
-            "object with a chat(request) method (the public model interface: from pytest_fairness import ChatModel)"
-        )
-    required, positional, names, var_kw = _accepts(value)
-    if positional == 0 and required == 0 and factory_allowed:
-        try:
-            built = value()
-        except Exception as exc:
-            raise ModelSpecError(f"{where}: the factory {_describe(value)} raised:\n{_user_traceback(exc)}") from None
-        return _adapt(built, where, factory_allowed=False)
-    if required > 1 or (required == 0 and positional == 0):
-        raise ModelSpecError(
-            f"{where}: {_describe(value)} cannot take one argument; an app function takes the chat messages and "
-            f"returns the reply: {SIGNATURE} (optionally also temperature=, seed=, max_tokens= keywords)"
-        )
-    return _function_app(value, where, names, var_kw), value
-
-
-def _function_app(fn: Callable[..., Any], where: str, names: set[str], var_kw: bool) -> _App:
-    takes = {k for k in SAMPLING_KEYWORDS if var_kw or k in names}
-    is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
-
-    async def chat(request: ChatRequest) -> ChatResponse:
-        messages = [{"role": m.role, "content": m.content} for m in request.messages]
-        given = {"temperature": request.temperature, "seed": request.seed, "max_tokens": request.max_tokens}
-        kwargs = {k: v for k, v in given.items() if k in takes and v is not None}
-        text = await _call(fn, is_async, messages, **kwargs)
-        if text is None:
-            raise AppError(
-                f"{where} returned None instead of the reply text: the function must return a str (a missing "
-                f"`return`?): {SIGNATURE}"
-            )
-        if not isinstance(text, str):
-            raise AppError(
-                f"{where} returned a {type(text).__name__} ({_short(text)}) instead of the reply text: the function "
-                f"must return a str: {SIGNATURE}"
-            )
-        return ChatResponse(text, "stop")
-
-    return _App(
-        chat=chat,
-        logprobs=None,
-        samples_vary=bool(takes & {"temperature", "seed"}),
-        version=None,
-        name=None,
-        concurrency=ASYNC_CONCURRENCY if is_async else SYNC_CONCURRENCY,
-        follows_list_instructions=None,
-        context_tokens=None,
-        owner=fn,
-    )
-
-
-def _object_app(obj: Any, where: str) -> _App:
-    required, _, _, _ = _accepts(obj.chat)
-    if required != 1:
-        raise ModelSpecError(
-            f"{where}: {type(obj).__qualname__}.{_describe(obj.chat)} must take one argument, the ChatRequest: "
-            "async def chat(self, request: ChatRequest) -> ChatResponse (or -> str)"
-        )
-    own_logprobs = getattr(obj, "logprobs", None)
-    if isinstance(obj, ChatModel) and type(obj).logprobs is ChatModel.logprobs:
-        own_logprobs = None  # the interface's default: it has none
-
-    async def chat(request: ChatRequest) -> ChatResponse:
-        reply = await _call(obj.chat, inspect.iscoroutinefunction(obj.chat), request)
-        if isinstance(reply, str):
-            return ChatResponse(reply, "stop")
-        if not isinstance(reply, ChatResponse):
-            raise AppError(
-                f"{where}: chat() returned a {type(reply).__name__} ({_short(reply)}); it must return a ChatResponse "
-                "or the reply text as a str"
-            )
-        return reply
-
-    async def logprobs(request: LogprobRequest) -> LogprobResponse:
-        reply = await _call(own_logprobs, inspect.iscoroutinefunction(own_logprobs), request)
-        if isinstance(reply, dict) and all(isinstance(v, int | float) for v in reply.values()):
-            return LogprobResponse({str(k): float(v) for k, v in reply.items()})
-        if not isinstance(reply, LogprobResponse):
-            raise AppError(
-                f"{where}: logprobs() returned a {type(reply).__name__} ({_short(reply)}); it must return a "
-                "LogprobResponse or a dict of candidate -> log-probability"
-            )
-        return reply
-
-    instruct = getattr(obj, "follows_list_instructions", None)
-    context = getattr(obj, "context_tokens", None)
-    concurrency = getattr(obj, "max_concurrency", None)
-    return _App(
-        chat=chat,
-        logprobs=logprobs if callable(own_logprobs) else None,
-        samples_vary=True,  # an object reads the request's temperature and seed itself
-        version=getattr(obj, "version", None) or None,
-        name=getattr(obj, "name", None) or None,
-        concurrency=concurrency if isinstance(concurrency, int) and concurrency > 0 else ASYNC_CONCURRENCY,
-        follows_list_instructions=instruct if isinstance(instruct, bool) else None,
-        context_tokens=context if isinstance(context, int) else None,
-        owner=obj,
-    )
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-# -- calling user code: in a daemon thread (a hung function cannot block the exit), with a deadline ---------
-
-
-async def _call(fn: Callable[..., Any], is_async: bool, *args: Any, **kwargs: Any) -> Any:
-    """Run a user callable; the model's ``_guard`` adds the deadline and turns its failures into AppError."""
-    if is_async:
-        return await fn(*args, **kwargs)
-    result = await _in_thread(fn, *args, **kwargs)
-    if inspect.isawaitable(result):  # a sync wrapper that returns a coroutine
-        return await result
-    return result
-
-
-def _in_thread(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> asyncio.Future[Any]:
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-
-    def settle(ok: bool, value: Any) -> None:
-        if not future.done():
-            future.set_result(value) if ok else future.set_exception(value)
-
-    def work() -> None:
-        try:
-            value, ok = fn(*args, **kwargs), True
-        except BaseException as exc:  # handed to the awaiting side, which classifies it
-            value, ok = exc, False
-        with contextlib.suppress(RuntimeError):  # the loop closed while the app still worked (after a timeout)
-            loop.call_soon_threadsafe(settle, ok, value)
-
-    threading.Thread(target=work, name="fairness-app", daemon=True).start()
-    return future
-
-
 # -- the provider -------------------------------------------------------------------------------------------
 
 
 class PythonModel(ChatModel):
-    """The user's app behind the ChatModel interface: deadline, checks on what it returns, identity."""
+    """The user's app behind the ChatModel interface: deadline, adaptive concurrency, checks on what it returns,
+    identity."""
 
     provider = "python"
 
     def __init__(
         self,
         target: str,
-        app: _App,
+        app: App,
         *,
         version: str,
         timeout: float = DEFAULT_TIMEOUT,
@@ -381,6 +119,10 @@ class PythonModel(ChatModel):
             follows_list_instructions if follows_list_instructions is not None else app.follows_list_instructions
         ) is not False
         self.context_tokens = context_tokens if context_tokens is not None else app.context_tokens
+        self.deadlines = Deadlines(timeout, self.spec)
+        #: Fewer calls in flight while the app answers slowly (its backend queues them): this process's own.
+        self._limit = SharedLimit(MemoryStore(), self.max_concurrency)
+        self._loops: dict[str, asyncio.AbstractEventLoop] = {}  # the loop of the app's first call
 
     @property
     def spec(self) -> str:
@@ -396,8 +138,8 @@ class PythonModel(ChatModel):
         options = _options(spec)
         where = f"python:{module}:{attr}"
         value = _resolve(module, attr, where)
-        app, owner = _adapt(value, where)
-        version = _version_of(value, options.pop("version", None), owner)
+        app, owner = adapt(value, where)
+        version = version_of(value, options.pop("version", None), owner)
         return cls(f"{module}:{attr}", app, version=version, **options)
 
     @classmethod
@@ -407,8 +149,8 @@ class PythonModel(ChatModel):
         base = value.func if isinstance(value, functools.partial) else value
         defined = f"{getattr(base, '__module__', '?')}:{getattr(base, '__qualname__', type(base).__qualname__)}"
         target = own if isinstance(own, str) and own else defined
-        app, owner = _adapt(value, f"the app {target}")
-        return cls(target, app, version=_version_of(value, options.pop("version", None), owner), **options)
+        app, owner = adapt(value, f"the app {target}")
+        return cls(target, app, version=version_of(value, options.pop("version", None), owner), **options)
 
     # -- the two calls -----------------------------------------------------------------------------
 
@@ -451,22 +193,40 @@ class PythonModel(ChatModel):
         return f"{self.spec}@{self.version}" + (f" ({reported})" if reported else "")
 
     async def _guard(self, call: Awaitable[Any], kind: str) -> Any:
-        """The app's answer within the deadline; its failures become one AppError naming the fix."""
-        try:
-            return await asyncio.wait_for(call, self.timeout)
-        except (TransientError, PermanentError):
-            raise
-        except TimeoutError:
-            raise AppError(
-                f"{self.spec} gave no answer to a {kind} request within {self.timeout:g}s: fix what hangs, or allow "
-                f"more time with ?timeout=SECONDS in the spec (e.g. {self.spec}?timeout=300)"
-            ) from None
-        except Exception as exc:
-            raise AppError(
-                f"{self.spec} raised {type(exc).__name__} while answering a {kind} request; fix the app (its "
-                "traceback is below), or raise pytest_fairness.TransientError from it for a failure worth "
-                f"retrying.\n{_user_traceback(exc)}"
-            ) from None
+        """The app's answer within its deadline (past it: ``DeadlineExceeded``, retried, while the call runs on:
+        a thread cannot be stopped); its failures become one AppError naming the fix."""
+        loop = asyncio.get_running_loop()
+        self._loops.setdefault("first", loop)
+        async with self._limit.slot(slow_after=self.timeout / 2):
+            try:
+                return await self.deadlines.within(call, kind, cancellable=False)
+            except (TransientError, PermanentError):
+                raise
+            except Exception as exc:
+                raise self._failure(exc, kind, moved=self._loops["first"] is not loop) from None
+
+    def _failure(self, exc: Exception, kind: str, *, moved: bool) -> PermanentError:
+        """The error for an exception the app raised: the app's, with its traceback, unless it is an async client
+        bound to an event loop the harness replaced (``moved``): that one is the harness's."""
+        if any(text in str(exc) for text in LOOP_BOUND) and moved:
+            return PermanentError(
+                f"{self.spec}: the app's async client is bound to an event loop the harness has since replaced "
+                f"({type(exc).__name__}: {exc}); this is a fault of pytest-fairness, not of the app: please report it"
+            )
+        hint = ""
+        if any(text in str(exc) for text in LOOP_BOUND):
+            hint = (
+                " Its async client is bound to another event loop than the one calling it (made under asyncio.run "
+                "at import?): create the client on the loop that calls the app."
+            )
+        return AppError(
+            f"{self.spec} raised {type(exc).__name__} while answering a {kind} request; fix the app (its traceback "
+            f"is below), or raise pytest_fairness.TransientError from it for a failure worth retrying.{hint}\n"
+            f"{user_traceback(exc)}"
+        )
+
+    async def settle(self, grace: float) -> int:
+        return await self.deadlines.settle(grace)
 
     def close(self) -> None:
         close = getattr(self._app.owner, "close", None)
@@ -506,9 +266,9 @@ def _resolve(module: str, attr: str, where: str) -> object:
                 "in the rootdir or beside the suite file, add its folder to PYTHONPATH, or fix the module name "
                 f"({FORMAT})"
             ) from None
-        raise ModelSpecError(f"{where}: importing {module} failed; fix the import:\n{_user_traceback(exc)}") from None
+        raise ModelSpecError(f"{where}: importing {module} failed; fix the import:\n{user_traceback(exc)}") from None
     except Exception as exc:
-        raise ModelSpecError(f"{where}: importing {module} failed; fix the error:\n{_user_traceback(exc)}") from None
+        raise ModelSpecError(f"{where}: importing {module} failed; fix the error:\n{user_traceback(exc)}") from None
     try:
         return getattr(loaded, attr)
     except AttributeError:

@@ -1,31 +1,33 @@
-"""Adaptive concurrency for HTTP providers: one limit per account, shared by every process of a run.
+"""Adaptive concurrency: one limit per account (an HTTP provider's, or an app's), shared by every process of a run.
 
 A fixed cap per process multiplies under xdist (``-n 8`` sends eight times what one process would)
 and ignores what the server says. Here the number of requests in flight to one provider and key
-starts at the provider's cap (``?concurrency=``), halves when the server answers 429, and grows back
-by a quarter request per window of answers (additive increase, multiplicative decrease, as TCP does;
-after a pause, one probe goes first). Retry-After and ``retry-after-ms`` pause every process for as
-long as the server asks; OpenAI's ``x-ratelimit-*`` headers, when the budget they report runs low,
-pace requests by its refill rate (requests) or pause them until the reset (a spent token budget).
+starts at the provider's cap (``?concurrency=``), halves when the server answers 429 or when replies
+slow down (one takes more than half its deadline, or misses it: a server that queues requests answers
+each later the more are sent), and grows back by a quarter request per window of answers (additive
+increase, multiplicative decrease, as TCP does; after a pause, one probe goes first). Retry-After and
+``retry-after-ms`` pause every process for as long as the server asks; OpenAI's ``x-ratelimit-*``
+headers (read in ``ratelimit_headers``), when the budget they report runs low, pace requests by its
+refill rate (requests) or pause them until the reset (a spent token budget).
 
 The state machine (``Aimd``) and the shared bookkeeping (``Bucket``) are pure. ``SharedLimit`` keeps
 a bucket in a small JSON file under an exclusive ``flock`` (beside the response cache when the plugin
 runs), named by a hash of the provider, base URL and API key: the key itself is never written. A
-bucket lives as long as one of the processes that used it: the next run starts again from the cap.
-Without a directory the limit is shared within the process only.
+bucket lives as long as one of the processes that used it: the last one to leave removes its file
+(``leave``), and a file left by processes that are all gone (killed) is removed when the next run
+starts (``sweep``), so the next run starts again from the cap. Without a directory the limit is
+shared within the process only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import fcntl
 import hashlib
 import json
 import math
 import os
-import re
 import threading
 import time
 import weakref
@@ -35,14 +37,20 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from pytest_fairness.models.base import RateLimited
+from pytest_fairness.models.deadline import DeadlineExceeded
+from pytest_fairness.models.ratelimit_headers import (
+    MAX_WAIT_SECONDS,
+    Credit,
+    request_budget,
+    tokens_reset,
+)
 
 T = TypeVar("T")
 # Requests added to the limit per window (``limit`` answers). Slow: a server counts over a window (a second, a
 # minute) that outlasts many round trips, so an overshoot shows only long after it began.
 GROWTH = 0.25
 POLL_SECONDS = 0.01  # how often a process waiting for a slot looks at the shared bucket
-MAX_WAIT_SECONDS = 120.0  # a pause longer than this from a header is treated as a garbled header
-OK, RATE_LIMITED, OTHER = "ok", "rate_limited", "other"
+OK, RATE_LIMITED, SLOWED, OTHER = "ok", "rate_limited", "slowed", "other"
 
 
 # -- the pure state machine ----------------------------------------------------------------------------
@@ -103,44 +111,6 @@ class Aimd:
 
 
 @dataclass(frozen=True)
-class Credit:
-    """The server's request budget as it last told it (``x-ratelimit-*-requests``): ``tokens`` requests left at
-    ``at``, refilling at ``refill`` a second up to ``limit``, whole again at ``until``.
-
-    Servers refill continuously (or slide a window), and the reset header says when the budget is *whole*:
-    waiting for it after every exhausted budget would idle, so the refill rate paces requests instead.
-    """
-
-    tokens: float
-    at: float
-    refill: float
-    limit: float
-    until: float
-
-    @classmethod
-    def told(cls, remaining: int, reset: float, limit: int | None, now: float, others: int) -> Credit:
-        """What a response says, read while ``others`` more requests of ours may have reached the server after it."""
-        top = float(limit if limit is not None else remaining)
-        refill = (top - remaining) / reset if reset > 0 and top > remaining else 0.0
-        return cls(float(remaining - others), now, refill, top, now + reset)
-
-    def available(self, now: float) -> float:
-        if now >= self.until:
-            return self.limit
-        return min(self.limit, self.tokens + (now - self.at) * self.refill)
-
-    def wait(self, now: float) -> float:
-        """Seconds until one request may be sent (0: now)."""
-        short = 1.0 - self.available(now)
-        if short <= 0:
-            return 0.0
-        return min(short / self.refill, self.until - now) if self.refill > 0 else self.until - now
-
-    def spend(self, now: float) -> Credit:
-        return replace(self, tokens=self.available(now) - 1.0, at=now)
-
-
-@dataclass(frozen=True)
 class Bucket:
     """One account's limit as every process of a run shares it.
 
@@ -183,14 +153,18 @@ class Bucket:
         return replace(waiting, members={**self.members, pid: joined + 1}, credit=credit), None
 
     def give(self, pid: int, now: float, sent_at: float, outcome: str, wait: float | None = None) -> Bucket:
-        """Return ``pid``'s slot, with what became of its request (``OK``, ``RATE_LIMITED`` or ``OTHER``)."""
+        """Return ``pid``'s slot, with what became of its request (``OK``, ``RATE_LIMITED``, ``SLOWED`` or ``OTHER``).
+
+        A slowed request (late, or past its deadline) cuts the limit as a 429 does, without a pause."""
         members = {**self.members, pid: max(0, self.members.get(pid, 0) - 1)}
         aimd, seen = self.aimd, self.rate_limited
         if outcome == OK:
             aimd = aimd.succeeded(sent_at)
         elif outcome == RATE_LIMITED:
             aimd, seen = aimd.rate_limited(now, sent_at, wait), seen + 1
-        # OTHER (5xx, timeout, cancelled): no sign of the rate either way
+        elif outcome == SLOWED:
+            aimd = aimd.rate_limited(now, sent_at, None)
+        # OTHER (5xx, connection errors, cancelled): no sign of the rate either way
         return replace(self, aimd=aimd, members=members, rate_limited=seen)
 
     def paused(self, until: float) -> Bucket:
@@ -219,86 +193,13 @@ class Bucket:
         return cls(Aimd(**raw["aimd"]), members, int(raw["rate_limited"]), credit)
 
 
-# -- what servers say ------------------------------------------------------------------------------------
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def duration(text: str | None) -> float | None:
-    """Seconds in a reset header: ``"1s"``, ``"6m0s"``, ``"20ms"``, ``"1h2m3.5s"`` (OpenAI's style) or a number."""
-    if not text:
-        return None
-    text = text.strip()
-    with contextlib.suppress(ValueError):
-        return max(0.0, float(text))
-    parts = _DURATION.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        return None
-    return sum(float(n) * _UNIT[u] for n, u in parts)
-
-
-def _lower(headers: Mapping[str, str] | None) -> dict[str, str]:
-    """Header names in lower case; litellm's ``llm_provider-`` prefix on the provider's own headers dropped."""
-    out: dict[str, str] = {}
-    for name, value in (headers or {}).items():
-        name = name.lower()
-        out[name.removeprefix("llm_provider-")] = str(value)
-    return out
-
-
-def tokens_reset(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds until ``x-ratelimit-reset-tokens`` when ``x-ratelimit-remaining-tokens`` says the token budget is
-    spent. (How many tokens a request takes is not known here, so its refill cannot pace requests: they wait.)"""
-    found = _lower(headers)
-    with contextlib.suppress(KeyError, ValueError):
-        if float(found["x-ratelimit-remaining-tokens"]) <= 0:
-            wait = duration(found.get("x-ratelimit-reset-tokens"))
-            return wait if wait is not None and wait <= MAX_WAIT_SECONDS else None
-    return None
-
-
-def request_budget(headers: Mapping[str, str] | None) -> tuple[int, float, int | None] | None:
-    """``x-ratelimit-remaining-requests``, the seconds until ``x-ratelimit-reset-requests`` and
-    ``x-ratelimit-limit-requests`` (None when not sent); None without the first two."""
-    found = _lower(headers)
-    reset = duration(found.get("x-ratelimit-reset-requests"))
-    try:
-        remaining = int(float(found["x-ratelimit-remaining-requests"]))
-    except (KeyError, ValueError):
-        return None
-    limit = None
-    with contextlib.suppress(KeyError, ValueError):
-        limit = int(float(found["x-ratelimit-limit-requests"]))
-    return (remaining, reset, limit) if reset is not None else None
-
-
-def server_wait(headers: Mapping[str, str] | None, now: float) -> float | None:
-    """How long a 429 asks us to wait: ``retry-after-ms``, Retry-After (seconds or an HTTP date), else until a
-    spent ``x-ratelimit-*`` budget allows one more request; None when the server did not say."""
-    found = _lower(headers)
-    with contextlib.suppress(ValueError):
-        if "retry-after-ms" in found:
-            return min(MAX_WAIT_SECONDS, max(0.0, float(found["retry-after-ms"]) / 1000))
-    value = found.get("retry-after")
-    if value is not None:
-        with contextlib.suppress(ValueError):
-            return min(MAX_WAIT_SECONDS, max(0.0, float(value)))
-        with contextlib.suppress(TypeError, ValueError):
-            return min(MAX_WAIT_SECONDS, max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - now))
-    waits = [tokens_reset(found)]
-    budget = request_budget(found)
-    if budget is not None and budget[0] <= 0:
-        waits.append(Credit.told(*budget, now=now, others=0).wait(now))
-    known = [w for w in waits if w is not None]
-    return min(MAX_WAIT_SECONDS, max(known)) if known else None
-
-
 # -- where a bucket lives ----------------------------------------------------------------------------------
 
 
 class Store(Protocol):
-    def update(self, change: Callable[[Bucket | None], tuple[Bucket, T]]) -> T: ...
+    """Where a bucket lives; ``change`` gets the bucket (None: none yet) and returns the new one (None: remove it)."""
+
+    def update(self, change: Callable[[Bucket | None], tuple[Bucket | None, T]]) -> T: ...
 
 
 class MemoryStore:
@@ -308,7 +209,7 @@ class MemoryStore:
         self._bucket: Bucket | None = None
         self._lock = threading.Lock()
 
-    def update(self, change: Callable[[Bucket | None], tuple[Bucket, T]]) -> T:
+    def update(self, change: Callable[[Bucket | None], tuple[Bucket | None, T]]) -> T:
         with self._lock:
             self._bucket, result = change(self._bucket)
             return result
@@ -319,30 +220,61 @@ class FileStore:
 
     ``flock`` locks belong to the open file, so threads of one process exclude each other too. A file
     that cannot be read (e.g. cut short by a crash mid-write) counts as no bucket: the run restarts at the cap.
+    A bucket changed to None is removed with its file (while locked: a process that opened the file before
+    finds, once it holds the lock, that the name no longer points at it, and opens the name again).
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
 
-    def update(self, change: Callable[[Bucket | None], tuple[Bucket, T]]) -> T:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            chunks = []
-            while chunk := os.read(fd, 65536):
-                chunks.append(chunk)
-            found = None
-            with contextlib.suppress(ValueError, KeyError, TypeError):
-                found = Bucket.from_json(b"".join(chunks).decode())
-            bucket, result = change(found)
-            data = bucket.to_json().encode()
-            os.lseek(fd, 0, os.SEEK_SET)
-            os.ftruncate(fd, 0)
-            os.write(fd, data)
+    def update(self, change: Callable[[Bucket | None], tuple[Bucket | None, T]]) -> T:
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                if not _still_named(fd, self.path):
+                    continue  # removed while we waited for the lock: open the new one
+                return self._change(fd, change)
+            finally:
+                os.close(fd)  # releases the lock
+
+    def _change(self, fd: int, change: Callable[[Bucket | None], tuple[Bucket | None, T]]) -> T:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        found = None
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            found = Bucket.from_json(b"".join(chunks).decode())
+        bucket, result = change(found)
+        if bucket is None:
+            self.path.unlink(missing_ok=True)
             return result
-        finally:
-            os.close(fd)  # releases the lock
+        data = bucket.to_json().encode()
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.ftruncate(fd, 0)
+        os.write(fd, data)
+        return result
+
+
+def _still_named(fd: int, path: Path) -> bool:
+    """Whether ``path`` still names the open file ``fd`` (another process may have removed it meanwhile)."""
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def _without(pid: int, alive: Callable[[int], bool]) -> Callable[[Bucket | None], tuple[Bucket | None, None]]:
+    """A change that drops ``pid`` and the dead from a bucket, and removes the bucket when no process is left."""
+
+    def change(found: Bucket | None) -> tuple[Bucket | None, None]:
+        if found is None:
+            return None, None
+        members = {p: n for p, n in found.members.items() if p != pid and alive(p)}
+        return (replace(found, members=members) if members else None), None
+
+    return change
 
 
 def _alive(pid: int) -> bool:
@@ -437,16 +369,21 @@ class SharedLimit:
         self.store.update(change)
 
     @contextlib.asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        """Hold a slot around one HTTP request; a ``RateLimited`` error raised inside halves the limit."""
+    async def slot(self, slow_after: float | None = None) -> AsyncIterator[None]:
+        """Hold a slot around one request; a ``RateLimited`` error raised inside halves the limit, and so does a
+        ``DeadlineExceeded`` or an answer that took more than ``slow_after`` seconds."""
         sent_at = await self.acquire()
         outcome, wait = OTHER, None
         try:
             yield
-            outcome = OK
+            late = slow_after is not None and self._clock() - sent_at > slow_after
+            outcome = SLOWED if late else OK
         except RateLimited as exc:
             outcome, wait = RATE_LIMITED, exc.retry_after
             exc.paced = True
+            raise
+        except DeadlineExceeded:
+            outcome = SLOWED
             raise
         finally:
             self.release(sent_at, outcome, wait)
@@ -456,7 +393,7 @@ class Fixed:
     """No adaptation (``?adaptive=0``): each process keeps its own fixed cap, as the runner sets it."""
 
     @contextlib.asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
+    async def slot(self, slow_after: float | None = None) -> AsyncIterator[None]:
         yield
 
     def observe(self, headers: Mapping[str, str] | None) -> None:
@@ -472,9 +409,32 @@ _stores_lock = threading.Lock()
 
 def share_in(directory: Path | None) -> None:
     """Keep limits in ``directory`` so that every process of the run shares them (the plugin points it beside the
-    response cache); None: each process keeps its own."""
+    response cache; buckets no live process uses are removed from it); None: each process keeps its own, and
+    this process leaves the buckets it shared (the last to leave one removes its file)."""
     global _directory
+    if directory is not None:
+        sweep(directory)
+    else:
+        leave()
     _directory = directory
+
+
+def sweep(directory: Path, alive: Callable[[int], bool] = _alive) -> None:
+    """Remove the buckets in ``directory`` whose processes are all gone (a killed run leaves them behind)."""
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        with contextlib.suppress(OSError):
+            FileStore(path).update(_without(0, alive))
+
+
+def leave(alive: Callable[[int], bool] = _alive) -> None:
+    """This process stops using every bucket it shared in a file: a bucket no other live process uses is removed."""
+    with _stores_lock:
+        shared = [(key, store) for key, store in _stores.items() if isinstance(store, FileStore)]
+        for key, _ in shared:
+            del _stores[key]
+    for _, store in shared:
+        with contextlib.suppress(OSError):
+            store.update(_without(os.getpid(), alive))
 
 
 def account(provider: str, base_url: str, api_key: str | None) -> str:

@@ -1,9 +1,10 @@
 """Sends batches of requests to a model through the cache, with bounded concurrency, retries and accounting.
 
-Measures hand the runner a list of requests and get the responses back in the same order. The
-runner owns one event loop on a background thread, so it works the same from plain tests, async
-tests and fixtures, and providers may keep loop-bound clients (HTTP connection pools) between
-batches. Transient failures are retried with jittered exponential backoff, honouring the
+Measures hand the runner a list of requests and get the responses back in the same order. Every
+runner of a process runs its calls on the process's one event loop, on a background thread
+(``models.loop``), so it works the same from plain tests, async tests and fixtures, and providers and
+apps may keep loop-bound clients (HTTP connection pools) for the whole run. Transient failures
+(a call past its deadline among them) are retried with jittered exponential backoff, honouring the
 server's Retry-After; a permanent failure, or a transient one that outlasts the retries, ends the
 batch with one clear error. Every finished response is cached as it arrives, so nothing finished
 is lost when a batch fails or a run is interrupted.
@@ -17,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-import threading
 import time
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterator, Sequence
 from contextvars import ContextVar
@@ -36,6 +36,8 @@ from pytest_fairness.models.base import (
 )
 from pytest_fairness.models.batch import BatchPolicy, Ledger, MemoryLedger, answer_by_batch, batch_api
 from pytest_fairness.models.cache import CacheMiss, CacheMode, ResponseCache, cache_key
+from pytest_fairness.models.deadline import SETTLE_SECONDS, DeadlineExceeded
+from pytest_fairness.models.loop import process_loop
 
 if TYPE_CHECKING:
     from pytest_fairness.pricing import Price
@@ -61,6 +63,7 @@ COUNTERS = (
     "unpriced",
     "batched",
     "rate_limited",
+    "late",
 )
 
 
@@ -74,7 +77,10 @@ class CallStats:
     calls answered through a provider batch (a runner with a price counts it); ``unpriced`` counts calls
     to a model whose price is unknown, so a spend is never shown as complete when it is not.
     ``rate_limited`` counts the answers that were HTTP 429 (each one retried, so also in ``retries``
-    unless it was the last straw): how hard the run pressed the provider's rate limit.
+    unless it was the last straw): how hard the run pressed the provider's rate limit. ``late`` counts the
+    calls that passed their deadline (each one retried likewise; it ran on, so the server still answered it).
+    ``roles`` splits the counters by the role the calls served (``"model"``: the model under test,
+    ``"judge"``), each role's counters summing to its share of the totals.
     """
 
     calls: int = 0
@@ -87,12 +93,18 @@ class CallStats:
     unpriced: int = 0
     batched: int = 0
     rate_limited: int = 0
+    late: int = 0
     model_versions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    roles: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def add(self, other: CallStats) -> None:
         for name in COUNTERS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        for role, counts in other.roles.items():
+            mine = self.roles.setdefault(role, {})
+            for name in COUNTERS:
+                mine[name] = mine.get(name, 0) + counts.get(name, 0)
         self.model_versions = sorted(set(self.model_versions) | set(other.model_versions))
         self.notes = sorted(set(self.notes) | set(other.notes))
 
@@ -148,6 +160,7 @@ class Runner:
         retry: RetryPolicy = RetryPolicy(),
         price: Price | None = None,
         batch: BatchPolicy | None = None,
+        role: str = "model",
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
@@ -160,13 +173,14 @@ class Runner:
         self.price = price
         #: Batch mode (None: every call online); shared with the run's other runners for one wait budget.
         self.batch = batch
+        #: The role its calls serve in the run ("model" under test, or "judge"): each call's accounting says it.
+        self.role = role
         self._memory_ledger = MemoryLedger()
         self.stats = CallStats()
         self._jitter = random.Random()
         self._unsaved: list[tuple[str, str, str, dict[str, Any]]] = []
         self._last_save = time.monotonic()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._used = False  # whether a call ran on the process loop (something there to close or settle)
 
     @overload
     def run(
@@ -195,10 +209,20 @@ class Runner:
             return self._call_soon(self._run_all(list(requests), batch, progress))
         finally:
             batch.seconds = time.perf_counter() - start
+            batch.roles = {self.role: {name: getattr(batch, name) for name in COUNTERS}}
             self.stats.add(batch)
             counters = (*_COUNTING.get(), *([] if stats is None else [stats]))
             for counter in {id(c): c for c in counters}.values():  # each counter once
                 counter.add(batch)
+
+    def for_role(self, role: str) -> Runner:
+        """A runner of the same model, cache, price, policies and running totals (``stats``) whose calls count for
+        ``role`` (a judge that is the model under test: the same model, told apart in the accounting)."""
+        other = Runner(
+            self.model, self.cache, self.cache_mode, self.max_concurrency, self.retry, self.price, self.batch, role
+        )
+        other.stats = self.stats
+        return other
 
     def at_once(self) -> int | None:
         """How many requests this runner answers at the same time; None in batch mode, where one ``run`` is
@@ -216,48 +240,56 @@ class Runner:
         return self.cache is not None and self.cache_mode.reads and self.cache.contains(key)
 
     def close(self) -> None:
-        if self._loop is not None:
-            loop, self._loop = self._loop, None
-            if hasattr(self.model, "aclose"):
-                asyncio.run_coroutine_threadsafe(self.model.aclose(), loop).result(timeout=10)
-            loop.call_soon_threadsafe(loop.stop)
-            if self._thread is not None:
-                self._thread.join(timeout=5)
-            if not loop.is_running():
-                loop.close()
+        """Release what the model holds on the process loop (its HTTP client); the loop itself stays."""
+        if self._used and hasattr(self.model, "aclose"):
+            self._used = False
+            asyncio.run_coroutine_threadsafe(self.model.aclose(), process_loop()).result(timeout=10)
+
+    def settle(self, grace: float = SETTLE_SECONDS) -> int:
+        """At the end of a run: wait up to ``grace`` seconds for the model's calls still in flight (calls past
+        their deadline run on), then cancel them; how many were cancelled."""
+        if not self._used:
+            return 0
+        future = asyncio.run_coroutine_threadsafe(self.model.settle(grace), process_loop())
+        return future.result(timeout=grace + 10)
 
     # -- internals -----------------------------------------------------------------------------
 
     def _call_soon(self, coro: Coroutine[Any, Any, T]) -> T:
-        if self._loop is None:
-            self._loop = asyncio.new_event_loop()
-            self._thread = threading.Thread(target=self._loop.run_forever, name="fairness-runner", daemon=True)
-            self._thread.start()
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        self._used = True
+        current: list[asyncio.Task[Any]] = []
+
+        async def tracked() -> T:
+            task = asyncio.current_task()
+            assert task is not None
+            current.append(task)
+            return await coro
+
+        loop = process_loop()
+        future = asyncio.run_coroutine_threadsafe(tracked(), loop)
         try:
             return future.result()
         except BaseException:  # Ctrl-C (or a pytest timeout) lands here, on the caller's thread
             if not future.done():
-                self._cancel_everything()
+                self._cancel(loop, current)
             raise
 
-    def _cancel_everything(self, wait: float = 5.0) -> None:
-        """Cancel every task on the runner's loop and wait until they have finished cancelling.
+    @staticmethod
+    def _cancel(loop: asyncio.AbstractEventLoop, tasks: list[asyncio.Task[Any]], wait: float = 5.0) -> None:
+        """Cancel this runner's batch on the loop and wait until it has finished cancelling.
 
-        A batch's own clean-up then runs (finished responses go to the cache) and nothing is left
-        pending for the loop's closing to complain about ("Task was destroyed but it is pending").
+        The batch's own clean-up then runs (finished responses go to the cache, its calls are cancelled)
+        and nothing is left pending for the loop to complain about ("Task was destroyed but it is pending").
         """
-        assert self._loop is not None
 
-        async def cancel_all() -> None:
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        async def cancel() -> None:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
         # A call that ignores cancellation: give up waiting rather than hang the exit.
         with contextlib.suppress(TimeoutError):
-            asyncio.run_coroutine_threadsafe(cancel_all(), self._loop).result(timeout=wait)
+            asyncio.run_coroutine_threadsafe(cancel(), loop).result(timeout=wait)
 
     async def _run_all(self, requests: list[Any], batch: CallStats, progress: ProgressFn | None) -> list[Any]:
         semaphore = asyncio.Semaphore(min(self.max_concurrency, self.model.max_concurrency))
@@ -420,8 +452,10 @@ class Runner:
                 return await call()
             except TransientError as exc:
                 attempt += 1
-                if isinstance(exc, RateLimited):
-                    batch.rate_limited += 1
+                batch.rate_limited += isinstance(exc, RateLimited)
+                batch.late += isinstance(exc, DeadlineExceeded)
+                if attempt >= self.retry.max_attempts and isinstance(exc, DeadlineExceeded):
+                    raise RetriesExhausted(exc.exhausted(attempt)) from exc
                 if attempt >= self.retry.max_attempts:
                     raise RetriesExhausted(
                         f"{self.model.model_id}: gave up after {attempt} attempts; last error: {exc}. "

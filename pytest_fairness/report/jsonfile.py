@@ -12,7 +12,7 @@ from pytest_fairness.gate import OUTCOMES, Outcome
 from pytest_fairness.options import Option
 from pytest_fairness.record import SCHEMA_VERSION, CheckRecord
 from pytest_fairness.report.output import Output, RunReport, Sinks, write_file
-from pytest_fairness.report.tally import RunState, cost_totals, outcome_counts
+from pytest_fairness.report.tally import RunState, outcome_counts, run_totals
 
 
 class JsonFile(Output):
@@ -45,9 +45,10 @@ def json_report(
 ) -> dict[str, Any]:
     """The run as one JSON document: settings, each check record, cost totals, gate outcomes, analyses.
 
-    ``run`` says whether every selected check finished, so that an errored or interrupted run is never
-    read as a clean one; ``baselines`` adds the run's adjusted baseline decisions when checks were compared;
-    ``locations`` (check label -> suite ``file`` and ``line``) lets CI annotate the line a check is written on.
+    ``run`` says whether every selected check finished (and lists, with why, each that did not), so that an
+    errored or interrupted run is never read as a clean one; ``totals`` count its unfinished checks' calls too;
+    ``baselines`` adds the run's adjusted baseline decisions when checks were compared; ``locations``
+    (check label -> suite ``file`` and ``line``) lets CI annotate the line a check is written on.
     """
     from pytest_fairness import __version__
 
@@ -57,7 +58,7 @@ def json_report(
     counts = outcome_counts(records)
     out |= {
         "checks": [_with_location(rec, locations or {}) for rec in records],
-        "totals": cost_totals(records),
+        "totals": run_totals(records, run),
         "outcomes": {o: counts[Outcome(o)] for o in OUTCOMES},
         "analyses": dict(analyses or {}),
     }

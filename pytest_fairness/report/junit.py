@@ -18,7 +18,7 @@ from pytest_fairness.baseline import RunDecision
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.report.output import JUnitXml, Output, RunReport, Sinks
 from pytest_fairness.report.status import test_outcome
-from pytest_fairness.report.tally import RunState, cost_totals
+from pytest_fairness.report.tally import RunState, run_totals
 from pytest_fairness.report.terminal import explain
 
 
@@ -60,7 +60,7 @@ def add_run_properties(
 ) -> None:
     """The run's state, spend and baseline decision as testsuite properties of pytest's JUnit XML."""
     xml.add_global_property("fairness_run", json.dumps(run.to_dict(), sort_keys=True))
-    totals = cost_totals(records)
+    totals = run_totals(records, run)
     xml.add_global_property("fairness_spend_usd", str(round(totals["usd"], 6)))
     xml.add_global_property("fairness_unpriced_calls", str(int(totals["unpriced"])))
     xml.add_global_property("fairness_rate_limited", str(int(totals["rate_limited"])))

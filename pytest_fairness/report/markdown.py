@@ -19,7 +19,8 @@ from pytest_fairness.record import CheckRecord
 from pytest_fairness.report.output import Output, RunReport, Sinks, write_file
 from pytest_fairness.report.plots import plot_section
 from pytest_fairness.report.status import STYLES
-from pytest_fairness.report.tally import RunState, cost_totals, outcome_counts
+from pytest_fairness.report.tally import RunState, cost_totals, outcome_counts, run_totals
+from pytest_fairness.report.terminal import abandoned_line
 
 
 class MarkdownFile(Output):
@@ -71,18 +72,13 @@ def _gate_rows(records: Sequence[CheckRecord]) -> list[list[str]]:
     ]
 
 
-def _notes(records: Sequence[CheckRecord]) -> list[str]:
+def _notes(records: Sequence[CheckRecord], run: RunState | None) -> list[str]:
     lines = ["", "**Fidelity to the papers**", ""]
     for fidelity in sorted({rec.result.fidelity for rec in records}):
         checks = ", ".join(dict.fromkeys(rec.check for rec in records if rec.result.fidelity == fidelity))
         lines.append(f"- {fidelity}: {checks}")
-    calls = cost_totals(records)
+    lines += ["", *_accounting(run_totals(records, run))]
     lines += [
-        "",
-        f"**Accounting**: {calls['calls']} model calls, {calls['cache_hits']} answered from the cache, "
-        f"{calls['retries']} retries ({calls['rate_limited']} after HTTP 429); "
-        f"{calls['prompt_tokens']} prompt + {calls['completion_tokens']} completion "
-        f"tokens; {calls['seconds']:.1f} s of model time; spend ${spend_text(calls)} at standard rates.",
         "",
         *_table(
             ["check", "calls", "cache hits", "spend $"],
@@ -93,6 +89,27 @@ def _notes(records: Sequence[CheckRecord]) -> list[str]:
         ),
     ]
     return lines
+
+
+def _accounting(calls: dict[str, float]) -> list[str]:
+    """The run's spend in one line (its unfinished checks' calls included)."""
+    return [
+        f"**Accounting**: {calls['calls']} model calls, {calls['cache_hits']} answered from the cache, "
+        f"{calls['retries']} retries ({calls['rate_limited']} after HTTP 429); "
+        f"{calls['prompt_tokens']} prompt + {calls['completion_tokens']} completion "
+        f"tokens; {calls['seconds']:.1f} s of model time; spend ${spend_text(calls)} at standard rates.",
+    ]
+
+
+def _unfinished(run: RunState | None) -> list[str]:
+    """Every selected check that did not finish: its state, why, and what it spent before it stopped."""
+    if run is None or not run.unfinished:
+        return []
+    rows = [
+        [f"`{check.check}`", check.state, check.reason or "-", int(check.spent.get("calls", 0))]
+        for check in run.unfinished
+    ]
+    return ["", "**Checks that did not finish**", "", *_table(["check", "state", "reason", "calls"], rows)]
 
 
 def markdown_report(
@@ -108,11 +125,15 @@ def markdown_report(
 
     Images are referenced as ``plots_dir/<measure>.png`` (relative paths resolve from where the
     Markdown is saved), or under ``image_base`` when the PNGs are uploaded elsewhere, e.g. as CI artefacts.
-    ``run`` flags an errored or interrupted run at the top; ``baselines`` adds the run's baseline verdicts.
+    ``run`` flags an errored or interrupted run at the top and lists the checks that did not finish (its spend
+    counts theirs); ``baselines`` adds the run's baseline verdicts.
     """
     warning = _run_warning(run)
-    if not records:
+    if not records and (run is None or not run.unfinished):
         return f"## {title}\n\n{warning}No fairness checks ran.\n"
+    if not records:
+        lines = [f"## {title}", "", warning.strip(), *_unfinished(run), "", *_accounting(run_totals(records, run))]
+        return "\n".join(lines) + "\n"
     models = sorted({rec.result.model_id for rec in records})
     counts = outcome_counts(records)
     cannot_serve = counts[Outcome.CANNOT_SERVE]
@@ -126,7 +147,8 @@ def markdown_report(
         f"{counts[Outcome.PASS]} passed" + (f", {cannot_serve} the model cannot serve." if cannot_serve else "."),
         "",
         *_table(list(gate_columns([rec.confidence for rec in records])), _gate_rows(records)),
-        *_notes(records),
+        *_unfinished(run),
+        *_notes(records, run),
     ]
     if baselines is not None:
         lines += ["", *_baseline_section(baselines)]
@@ -136,17 +158,23 @@ def markdown_report(
 
 
 def _run_warning(run: RunState | None, who: str = "Run") -> str:
-    """A bold first line when the run did not finish every selected check; empty for a complete run."""
-    if run is None or run.complete:
+    """A bold first line when the run did not finish every selected check (and a line on the calls it gave up on at
+    the end); empty for a complete run that left none."""
+    if run is None:
         return ""
     if run.status == "planned":
         return "**Planned only** (`--fairness-plan`): no check was run.\n\n"
     if run.status == "collected":
         return "**Collected only** (`--collect-only`): no check was run.\n\n"
-    return (
-        f"**{who} {run.status}**: of {run.selected} selected checks, {run.errored} errored "
-        f"and {run.not_run} did not run; the results below are incomplete.\n\n"
-    )
+    warning = ""
+    if not run.complete:
+        warning = (
+            f"**{who} {run.status}**: of {run.selected} selected checks, {run.errored} errored "
+            f"and {run.not_run} did not run; the results below are incomplete.\n\n"
+        )
+    if run.abandoned:
+        warning += f"{abandoned_line(run)}.\n\n"
+    return warning
 
 
 def _verdict(decision: RunDecision) -> str:

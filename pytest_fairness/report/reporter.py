@@ -23,13 +23,15 @@ from pytest_fairness.report import junit, progress
 from pytest_fairness.report.conclude import conclude, gate_status, shard_status
 from pytest_fairness.report.output import RunReport, Sinks
 from pytest_fairness.report.outputs import OUTPUTS
-from pytest_fairness.report.tally import RunTally
+from pytest_fairness.report.tally import UNFINISHED_PROPERTY, RunTally, UnfinishedCheck
 from pytest_fairness.serial import from_json
 from pytest_fairness.settings import Settings
 from pytest_fairness.shard import ShardPlan
 
 #: The report property of a test whose requests wait in a provider batch (``BatchPending.to_dict``).
 BATCH_PROPERTY = "fairness_batch_pending"
+#: The worker output key of the calls a worker gave up on at its end.
+ABANDONED_KEY = "fairness_abandoned"
 #: Under --fairness-shard: the run's partition as this process made it (``plugin.ShardSelection``).
 SHARD_KEY = pytest.StashKey[ShardPlan]()
 #: An xdist worker's output that carries the partition to the controller.
@@ -133,25 +135,36 @@ class FairnessReporter:
         )
 
     def _count(self, report: pytest.TestReport, recorded: bool) -> None:
-        """Finished: it produced a record (or was skipped before running). Errored: it failed without one."""
+        """Finished: it produced a record (or was skipped before running). Errored: it failed without one (why:
+        what the check said when it stopped, or the first line of the failure)."""
         if not report.nodeid.startswith(CHECK_PREFIX):
             return
         if recorded or (report.when == "setup" and report.skipped):
             self.tally.finished.add(report.nodeid)
         elif report.failed and report.when in ("setup", "call"):
             self.tally.errored.add(report.nodeid)
+            said = [json.loads(v) for k, v in report.user_properties if k == UNFINISHED_PROPERTY]
+            label = self.tally.selection.get(report.nodeid, report.nodeid.removeprefix(CHECK_PREFIX))
+            first = report.longreprtext.strip().splitlines()[:1]
+            stop = from_json(UnfinishedCheck, said[-1]) if said else UnfinishedCheck(label, "errored", "".join(first))
+            self.tally.stops[report.nodeid] = stop
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.tally.selected = sum(item.nodeid.startswith(CHECK_PREFIX) for item in session.items)
+        self.tally.selection = {item.nodeid: item.check.label for item in session.items if isinstance(item, CheckItem)}
         self.tally.collected = bool(self.config.option.collectonly)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """Under xdist the controller does not collect; every worker reports the same selection."""
         self.tally.selected = max(self.tally.selected, sum(i.startswith(CHECK_PREFIX) for i in ids))
+        if not self.tally.selection:
+            self.tally.selection = {i: i.removeprefix(CHECK_PREFIX) for i in ids if i.startswith(CHECK_PREFIX)}
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         """Ctrl-C interrupts the run; ``pytest.exit`` with an error code stops it on an error."""
+        if type(excinfo.value).__name__ == "Interrupted" and str(excinfo.value).startswith("stopping after"):
+            return  # xdist's way of stopping at -x / --maxfail: the failures say what happened, as in a serial run
         exit_code = getattr(excinfo.value, "returncode", pytest.ExitCode.INTERRUPTED)
         if isinstance(excinfo.value, pytest.exit.Exception) and exit_code != pytest.ExitCode.INTERRUPTED:
             self.tally.stopped = str(excinfo.value.msg)
@@ -170,18 +183,24 @@ class FairnessReporter:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """Under xdist a shard's partition is made by the workers, which collect: take it from their output."""
-        section = getattr(node, "workeroutput", {}).get(SHARD_OUTPUT)
+        """Under xdist a shard's partition is made by the workers, which collect: take it from their output; and a
+        worker's calls given up on at its end (``pytest_sessionfinish`` on the worker) count for the run."""
+        output = getattr(node, "workeroutput", {})
+        self.tally.abandoned += int(output.get(ABANDONED_KEY, 0))
+        section = output.get(SHARD_OUTPUT)
         if section is not None:
             self.config.stash[SHARD_KEY] = ShardPlan.from_section(section)
 
     @pytest.hookimpl(tryfirst=True)  # before JUnit XML writes its file, so the run's properties reach it
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        abandoned = self.config.stash[SESSION_KEY].settle()  # no call left in flight unseen, in any process
         sharded = self.config.stash.get(SHARD_KEY, None)
         if hasattr(self.config, "workerinput"):
+            self.config.workeroutput[ABANDONED_KEY] = abandoned  # type: ignore[attr-defined]
             if sharded is not None:
                 self.config.workeroutput[SHARD_OUTPUT] = sharded.section(0)  # type: ignore[attr-defined]
             return  # the controller decides and writes, once, from every worker's records
+        self.tally.abandoned += abandoned
         tests = int(session.exitstatus)
         if sharded is None:
             self.report = self._report()

@@ -64,6 +64,8 @@ def _gates(report: RunReport, out: Terminal) -> None:
             out.write_line(line)
     elif incomplete:  # nothing ran (e.g. stopped at start): one line, the message above says why
         out.write_line(terminal.run_status_line(run), red=True, bold=True)
+    if run.abandoned:
+        out.write_line(terminal.abandoned_line(run), yellow=True)
 
 
 def _baselines(report: RunReport, out: Terminal) -> None:

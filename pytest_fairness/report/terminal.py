@@ -12,6 +12,7 @@ from pytest_fairness.fmt import gate_columns, interval, num, shared_ci_label, sp
 from pytest_fairness.gate import GateFamily, Outcome
 from pytest_fairness.measures import MEASURES
 from pytest_fairness.measures.base import MAX_SAMPLES
+from pytest_fairness.models.deadline import SETTLE_SECONDS
 from pytest_fairness.plan import Plan, PlanRow, Who, total_usd
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.report.analyses import analysis_lines
@@ -238,6 +239,17 @@ def run_status_line(run: RunState) -> str:
     if run.stopped:
         line += f" (stopped: {run.stopped})"
     return line + "; the results below cover only the checks that finished"
+
+
+def abandoned_line(run: RunState) -> str:
+    """One sentence on the calls given up on at the end of the run ("" when there were none)."""
+    if not run.abandoned:
+        return ""
+    calls = "1 model call was" if run.abandoned == 1 else f"{run.abandoned} model calls were"
+    return (
+        f"{calls} still in flight when the run ended and got no answer within a {SETTLE_SECONDS:g}s grace: "
+        "given up on (their results were not used; a server may still be working on them)"
+    )
 
 
 def explain(record: CheckRecord) -> str:

@@ -21,6 +21,19 @@ if HAS_LLAMA:  # likewise for in-process runs of the embedded model: loaded once
 INNER_RUN_OPTIONS = "-p no:hypothesispytest"
 
 
+@pytest.fixture
+def in_process_syrupy(monkeypatch: pytest.MonkeyPatch):
+    """In-process runs inherit an outer xdist worker's variables (syrupy then stays silent) and replace
+    syrupy's module-level session; undo both. Test modules of in-process baseline runs use it."""
+    import syrupy
+
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+    saved = syrupy._syrupy
+    yield
+    syrupy._syrupy = saved
+
+
 @pytest.fixture(autouse=True)
 def _lean_inner_runs(request: pytest.FixtureRequest) -> None:
     """Inner pytest runs read PYTEST_ADDOPTS; only tests that use pytester get it."""

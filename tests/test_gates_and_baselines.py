@@ -6,7 +6,6 @@ import re
 from xml.etree import ElementTree
 
 import pytest
-import syrupy
 
 from pytest_fairness.compare import main as compare_main
 
@@ -24,15 +23,8 @@ BASE = [
 INPROCESS = ["-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:cacheprovider"]
 
 
-@pytest.fixture(autouse=True)
-def _in_process_syrupy(monkeypatch):
-    """In-process runs inherit an outer xdist worker's variables (syrupy then stays silent) and replace
-    syrupy's module-level session; undo both."""
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-        monkeypatch.delenv(name, raising=False)
-    saved = syrupy._syrupy
-    yield
-    syrupy._syrupy = saved
+#: In-process runs: the outer run's xdist variables and syrupy session are undone around each one.
+pytestmark = pytest.mark.usefixtures("in_process_syrupy")
 
 
 def inprocess(pytester, bias: float, seed: int, *extra: str):

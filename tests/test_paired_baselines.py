@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-import syrupy
 
 from pytest_fairness.baseline.compare import compare
 from pytest_fairness.baseline.items import (
@@ -39,13 +38,8 @@ checks:
 )
 
 
-@pytest.fixture(autouse=True)
-def _in_process_syrupy(monkeypatch):
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-        monkeypatch.delenv(name, raising=False)
-    saved = syrupy._syrupy
-    yield
-    syrupy._syrupy = saved
+#: In-process runs: the outer run's xdist variables and syrupy session are undone around each one.
+pytestmark = pytest.mark.usefixtures("in_process_syrupy")
 
 
 def run(pytester: pytest.Pytester, bias: float, *extra: str) -> pytest.RunResult:

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-import syrupy
 from report_fields import untimed, untimed_markdown
 
 from pytest_fairness import multiplicity
@@ -18,14 +17,8 @@ INPROCESS = ["-p", "no:randomly", "-p", "no:cacheprovider"]
 WHOLE: dict[tuple[str, ...], tuple[dict, str, int]] = {}
 
 
-@pytest.fixture(autouse=True)
-def _in_process_syrupy(monkeypatch):
-    """In-process runs inherit an outer xdist worker's variables and replace syrupy's session; undo both."""
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-        monkeypatch.delenv(name, raising=False)
-    saved = syrupy._syrupy
-    yield
-    syrupy._syrupy = saved
+#: In-process runs: the outer run's xdist variables and syrupy session are undone around each one.
+pytestmark = pytest.mark.usefixtures("in_process_syrupy")
 
 
 def run(pytester, name: str, *args: str):

@@ -29,6 +29,7 @@ the real intervals, and the release profile it sizes is checked against the synt
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
@@ -214,12 +215,17 @@ def needed_samples(
     probability (``decision_probability``).
     """
 
-    def chance(n: int) -> float:
-        return decision_probability(n, truth, sd, threshold, scale, usable)
+    return fewest(lambda n: decision_probability(n, truth, sd, threshold, scale, usable), power, cap, least=2)
 
+
+def fewest(chance: Callable[[int], float], power: float, cap: int, least: int = 1) -> int | None:
+    """Fewest n in [least, cap] whose ``chance(n)`` (rising in n) is at least ``power``; None if ``cap`` falls short.
+
+    Doubling then bisection: a few dozen evaluations of ``chance`` even at a cap of millions.
+    """
     if chance(cap) < power:
         return None
-    low, high = 1, 2
+    low, high = least - 1, least
     while chance(high) < power:
         low, high = high, min(2 * high, cap)
     while high - low > 1:

@@ -23,14 +23,14 @@ differences' variance over (1/K0 + 1/K) bounds ``within`` from above (a real cha
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from pytest_fairness.gate import Threshold
 from pytest_fairness.paired.items import ItemScores, Pairing, within_variance
-from pytest_fairness.power import TARGET_POWER, Scale, decision_probability, half_width
+from pytest_fairness.power import TARGET_POWER, Scale, decision_probability, fewest, half_width
 from pytest_fairness.scipy_stats import sps
 from pytest_fairness.stats import bounded_mean_interval
 
@@ -128,19 +128,6 @@ def pass_probability(
     return float(sps.norm.cdf(room * math.sqrt(clusters) / run_sd)) if run_sd > 0 else float(room > 0)
 
 
-def _fewest(chance: Callable[[int], float], power: float, cap: int) -> int | None:
-    """Fewest clusters (up to ``cap``) whose chance is at least ``power``."""
-    if chance(cap) < power:
-        return None
-    low, high = 0, 1
-    while chance(high) < power:
-        low, high = high, min(2 * high, cap)
-    while high - low > 1:
-        mid = (low + high) // 2
-        low, high = (low, mid) if chance(mid) >= power else (mid, high)
-    return high
-
-
 def plan(
     components: Components,
     margin: float,
@@ -165,7 +152,7 @@ def plan(
         def chance(n: int, k: int = k) -> float:
             return pass_probability(components, n, k, margin, width, alpha, baseline_quantile) if n else 0.0
 
-        n = _fewest(chance, power, available or 10**6)
+        n = fewest(chance, power, available or 10**6)
         if n is not None:
             options.append((n * m * (item_cost + k * sample_cost), n, k))
     if not options:

@@ -253,7 +253,7 @@ class CheckItem(pytest.Item):
         """This check's own items (rounded as a baseline keeps them), its score range and default margin."""
         result, settings = record.result, self.config.stash[SESSION_KEY].settings
         return PairingInputs(
-            items=run_items(result.items, result.samples) if result.items else [],
+            items=run_items(*result.per_sample()) if result.items else [],
             scale=self.check.measure.bounds,
             default_margin=self.check.params.pr_margin(),
             sequential=result.sequential is not None or (settings.gate == "pr" and settings.sequential),

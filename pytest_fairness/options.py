@@ -15,6 +15,7 @@ from pytest_fairness.baseline.policy import FAIL_ON, BaselinePolicy
 from pytest_fairness.comparison import MODES
 from pytest_fairness.gate import GATE_MULTIPLICITY
 from pytest_fairness.measures import PROFILES
+from pytest_fairness.measures.resampling import MAX_SAMPLES_PER_ITEM
 from pytest_fairness.models.batch import PENDING_EXIT
 from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.models.registry import spec_help
@@ -171,6 +172,12 @@ OPTIONS: tuple[Option, ...] = (
         "FAIL when shown worse, the threshold deciding only where the comparison does not",
         default="release",
         choices=GATES,
+    ),
+    Option(
+        "samples_per_item",
+        "K: answers of the model per item, averaged into the item's score (measures whose gate is a mean of "
+        "sampled items); default: the check's suite key, else under --fairness-gate=pr the paired planner's "
+        f"choice from its baseline, else 1; at most {MAX_SAMPLES_PER_ITEM}",
     ),
     Option(
         "shard",

@@ -111,6 +111,9 @@ class Measured:
     #: Per sample, in order: its stable item key and its cluster (the prompt or draw it came from), so that a
     #: later run can be paired with this one item by item (``baseline.items``). Empty: the measure names none.
     items: list[tuple[str, str]] = field(default_factory=list)
+    #: Per item (aligned with ``items``), its K sample scores when the run took K ≥ 2 per item
+    #: (``measures.resampling``; ``samples`` then hold their means); empty: one sample per item.
+    item_samples: tuple[tuple[float, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,8 @@ class MeasureResult:
     to_decide: MoreSamples | None = None
     #: Per sample: its item key and cluster (``Measured.items``); empty when the measure names none.
     items: list[tuple[str, str]] = field(default_factory=list)
+    #: Per item, its K ≥ 2 sample scores (``Measured.item_samples``); empty: one sample per item.
+    item_samples: tuple[tuple[float, ...], ...] = ()
     #: What sequential growth keeps fixed from this round; not part of the record.
     first_round: object | None = field(default=None, repr=False, compare=False)
 
@@ -169,11 +174,23 @@ class MeasureResult:
     def p(self) -> float:
         return self.summary.p
 
+    @property
+    def samples_per_item(self) -> int:
+        """K: the most samples an item got (1 unless the run re-sampled its items)."""
+        return max((len(s) for s in self.item_samples), default=1)
+
+    def per_sample(self) -> tuple[list[tuple[str, str]], list[float]]:
+        """Item keys and scores one per sample (an item K times), as the items file keeps them."""
+        if not self.item_samples:
+            return self.items, self.samples
+        keys = [item for item, scores in zip(self.items, self.item_samples, strict=True) for _ in scores]
+        return keys, [s for scores in self.item_samples for s in scores]
+
     def to_dict(self) -> dict[str, object]:
         """JSON-ready record; NaN becomes None so the output is strict JSON. The framework's typed state goes
         under ``details`` (``no_size_decides``, ``sequential``, ``to_decide``), where reports have read it."""
         raw = asdict(self)
-        for name in ("no_size_decides", "sequential", "to_decide", "first_round"):
+        for name in ("no_size_decides", "sequential", "to_decide", "first_round", "item_samples"):
             del raw[name]
         raw["details"] = {**self.details, **self.framework_details()}
         raw["estimate"] = self.estimate
@@ -184,6 +201,8 @@ class MeasureResult:
     def framework_details(self) -> dict[str, object]:
         """The typed framework state as the report's ``details`` keys."""
         out: dict[str, object] = {"no_size_decides": self.no_size_decides} if self.no_size_decides else {}
+        if self.item_samples:
+            out["samples_per_item"] = self.samples_per_item
         if self.sequential is not None:
             out["sequential"] = self.sequential.to_dict()
         if self.to_decide is not None:

@@ -180,6 +180,7 @@ class FairnessSession:
         model: object = None,
         judge: object = None,
         seed: int | None = None,
+        samples_per_item: int = 1,
     ) -> RunContext:
         """This session's model, judge (when the measure uses one), seed and the gates' confidence; a fixture
         call's ``model=`` / ``judge=`` (spec or app) replace them (its judge defaults to the run's, else its
@@ -197,7 +198,9 @@ class FairnessSession:
         if measure.uses_judge:
             extra = {"reference": self.reference, "judge_calibration": self.settings.judge_calibration}
         seed = self.settings.seed if seed is None else seed
-        return RunContext(runner, judged, seed, self.family.gate_confidence, progress, **extra)
+        return RunContext(
+            runner, judged, seed, self.family.gate_confidence, progress, samples_per_item=samples_per_item, **extra
+        )
 
     def run_params(
         self,
@@ -208,10 +211,12 @@ class FairnessSession:
         model: object = None,
         judge: object = None,
         seed: int | None = None,
+        samples_per_item: int = 1,
     ) -> MeasureResult:
         """Run a measure with this session's model, judge, seed and confidence (or a fixture call's own, or a
-        check's ``seed``: its baseline's)."""
-        return measure.execute(params, self.context(measure, progress, model=model, judge=judge, seed=seed))
+        check's ``seed``: its baseline's), with ``samples_per_item`` answers per item."""
+        ctx = self.context(measure, progress, model=model, judge=judge, seed=seed, samples_per_item=samples_per_item)
+        return measure.execute(params, ctx)
 
     def measure_params(self, name: str, subject: str, values: Mapping[str, Any]) -> Params:
         """A fixture call's parameters: its keywords, ``samples=`` for the measure's sample size (whatever
@@ -266,14 +271,17 @@ class FairnessSession:
         seed: int | None = None,
         size: int | None = None,
         grows: bool = True,
+        samples_per_item: int | None = None,
     ) -> CheckRun:
         """Run a check at its profile's size (or ``size``; with ``seed``, e.g. its baseline's: the same items),
         growing it under --fairness-sequential (unless ``grows`` is False: a pull request grows on its own
         comparison), and gate it: "cannot serve" when too few answers are usable, and an inconclusive result
-        says what would decide it."""
+        says what would decide it. ``samples_per_item`` (e.g. the paired planner's) yields to the option and the
+        suite key (``samples_per_item``)."""
         measure, size = check.measure, size or check.sample_size(self.settings.profile)
         params = check.params.with_samples(size)
-        result = self.run_params(measure, params, progress, seed=seed)
+        k = self.samples_per_item(check, samples_per_item)
+        result = self.run_params(measure, params, progress, seed=seed, samples_per_item=k)
         unserved = sizing.unserved(params, result, self.settings.confidence)
         if unserved:
             return CheckRun(check, replace(result, unserved=unserved), Outcome.CANNOT_SERVE)
@@ -291,6 +299,10 @@ class FairnessSession:
             hint = replace(hint, budget=stopped)
         return replace(run, result=replace(run.result, to_decide=hint))
 
+    def samples_per_item(self, check: Check, planned: int | None = None) -> int:
+        """K for a check: --fairness-samples-per-item, else its suite key, else ``planned``, else 1."""
+        return self.settings.samples_per_item or check.samples_per_item or planned or 1
+
     def rounds_of(
         self, check: Check, first: MeasureResult, size: int, progress: ProgressFn | None, seed: int | None = None
     ) -> CheckRounds:
@@ -298,7 +310,7 @@ class FairnessSession:
         budget = self.settings.budget is not None
         return CheckRounds(
             check,
-            self.context(check.measure, progress, seed=seed),
+            self.context(check.measure, progress, seed=seed, samples_per_item=self.samples_per_item(check)),
             first,
             size,
             serve_confidence=self.settings.confidence,

@@ -15,6 +15,7 @@ from typing import Any
 from pytest_fairness import pricing, suite
 from pytest_fairness.baseline.policy import BaselinePolicy
 from pytest_fairness.gate import GateFamily
+from pytest_fairness.measures.resampling import MAX_SAMPLES_PER_ITEM
 from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.models.registry import parse_model_spec
 from pytest_fairness.options import Option, default, option
@@ -69,6 +70,8 @@ class Settings:
     baselines: bool = default("baselines")
     #: --fairness-gate: "release" (thresholds) or "pr" (the committed baselines, paired on their items).
     gate: str = default("gate")
+    #: --fairness-samples-per-item: K answers per item for every check that averages them; None: not given.
+    samples_per_item: int | None = default("samples_per_item")
     #: --fairness-shard: run only this shard of the selected checks (``shard``); None: the whole run.
     shard: Shard | None = None
     #: The values of the report formats' own options, by option name (``report.output.Output.options``).
@@ -87,6 +90,7 @@ class Settings:
             "sequential": self.sequential,
             "multiplicity": self.multiplicity,
             "gate": self.gate,
+            **({"samples_per_item": self.samples_per_item} if self.samples_per_item else {}),
             "budget": self.budget,
             "batch": self.batch,
             "batch_wait": self.batch_wait,
@@ -122,6 +126,7 @@ class Settings:
             batch_wait=float(public["batch_wait"]),
             judge_reference=public.get("judge_reference"),
             judge_calibration=public.get("judge_calibration"),
+            samples_per_item=public.get("samples_per_item"),
             baselines=bool(decisive["baselines"]),
             baseline=BaselinePolicy(**decisive["baseline"]),
             outputs=dict(outputs),
@@ -166,6 +171,7 @@ class Settings:
             progress=_progress(get("progress")),
             baselines=bool(get("baselines")) or _choice(get, "gate") == "pr",
             gate=_choice(get, "gate"),
+            samples_per_item=_number(get, "samples_per_item", int, low=1, high=MAX_SAMPLES_PER_ITEM),
             shard=_shard(get("shard")),
             outputs={o.name: get(o.name) or o.default for o in outputs},
         )

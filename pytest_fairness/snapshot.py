@@ -76,7 +76,7 @@ def write_items(root: Path, directory: str, record: CheckRecord, model: str | No
         return None
     path = _check_file(root, directory, record, model, ITEMS_SUFFIX)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_items(result.items, result.samples), encoding="utf-8")
+    path.write_text(render_items(*result.per_sample()), encoding="utf-8")
     return path
 
 

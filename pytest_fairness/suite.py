@@ -10,6 +10,7 @@
         threshold: {max: 0.2}               # or {min: ...}, {abs_max: ...}
         tolerance: 0.05                     # optional: baseline changes smaller than this are not changes
         budget: {quick: 80, paper: 200}     # optional: most samples sequential sampling may draw
+        samples_per_item: 2                 # optional: K answers per item, averaged into its score
 
 File parameters (``prompts_file``, ``occupations_file``, ...) are read relative to the suite file's
 folder, so a suite and its data move together. Every problem is reported once, naming the file, the
@@ -32,11 +33,12 @@ from pytest_fairness.data import parse_yaml
 from pytest_fairness.gate import GateError, Threshold
 from pytest_fairness.measures import MEASURES, PROFILES, Measure, Params, ParamsError
 from pytest_fairness.measures.base import MAX_SAMPLES
+from pytest_fairness.measures.resampling import MAX_SAMPLES_PER_ITEM
 from pytest_fairness.sizing import release_size
 
 __all__ = ["MAX_SAMPLES", "Check", "Suite", "SuiteError", "load", "parse"]
 
-RESERVED = ("id", "measure", "threshold", "samples", "description", "tolerance", "budget")
+RESERVED = ("id", "measure", "threshold", "samples", "description", "tolerance", "budget", "samples_per_item")
 
 
 class SuiteError(ValueError):
@@ -87,6 +89,8 @@ class Check:
     budget: dict[str, int] | None = None
     #: 1-based line of the check's entry in its suite file (0: unknown), for CI annotations.
     line: int = 0
+    #: K answers per item averaged into its score (``measures.resampling``); None: not set in the suite.
+    samples_per_item: int | None = None
 
     @property
     def label(self) -> str:
@@ -249,6 +253,7 @@ def _parse_check(entry: object, suite: str, where: str, folder: Path | None = No
                 _parse_tolerance(entry.get("tolerance"), f"{where}.tolerance"),
                 None if "budget" not in entry else _parse_samples(entry["budget"], measure, f"{where}.budget"),
                 line,
+                _parse_per_item(entry.get("samples_per_item"), measure, f"{where}.samples_per_item"),
             )
         )
     return checks
@@ -284,6 +289,17 @@ def _parse_tolerance(raw: object, where: str) -> float | None:
     if isinstance(raw, bool) or not isinstance(raw, int | float) or raw < 0:
         raise SuiteError(f"{where}: must be a number >= 0 on the measure's scale, got {raw!r}")
     return float(raw)
+
+
+def _parse_per_item(raw: object, measure: Measure, where: str) -> int | None:
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= MAX_SAMPLES_PER_ITEM:
+        raise SuiteError(f"{where}: must be a whole number in [1, {MAX_SAMPLES_PER_ITEM}], got {raw!r}")
+    if raw > 1 and not measure.params.PER_ITEM_MEAN:
+        takers = ", ".join(name for name, m in MEASURES.items() if m.params.PER_ITEM_MEAN)
+        raise SuiteError(f"{where}: {measure.name} takes one sample per item; K samples per item average for {takers}")
+    return raw
 
 
 def _parse_samples(raw: object, measure: Measure, where: str) -> dict[str, int]:

@@ -46,6 +46,7 @@ GIVEN = {
     "baselines": True,
     "gate": "pr",
     "shard": "2/4",
+    "samples_per_item": "3",
     "baseline_tolerance": "0.1",
     "baseline_alpha": "0.1",
     "baseline_multiplicity": "bh",
@@ -76,7 +77,7 @@ def test_the_values_read_are_typed():
     assert settings.suites == ("gender", "race") and settings.seed == 3 and settings.confidence == 0.9
     assert settings.progress is None and settings.budget == 1.5 and settings.model_named
     assert settings.baseline.method == "bh" and settings.baseline.fail_on == "change"
-    assert settings.outputs["report"] == "out/r.json"
+    assert settings.outputs["report"] == "out/r.json" and settings.samples_per_item == 3
 
 
 def test_choices_name_the_constants_they_are_checked_against():
@@ -100,6 +101,8 @@ def test_the_pull_request_gate_compares_with_the_baselines():
         ("suite", [""], "--fairness-suite is empty; give a built-in suite"),
         ("confidence", "2", "--fairness-confidence must be a number in [0.5, 0.999], got '2'"),
         ("budget", "lots", "--fairness-budget (USD) must be a number >= 0, got 'lots'"),
+        ("samples_per_item", "0", "--fairness-samples-per-item must be a whole number in [1, 16], got '0'"),
+        ("samples_per_item", "2.5", "--fairness-samples-per-item must be a whole number in [1, 16], got '2.5'"),
     ],
 )
 def test_a_bad_value_names_the_option_and_what_it_accepts(name, value, message):

@@ -123,7 +123,8 @@ def baseline_entry(record: CheckRecord) -> dict[str, Any]:
     extra: dict[str, Any] = {"unserved": res.unserved} if res.unserved else {}
     if res.items and not res.unserved:
         stem = check_stem(record.suite, record.check)
-        extra["items"] = items_reference(stem, render_items(res.items, res.samples), len(res.samples))
+        keys, scores = res.per_sample()
+        extra["items"] = items_reference(stem, render_items(keys, scores), len(scores), res.samples_per_item)
     return {
         "check": record.check,
         "suite": record.suite,

@@ -44,9 +44,10 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def items_reference(stem: str, text: str, count: int) -> dict[str, Any]:
-    """What a baseline entry keeps of its items file: name, samples and hash."""
-    return {"file": f"{stem}{ITEMS_SUFFIX}", "samples": count, "sha256": digest(text)}
+def items_reference(stem: str, text: str, count: int, samples_per_item: int = 1) -> dict[str, Any]:
+    """What a baseline entry keeps of its items file: name, samples, hash, and K when items were re-sampled."""
+    k = {"samples_per_item": samples_per_item} if samples_per_item > 1 else {}
+    return {"file": f"{stem}{ITEMS_SUFFIX}", "samples": count, "sha256": digest(text), **k}
 
 
 def parse_items(text: str) -> list[ItemScores]:

@@ -15,11 +15,12 @@ import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cache
+from functools import cache, partial
 from typing import Any, ClassVar, Generic, Literal, Protocol, Self, TypeVar
 
 from pytest_fairness.gate import Outcome, Threshold
 from pytest_fairness.measures.planting import Planted
+from pytest_fairness.measures.resampling import averaged
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest
 from pytest_fairness.models.runner import CallStats, ProgressFn, Runner, counting
 from pytest_fairness.power import GateShape, design_truths
@@ -64,6 +65,9 @@ class Params:
     NULL: ClassVar[float] = 0.0
     #: Range of one sample, for intervals that need it; None when samples are unbounded.
     BOUNDS: ClassVar[tuple[float, float] | None] = None
+    #: Whether K samples per item average into the item's score (``measures.resampling``): a gate that is a
+    #: plain mean of per-item samples drawn from the model's answers.
+    PER_ITEM_MEAN: ClassVar[bool] = False
     #: How the gate's interval is built from the samples (``stats.mean_interval``): "binary" for 0/1
     #: samples, "bounded" for samples within BOUNDS (the default when BOUNDS is set), else "t".
     INTERVAL: ClassVar[IntervalKind | None] = None
@@ -268,6 +272,8 @@ class RunContext:
     calls: CallStats = field(default_factory=CallStats)
     reference: Runner | None = None
     judge_calibration: str | None = None
+    #: K: how many answers of the model each item gets, averaged into its score (``measures.resampling``).
+    samples_per_item: int = 1
 
     def in_roles(self) -> RunContext:
         """This context with the judge's and the reference's calls counted for their roles, also where one of
@@ -384,7 +390,13 @@ class Measure(Generic[P]):
         ctx = ctx.in_roles()
         with counting(ctx.calls):
             measured = self.run(params, ctx)
+            if params.PER_ITEM_MEAN and ctx.samples_per_item > 1:
+                again = partial(self._resample, params, ctx)
+                measured = averaged(measured, again, ctx.samples_per_item)
         return self.result(params, ctx, measured)
+
+    def _resample(self, params: P, ctx: RunContext, k: int) -> Measured:
+        return self.run(params, replace(ctx, runner=ctx.runner.resampled(k)))
 
     def grow(self, params: P, ctx: RunContext, first: MeasureResult) -> MeasureResult:
         """Sequential growth of a measure with its own always-valid rule (``sequential``), at ``params``' size."""
@@ -420,6 +432,7 @@ class Measure(Generic[P]):
             no_size_decides=measured.no_size_decides,
             first_round=measured.first_round,
             items=list(measured.items),
+            item_samples=measured.item_samples,
         )
 
     @property

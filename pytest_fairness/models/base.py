@@ -10,8 +10,9 @@ equality, so attaching or rewording it never changes a cached or recorded result
 from __future__ import annotations
 
 import abc
+import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from typing import TYPE_CHECKING, Literal, Self
 
@@ -77,6 +78,16 @@ class ChatRequest:
 
     def payload(self) -> dict[str, object]:
         return _payload("chat", self)
+
+
+def resampled(request: ChatRequest | LogprobRequest, k: int) -> ChatRequest | LogprobRequest:
+    """The ``k``-th re-sample of a request (``samples_per_item``): a chat request with its own seed, derived from
+    its seed, sample index and ``k`` (so its cache key differs and a seeded model answers anew); ``k`` 0 and
+    log-probability requests (deterministic: one answer however often asked) are returned as they are."""
+    if k == 0 or not isinstance(request, ChatRequest):
+        return request
+    seed = zlib.crc32(f"{request.seed}:{request.sample_index}:resample {k}".encode())
+    return replace(request, seed=seed)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import random
 import time
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterator, Sequence
@@ -32,6 +33,7 @@ from pytest_fairness.models.base import (
     LogprobResponse,
     RateLimited,
     TransientError,
+    resampled,
     split_notes,
 )
 from pytest_fairness.models.batch import BatchPolicy, Ledger, MemoryLedger, answer_by_batch, batch_api
@@ -181,6 +183,8 @@ class Runner:
         self._unsaved: list[tuple[str, str, str, dict[str, Any]]] = []
         self._last_save = time.monotonic()
         self._used = False  # whether a call ran on the process loop (something there to close or settle)
+        #: Which re-sample of each item its chat requests ask for (``resampled``); 0: the item's first answer.
+        self.resample = 0
 
     @overload
     def run(
@@ -205,8 +209,9 @@ class Runner:
         counter of an enclosing ``counting`` block."""
         batch = CallStats()
         start = time.perf_counter()
+        asked = [resampled(r, self.resample) for r in requests] if self.resample else list(requests)
         try:
-            return self._call_soon(self._run_all(list(requests), batch, progress))
+            return self._call_soon(self._run_all(asked, batch, progress))
         finally:
             batch.seconds = time.perf_counter() - start
             batch.roles = {self.role: {name: getattr(batch, name) for name in COUNTERS}}
@@ -222,6 +227,13 @@ class Runner:
             self.model, self.cache, self.cache_mode, self.max_concurrency, self.retry, self.price, self.batch, role
         )
         other.stats = self.stats
+        return other
+
+    def resampled(self, k: int) -> Runner:
+        """This runner (same model, cache, totals and pending writes) asking each chat request's ``k``-th re-sample:
+        another answer to the same item (``samples_per_item``)."""
+        other = copy.copy(self)
+        other.resample = k
         return other
 
     def at_once(self) -> int | None:

@@ -131,6 +131,7 @@ class DecisionParams(Params):
 
     NULL: ClassVar[float] = 0.5
     BOUNDS: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    PER_ITEM_MEAN: ClassVar[bool] = True
     INTERVAL: ClassVar[IntervalKind] = "binary"  # each decision is 0 or 1: exact binomial interval
     #: Ten more stereotyped decisions in a hundred: half the way from no bias (0.5) to the suites' threshold 0.7.
     PR_MARGIN: ClassVar[float] = 0.1

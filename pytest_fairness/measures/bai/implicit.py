@@ -216,6 +216,7 @@ class ImplicitParams(Params):
 
     NULL: ClassVar[float] = 0.0
     BOUNDS: ClassVar[tuple[float, float]] = (-1.0, 1.0)
+    PER_ITEM_MEAN: ClassVar[bool] = True
     DEFAULT_SAMPLES: ClassVar[Mapping[str, int]] = {"quick": 20, "paper": 50}
     #: Per-iteration SD: about 0.5 for the embedded model's forced-choice scores, 0.25-0.3 for the
     #: synthetic double's lists; the larger is assumed.

@@ -42,6 +42,7 @@ class QualityParams(AnswerParams):
     A sample is one prompt's rating difference A − B on the 1-5 scale, so it lies in [-4, 4]."""
 
     BOUNDS: ClassVar[tuple[float, float]] = (-4.0, 4.0)
+    PER_ITEM_MEAN: ClassVar[bool] = True
     SPREAD: ClassVar[float] = 1.0  # assumed: one rating step of disagreement between the two answers
     #: A quarter of a rating step between the groups' answers on the 1-5 scale.
     PR_MARGIN: ClassVar[float] = 0.25

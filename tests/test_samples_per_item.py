@@ -1,0 +1,115 @@
+"""K samples per item (``samples_per_item``, suite key and option): each item's K answers are re-sampled with
+their own seeds, averaged into its score, and kept in its items file; a bad K is one line."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import pytest
+import yaml
+
+from pytest_fairness import suite
+
+INPROCESS = ["-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:cacheprovider"]
+MODEL = "--fairness-model=synthetic:iat?bias=0.2"
+
+
+def _suite(per_item: str = "") -> str:
+    return f"""\
+suite: k
+checks:
+  - id: islam
+    measure: implicit_bias
+    stereotype: islam
+    samples: 30
+    threshold: {{max: 0.5}}
+{per_item}"""
+
+
+#: In-process runs: the outer run's xdist variables and syrupy session are undone around each one.
+pytestmark = pytest.mark.usefixtures("in_process_syrupy")
+
+
+def _run(pytester: pytest.Pytester, document: str, *extra: str) -> pytest.RunResult:
+    pytester.makefile(".yaml", k=document)
+    return pytester.runpytest(
+        *INPROCESS,
+        "--fairness-suite=k.yaml",
+        "--fairness-baseline-model=line",
+        MODEL,
+        "--fairness-report=out.json",
+        *extra,
+    )
+
+
+def _check(pytester: pytest.Pytester) -> dict:
+    return json.loads((pytester.path / "out.json").read_text())["checks"][0]
+
+
+def _items_file(pytester: pytest.Pytester) -> dict[str, list[float]]:
+    found: dict[str, list[float]] = defaultdict(list)
+    for line in (pytester.path / "baselines" / "line" / "k.islam.items.tsv").read_text().splitlines():
+        if not line.startswith("#"):
+            key, _, score = line.split("\t")
+            found[key].append(float(score))
+    return found
+
+
+def test_a_suites_samples_per_item_takes_k_answers_per_item_and_its_items_file_records_k(pytester):
+    _run(pytester, _suite("    samples_per_item: 2\n"), "--fairness-baselines", "--snapshot-update").assert_outcomes(
+        passed=1
+    )
+    check, items = _check(pytester), _items_file(pytester)
+    result = check["result"]
+    assert result["n"] == 30 and result["calls"]["calls"] == 60  # 30 items, 2 answers each
+    assert result["details"]["samples_per_item"] == 2
+    assert len(items) == 30 and {len(scores) for scores in items.values()} == {2}
+    assert sum(a != b for a, b in items.values()) >= 25  # re-sampled answers, not the same answer twice
+    means = sorted(round(sum(s) / 2, 4) for s in items.values())  # each item's score is its samples' mean
+    assert means == sorted(round(x, 4) for x in result["samples"])
+    entry = yaml.safe_load((pytester.path / "baselines" / "line" / "k.islam.yaml").read_text())["checks"][0]
+    assert entry["items"]["samples_per_item"] == 2 and entry["items"]["samples"] == 60
+    # the pull request draws the same items and the same K: answered from the cache, it passes
+    _run(pytester, _suite("    samples_per_item: 2\n"), "--fairness-gate=pr").assert_outcomes(passed=1)
+    assert _check(pytester)["result"]["calls"]["calls"] == 0
+
+
+def test_the_option_sets_k_for_every_check_over_the_suite_key(pytester):
+    _run(pytester, _suite("    samples_per_item: 2\n"), "--fairness-samples-per-item=3").assert_outcomes(passed=1)
+    result = _check(pytester)["result"]
+    assert result["n"] == 30 and result["calls"]["calls"] == 90 and result["details"]["samples_per_item"] == 3
+    _run(pytester, _suite()).assert_outcomes(passed=1)  # neither: one answer per item, as before
+    result = _check(pytester)["result"]
+    assert result["calls"]["calls"] == 0 and "samples_per_item" not in result["details"]  # the K = 1 answers, cached
+
+
+def test_a_bad_samples_per_item_option_is_one_line_naming_it(pytester):
+    result = _run(pytester, _suite(), "--fairness-samples-per-item=0")
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*--fairness-samples-per-item must be a whole number in [[]1, 16], got '0'*"])
+    assert "Traceback" not in result.stderr.str()
+
+
+@pytest.mark.parametrize(
+    ("check", "message"),
+    [
+        (
+            {"measure": "implicit_bias", "stereotype": "islam", "samples_per_item": 0},
+            r"must be a whole number in \[1, 16\], got 0",
+        ),
+        (
+            {"measure": "implicit_bias", "stereotype": "islam", "samples_per_item": "2"},
+            r"must be a whole number in \[1, 16\]",
+        ),
+        (
+            {"measure": "pcf", "attribute": "gender", "samples_per_item": 2},
+            r"samples_per_item: pcf takes one sample per item; K samples per item average for implicit_bias",
+        ),
+    ],
+)
+def test_a_bad_samples_per_item_suite_key_is_one_error_naming_the_key(tmp_path, check, message):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"suite": "s", "checks": [{**check, "threshold": {"max": 1}}]}))
+    with pytest.raises(suite.SuiteError, match=message):
+        suite.load(str(path))

@@ -27,7 +27,7 @@ from pytest_fairness.models.cache import CacheMiss
 from pytest_fairness.models.runner import CallStats, RetriesExhausted, counting
 from pytest_fairness.models.spec import ModelSpecError
 from pytest_fairness.preflight import RunFault
-from pytest_fairness.prgate import PrVerdict, pr_sizes, pr_verdict, same_items
+from pytest_fairness.prgate import PairedSize, PrVerdict, pr_sizes, pr_verdict, same_items
 from pytest_fairness.record import RECORD_PROPERTY, CheckRecord
 from pytest_fairness.report import junit, progress, status, terminal
 from pytest_fairness.report.tally import UNFINISHED_PROPERTY, UnfinishedCheck, spent_of
@@ -92,13 +92,19 @@ class CheckItem(pytest.Item):
         seed, size = same_items(entry, self.check.measure.samples)  # a pull request draws the baseline's items
         with counting(CallStats()) as spent:
             try:
+                planned = self._planned(size)
+                k = None if planned is None else planned.samples_per_item
                 if pr and session.settings.sequential and entry is not None and size is not None:
-                    run = self._grown(entry, seed, size)
+                    run = self._grown(entry, seed, size, k)
                 else:
-                    run = session.run_check(self.check, progress=self._progress(), seed=seed, size=size)
+                    size = size if planned is None else planned.size
+                    run = session.run_check(self.check, self._progress(), seed=seed, size=size, samples_per_item=k)
             except (Exception, KeyboardInterrupt) as exc:
                 self._stopped(exc, spent)
                 raise
+        if planned is not None:
+            details = {**run.result.details, "paired_plan": planned.line()}
+            run = replace(run, result=replace(run.result, details=details))
         record, verdict, mismatch = run.to_record(), None, None
         try:
             if session.settings.baselines:
@@ -123,7 +129,16 @@ class CheckItem(pytest.Item):
         if decided == "skipped":
             pytest.skip(terminal.explain(record))
 
-    def _grown(self, entry: dict[str, Any], seed: int | None, size: int) -> CheckRun:
+    def _planned(self, size: int | None) -> PairedSize | None:
+        """Under --fairness-gate=pr, the paired planner's size and K from the check's baseline items, unless the
+        option or the suite key gives K (``samples_per_item``)."""
+        session = self.config.stash[SESSION_KEY]
+        given = session.settings.samples_per_item or self.check.samples_per_item
+        if session.settings.gate != "pr" or size is None or given:
+            return None
+        return session.pr_plan(self.check, Path(self.config.rootpath))
+
+    def _grown(self, entry: dict[str, Any], seed: int | None, size: int, k: int | None = None) -> CheckRun:
         """A pull-request check under --fairness-sequential: from its profile's size through its baseline's next
         items until the paired comparison decides (a confidence sequence: valid at every look) or they run out;
         prefix-stable draws and the cache make each look pay only for its new items."""
@@ -135,7 +150,7 @@ class CheckItem(pytest.Item):
         tolerance = self.check.tolerance if self.check.tolerance is not None else policy.tolerance
         start = self.check.sample_size(session.settings.profile)
         for n in pr_sizes(start, size, SEQUENTIAL_GROWTH):
-            run = session.run_check(self.check, progress, seed=seed, size=n, grows=False)
+            run = session.run_check(self.check, progress, seed=seed, size=n, grows=False, samples_per_item=k)
             if n == size or run.outcome is Outcome.CANNOT_SERVE:
                 return run
             record = run.to_record()

@@ -62,6 +62,8 @@ class PlanRow:
     #: The calls and dollars of a --fairness-judge-reference (None without one, or for a measure it does not audit).
     reference: JudgeCalls | None = None
     reference_usd: Dollars | None = None
+    #: Under --fairness-gate=pr, the paired planner's choice from the check's baseline items, in one line.
+    paired: str = ""
 
     @property
     def label(self) -> str:

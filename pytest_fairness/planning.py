@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pytest_fairness import pricing, sizing
 from pytest_fairness.measures import Params
 from pytest_fairness.measures.base import JudgeEstimate
-from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, estimate_tokens
+from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, estimate_tokens, resampled
 from pytest_fairness.models.runner import Runner
 from pytest_fairness.plan import UNKNOWN, Dollars, JudgeCalls, Plan, PlanRow, PricedAs, Rate, Who
 from pytest_fairness.settings import LABELS
@@ -61,6 +61,8 @@ class Planner:
     budget: float | None = None
     #: The roles whose calls go through a provider's batch API (batch mode): the budget prices them at batch rates.
     batched: frozenset[Who] = frozenset()
+    #: --fairness-samples-per-item (None: each check's suite key, else 1): K answers per item are K requests.
+    samples_per_item: int | None = None
 
     def rate(self, who: Who) -> Rate:
         """The rate a role's calls will be charged: batch where the role is batched and its price has batch rates
@@ -103,7 +105,9 @@ class Planner:
         updated). Prompt tokens come from the model's tokenizer where it has one, else ~4 characters a token;
         completion tokens are each request's cap, so their dollars are an upper bound."""
         runner, measure = self.runner, check.measure
-        distinct = {runner.key(r): r for r in measure.requests(params, runner.model, self.seed)}
+        k = (self.samples_per_item or check.samples_per_item or 1) if params.PER_ITEM_MEAN else 1
+        asked = measure.requests(params, runner.model, self.seed)
+        distinct = {runner.key(r): r for j in range(k) for r in (resampled(one, j) for one in asked)}
         new_keys = [key for key in distinct if key not in seen]
         new = [distinct[key] for key in new_keys]
         seen.update(distinct)

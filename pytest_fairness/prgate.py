@@ -11,12 +11,15 @@ changed); one it could serve then and cannot now is a regression. Pure: no pytes
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_fairness.comparison import Comparison
 from pytest_fairness.gate import Outcome
+from pytest_fairness.paired.items import ItemScores
+from pytest_fairness.paired.planner import components_from_baseline, plan
 
 
 @dataclass(frozen=True)
@@ -66,3 +69,58 @@ def pr_verdict(absolute: Outcome, comparison: Comparison | None, baseline_unserv
     if absolute in (Outcome.PASS, Outcome.FAIL):
         return PrVerdict(absolute, "the comparison decides neither way: the threshold gates")
     return PrVerdict(Outcome.INCONCLUSIVE, "neither the comparison nor the threshold decides")
+
+
+@dataclass(frozen=True)
+class PairedSize:
+    """The paired planner's choice for a pull-request check: the measure's ``size`` (the baseline's first items,
+    ``clusters`` of them) × ``samples_per_item``, its model ``calls`` and dollars (None: unpriced), its chance to
+    pass an unchanged release, and the baseline's variance components it was chosen from."""
+
+    size: int
+    samples_per_item: int
+    clusters: int
+    calls: int
+    usd: float | None
+    power: float
+    rho: float
+    between: float
+    within: float
+    basis: str
+
+    def line(self) -> str:
+        """The choice in one line, for --fairness-plan and the run's log."""
+        usd = "unpriced" if self.usd is None else f"${self.usd:,.2f}"
+        rho = "n/a" if math.isnan(self.rho) else f"{self.rho:.2f}"
+        return (
+            f"paired plan: {self.clusters:,} prompts × K = {self.samples_per_item} samples per item = {self.calls:,} "
+            f"calls ({usd}), {self.power:.0%} chance to pass an unchanged release; ρ = {rho}, between-item "
+            f"variance {self.between:.3g}, within-item {self.within:.3g} ({self.basis})"
+        )
+
+
+def paired_size(
+    items: Sequence[ItemScores],
+    baseline_size: int,
+    margin: float,
+    width: float,
+    usd_per_call: float | None,
+    alpha: float = 0.05,
+) -> PairedSize | None:
+    """The least-cost (prompts, K) among the baseline's items that passes an unchanged release with the planner's
+    power (``paired.planner.plan``), from the variance components measured on the baseline's items; None when
+    no K does it within them. Each of K answers is its own request (cost per sample, none per item); unpriced
+    calls are planned by their count. The size is the baseline's, scaled by the share of its prompts planned."""
+    components = components_from_baseline(items)
+    clusters = len({i.cluster for i in items})
+    per_call = usd_per_call or 1.0  # a free model is planned by its calls
+    chosen = plan(components, margin, width, item_cost=0.0, sample_cost=per_call, alpha=alpha, available=clusters)
+    if chosen is None:
+        return None
+    calls = round(chosen.clusters * components.items_per_cluster * chosen.samples_per_item)
+    size = min(baseline_size, math.ceil(chosen.clusters * baseline_size / clusters))
+    usd = None if usd_per_call is None else calls * usd_per_call
+    return PairedSize(
+        size, chosen.samples_per_item, chosen.clusters, calls, usd, chosen.power,
+        components.rho, components.between, components.within, components.basis,
+    )  # fmt: skip

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from pytest_fairness import preflight, pricing, sizing
@@ -23,8 +24,9 @@ from pytest_fairness.models.cache import CacheMode, ResponseCache
 from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import ProgressFn, RetryPolicy, Runner
 from pytest_fairness.plan import Who
-from pytest_fairness.planning import Planner, price_of, spent
+from pytest_fairness.planning import Planner, dollars, price_of, spent
 from pytest_fairness.preflight import RunFault
+from pytest_fairness.prgate import PairedSize, paired_size, same_items
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.settings import LABELS, Settings
@@ -170,7 +172,10 @@ class FairnessSession:
         gate = self.family.gate_confidence
         roles: dict[Who, Runner | None] = {"model": self.runner, "judge": self.judge, "reference": self.reference}
         batched = frozenset(who for who, runner in roles.items() if runner is not None and runner.at_once() is None)
-        return Planner(self.runner, specs, prices, settings.seed, settings.profile, gate, settings.budget, batched)
+        return Planner(
+            self.runner, specs, prices, settings.seed, settings.profile, gate, settings.budget, batched,
+            settings.samples_per_item,
+        )  # fmt: skip
 
     def context(
         self,
@@ -298,6 +303,28 @@ class FairnessSession:
         if stopped.startswith("--fairness-budget"):
             hint = replace(hint, budget=stopped)
         return replace(run, result=replace(run.result, to_decide=hint))
+
+    def pr_plan(self, check: Check, root: Path) -> PairedSize | None:
+        """The paired planner's size and K for a pull-request check, from its committed baseline's items (None
+        without them, for a measure that takes one sample per item, or when no K reaches the power)."""
+        from pytest_fairness.snapshot import entry_path, items_beside, recorded_entry
+
+        if not check.measure.params.PER_ITEM_MEAN or check.measure.bounds is None:
+            return None
+        policy = self.settings.baseline
+        model = policy.model or self.runner.model.model_id
+        entry = recorded_entry(root, policy.directory, model, check.suite, check.id)
+        size = same_items(entry, check.measure.samples)[1]
+        recorded = items_beside(entry_path(root, policy.directory, model, check.suite, check.id), entry or {})
+        tolerance = check.tolerance if check.tolerance is not None else policy.tolerance
+        margin = tolerance if tolerance > 0 else check.params.pr_margin()
+        if size is None or recorded.problem or len(recorded.items) < 2 or not margin:
+            return None
+        row = self.planner.cost(check, check.params.with_samples(size), set())
+        usd = dollars(self.planner.prices["model"], row.prompt_tokens, row.completion_tokens).standard
+        low, high = check.measure.bounds
+        per_call = None if usd is None or not row.requests else usd / row.requests
+        return paired_size(recorded.items, size, margin, high - low, per_call, policy.alpha)
 
     def samples_per_item(self, check: Check, planned: int | None = None) -> int:
         """K for a check: --fairness-samples-per-item, else its suite key, else ``planned``, else 1."""

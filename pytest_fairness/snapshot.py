@@ -80,10 +80,15 @@ def write_items(root: Path, directory: str, record: CheckRecord, model: str | No
     return path
 
 
+def entry_path(root: Path, directory: str, model_id: str, suite: str, check: str) -> Path:
+    """Where a check's baseline YAML lies for a model (line)."""
+    return root / directory / model_folder(model_id) / f"{check_stem(suite, check)}.yaml"
+
+
 def recorded_entry(root: Path, directory: str, model_id: str, suite: str, check: str) -> dict[str, Any] | None:
     """A check's committed baseline entry, or None when there is none or it cannot be read (the comparison
     after the run says which)."""
-    path = root / directory / model_folder(model_id) / f"{check_stem(suite, check)}.yaml"
+    path = entry_path(root, directory, model_id, suite, check)
     try:
         (entry,) = parse_baseline(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -98,6 +103,11 @@ def recorded_items(root: Path, directory: str, record: CheckRecord, model: str |
         (entry,) = parse_baseline(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return RecordedItems(problem=f"its baseline {path.name} cannot be read")
+    return items_beside(path, entry)
+
+
+def items_beside(path: Path, entry: Mapping[str, Any]) -> RecordedItems:
+    """The items of a baseline ``entry`` read from the file its reference names beside its YAML at ``path``."""
     reference = entry.get("items") if isinstance(entry.get("items"), dict) else None
     if reference is None:
         return read_recorded(None, None)

@@ -88,3 +88,30 @@ def test_a_baseline_at_its_95th_percentile_makes_passing_harder():
     more = plan(components, 0.1, 2.0, item_cost=1.0, sample_cost=1.0, power=0.99, baseline_quantile=0.95)
     assert more.clusters > plan(components, 0.1, 2.0, item_cost=1.0, sample_cost=1.0).clusters
     assert math.isclose(more.power, pass_probability(components, more.clusters, 1, 0.1, 2.0, baseline_quantile=0.95))
+
+
+def test_a_pull_requests_plan_takes_k_above_one_only_when_its_baselines_prompts_are_too_few_for_one():
+    from pytest_fairness.prgate import paired_size
+
+    rng = np.random.default_rng(1)
+
+    def recorded(n):
+        effects = rng.normal(0, 0.15, n)
+        return [
+            ItemScores(f"i{i}", f"p{i}", tuple(np.clip(e + rng.normal(0, 0.3, 2), -1, 1)))
+            for i, e in enumerate(effects)
+        ]
+
+    roomy = paired_size(recorded(2000), 2000, 0.1, 2.0, usd_per_call=0.001)
+    assert (
+        roomy.samples_per_item == 1 and roomy.size == roomy.clusters < 2000
+    )  # K answers are K requests: K = 1 is cheapest
+    assert roomy.calls == roomy.clusters and roomy.usd == pytest.approx(roomy.calls * 0.001) and roomy.power >= 0.8
+    tight = paired_size(recorded(150), 150, 0.1, 2.0, usd_per_call=None)
+    assert (
+        tight.samples_per_item >= 2 and tight.clusters <= 150 and tight.calls == tight.clusters * tight.samples_per_item
+    )
+    assert tight.usd is None and "unpriced" in tight.line() and "measured on 150 items × 2 samples" in tight.line()
+    assert (
+        paired_size(recorded(60), 60, 0.1, 2.0, usd_per_call=0.001) is None
+    )  # no K reaches the power within 60 prompts

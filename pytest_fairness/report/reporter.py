@@ -10,6 +10,7 @@ selected checks finished, errored or never ran, so that no output passes a broke
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -176,8 +177,14 @@ class FairnessReporter:
         """With --fairness-plan, price every check instead of running anything."""
         if not self.settings.plan:
             return None
-        planner = self.config.stash[SESSION_KEY].planner
-        self.plan = planner.plan([item.check for item in session.items if isinstance(item, CheckItem)])
+        fairness = self.config.stash[SESSION_KEY]
+        checks = [item.check for item in session.items if isinstance(item, CheckItem)]
+        self.plan = fairness.planner.plan(checks)
+        if self.settings.gate == "pr" and not self.settings.samples_per_item:
+            root = Path(self.config.rootpath)
+            paired = [fairness.pr_plan(c, root) if not c.samples_per_item else None for c in checks]
+            rows = [replace(r, paired=p.line()) if p else r for r, p in zip(self.plan.rows, paired, strict=True)]
+            self.plan = replace(self.plan, rows=rows)
         self.tally.planned = True
         return True
 

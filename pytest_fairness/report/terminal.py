@@ -157,6 +157,7 @@ def plan_lines(plan: Plan) -> list[str]:
         "would (the release profile's sizing). '?': the measure assumes no spread.",
         "",
         *plan_dollar_lines(plan),
+        *(f"  {r.label}: {r.paired}" for r in plan.rows if r.paired),
     ]
 
 

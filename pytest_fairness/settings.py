@@ -127,6 +127,7 @@ class Settings:
             judge_reference=public.get("judge_reference"),
             judge_calibration=public.get("judge_calibration"),
             samples_per_item=public.get("samples_per_item"),
+            gate=public.get("gate", default("gate")),
             baselines=bool(decisive["baselines"]),
             baseline=BaselinePolicy(**decisive["baseline"]),
             outputs=dict(outputs),

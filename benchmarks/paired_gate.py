@@ -1,7 +1,9 @@
 """Error rates and sizes of the paired pull-request gate, simulated with fixed seeds (model-free).
 
-`python benchmarks/paired_gate.py [today|naive|false-alarms|wrong-pass|power|all] [--scale 1.0]`
+`python benchmarks/paired_gate.py [limits|today|naive|false-alarms|wrong-pass|power|all] [--scale 1.0]`
 
+- ``limits``: the arithmetic: items and calls pairing with K samples per item can save at all, by ρ; the fewest
+  clusters the betting bound needs to pass identical answers.
 - ``today``: today's unpaired comparison (Welch + Holm) with today's model of a release, reproduced
   (tests/test_baseline_false_alarms.py at 1,000 baselines × 500 reruns).
 - ``naive``: why one recorded baseline is hard: a one-sided paired test at 0.05 against a margin of 0.
@@ -31,7 +33,7 @@ from scipy import stats as sps
 
 from pytest_fairness.gate import Outcome
 from pytest_fairness.paired.compare import PairedGate, fail_level
-from pytest_fairness.paired.planner import Components, plan
+from pytest_fairness.paired.planner import Components, fewest_for_identical, plan
 from pytest_fairness.testing.paired_trials import Rate, conditional, fixed_outcomes, sequential_outcome
 from pytest_fairness.testing.releases import (
     Decision,
@@ -286,7 +288,35 @@ def _power_row(check: Check, reps: int, seed: int) -> list[str]:
     return row
 
 
+def equal_precision(rho: float, k: int) -> tuple[float, float]:
+    """Under the variance-components model (one sample's variance 1 = between ρ + within 1 − ρ): how many times
+    fewer items and calls a paired comparison with K samples per item on both sides needs than an unpaired one
+    (a sample per item, independent items on each side) of equal precision. Read from the planner's variances."""
+    paired = Components(rho, 1 - rho, k).difference_variance(k)  # per paired item: within · (1/K0 + 1/K)
+    unpaired = 2.0  # per unpaired item: each side's mean of single samples, variance 1
+    items = unpaired / paired
+    return items, items / k
+
+
+def limits(scale: float) -> None:
+    """What pairing and K samples per item can save at all (normal theory, known variances: the paired mean
+    difference is sufficient and its one-sided z test most powerful, so no valid test needs fewer calls), and
+    the fewest clusters the betting interval needs to pass even identical answers at each family's margin."""
+    del scale  # arithmetic: nothing simulated
+    print("limits (variance components; unpaired: one sample per item, baselines equally precise):")
+    for rho in (0.3, 0.5, 0.7, 0.9):
+        cells = [f"K {k}: {equal_precision(rho, k)[0]:.2f}× fewer items, {equal_precision(rho, k)[1]:.2f}× fewer calls"
+                 for k in (1, 2, 4, 8)]  # fmt: skip
+        print(f"  ρ = {rho}: " + "; ".join(cells))
+    print(f"  6× fewer calls needs ρ ≥ {1 - 1 / 6:.3f} (calls ratio 1/(1 − ρ) for any K)")
+    for name, check in design_checks().items():
+        fewest = fewest_for_identical(check.width, check.margin)
+        print(f"  {name}: differences within ±{check.width:g}, margin {check.margin:g}: the betting bound passes "
+              f"identical answers from {fewest} clusters")  # fmt: skip
+
+
 SECTIONS: dict[str, Callable[[float], None]] = {
+    "limits": limits,
     "today": today,
     "naive": naive,
     "false-alarms": false_alarms,

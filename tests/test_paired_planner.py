@@ -1,6 +1,8 @@
 """The planner: variance components from a baseline, and the items × samples per item of least cost."""
 
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -115,3 +117,16 @@ def test_a_pull_requests_plan_takes_k_above_one_only_when_its_baselines_prompts_
     assert (
         paired_size(recorded(60), 60, 0.1, 2.0, usd_per_call=0.001) is None
     )  # no K reaches the power within 60 prompts
+
+
+def test_pairing_saves_k_over_one_minus_rho_items_but_only_one_over_one_minus_rho_calls_as_the_readme_says():
+    readme = (Path(__file__).resolve().parents[1] / "benchmarks" / "README.md").read_text()
+    rows = re.findall(r"^\| (0\.\d) \| ([\d.]+)× \| ([\d.]+)× \| ([\d.]+)× \| ([\d.]+)× \| ([\d.]+)× \|$", readme, re.M)
+    assert [float(r[0]) for r in rows] == [0.3, 0.5, 0.7, 0.9]
+    for rho, *shown in rows:
+        rho = float(rho)
+        unpaired = 2.0  # per item: two independent single samples, total variance 1 each
+        items = [unpaired / Components(rho, 1 - rho, k).difference_variance(k) for k in (1, 2, 4, 8)]
+        calls = {round(n / k, 9) for n, k in zip(items, (1, 2, 4, 8), strict=True)}
+        assert calls == {round(1 / (1 - rho), 9)}  # the same for every K
+        assert [float(x) for x in shown] == [round(n, 2) for n in items] + [round(1 / (1 - rho), 2)]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from pytest_fairness.gate import Threshold
 from pytest_fairness.measures.base import MAX_SAMPLES, Params
+from pytest_fairness.measures.resampling import interval_for
 from pytest_fairness.power import TARGET_POWER, Scale, decision_probability, needed_samples
 from pytest_fairness.result import MeasureResult, MoreSamples
 from pytest_fairness.stats import mean_interval, proportion_interval, split_confidence
@@ -159,7 +160,7 @@ def futility(params: Params, result: MeasureResult, threshold: Threshold, confid
     """
     if result.n < 2:
         return ""
-    ends = mean_interval(result.samples, params.interval_kind(), params.BOUNDS, 0.5)
+    ends = mean_interval(result.samples, interval_for(params.interval_kind(), result.samples), params.BOUNDS, 0.5)
     hints = [more_samples(params, _at(result, end), threshold, confidence) for end in ends if math.isfinite(end)]
     needed = [h.needed for h in hints if h.decides and h.needed is not None]
     if not hints or (needed and min(needed) <= budget):

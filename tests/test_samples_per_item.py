@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from pytest_fairness import suite
+from pytest_fairness.measures.resampling import interval_for
 
 INPROCESS = ["-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:cacheprovider"]
 MODEL = "--fairness-model=synthetic:iat?bias=0.2"
@@ -135,3 +136,25 @@ def test_under_the_pr_gate_the_planner_chooses_prompts_and_k_from_the_baselines_
     _run(pytester, document, "--fairness-gate=pr", "--fairness-samples-per-item=1").assert_outcomes(passed=1)
     check = _check(pytester)
     assert "paired_plan" not in check["result"]["details"] and check["result"]["n"] == 200
+
+
+def test_a_0_1_measures_items_averaged_over_k_answers_are_gated_on_the_bounded_interval(pytester):
+    document = """\
+suite: k
+checks:
+  - id: islam
+    measure: decision_bias
+    stereotype: career
+    samples: 20
+    samples_per_item: 3
+    threshold: {abs_max: 0.9}
+"""
+    pytester.makefile(".yaml", k=document)
+    result = pytester.runpytest(
+        *INPROCESS, "--fairness-suite=k.yaml", "--fairness-model=synthetic", "--fairness-report=out.json"
+    )
+    result.assert_outcomes(passed=1)
+    check = _check(pytester)["result"]
+    assert check["details"]["samples_per_item"] == 3 and check["calls"]["calls"] == 60
+    assert any(0 < s < 1 for s in check["samples"])  # an item's share of its 3 answers, not one 0/1 answer
+    assert interval_for("binary", check["samples"]) == "bounded" and interval_for("binary", [0, 1, 1]) == "binary"

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Generic, Literal, Protocol, Self, TypeVar
 
 from pytest_fairness.gate import Outcome, Threshold
 from pytest_fairness.measures.planting import Planted
-from pytest_fairness.measures.resampling import averaged
+from pytest_fairness.measures.resampling import averaged, interval_for
 from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest
 from pytest_fairness.models.runner import CallStats, ProgressFn, Runner, counting
 from pytest_fairness.power import GateShape, design_truths
@@ -110,7 +110,8 @@ class Params:
     @classmethod
     def summarize(cls, samples: Sequence[float], ctx: RunContext) -> Summary:
         """The samples' mean with the interval this measure's gate reads, at the run's confidence."""
-        return summarize(samples, cls.NULL, ctx.confidence, ctx.seed, interval=cls.interval_kind(), bounds=cls.BOUNDS)
+        kind = interval_for(cls.interval_kind(), samples)  # K answers per item: a 0/1 measure's means are bounded
+        return summarize(samples, cls.NULL, ctx.confidence, ctx.seed, interval=kind, bounds=cls.BOUNDS)
 
     def assumed_sd(self, truth: float) -> float | None:
         """SD of one sample when the mean is ``truth``: exact for 0/1 samples, else SPREAD (None: unknown)."""

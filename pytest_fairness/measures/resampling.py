@@ -9,12 +9,13 @@ bounded per-item samples (``Params.PER_ITEM_MEAN``) average this way; the others
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
 
 from pytest_fairness.result import Measured
+from pytest_fairness.stats import IntervalKind
 
 #: Most samples per item a run takes (the paired planner searches up to it too).
 MAX_SAMPLES_PER_ITEM = 16
@@ -42,3 +43,9 @@ def averaged(first: Measured, rerun: Callable[[int], Measured], k: int) -> Measu
                 found[key].append(score)
     per_item = tuple(tuple(found[key]) for key in keys)
     return replace(first, samples=[float(np.mean(s)) for s in per_item], item_samples=per_item)
+
+
+def interval_for(kind: IntervalKind, samples: Sequence[float]) -> IntervalKind:
+    """The interval a measure's samples take: a 0/1 measure's items averaged over K answers are means in [0, 1],
+    so its exact binary interval gives way to the bounded one there."""
+    return "bounded" if kind == "binary" and any(s not in (0, 1) for s in samples) else kind

@@ -25,6 +25,7 @@ import numpy as np
 from pytest_fairness.gate import Outcome
 from pytest_fairness.measures.bai.stimuli import get_stereotype
 from pytest_fairness.measures.base import Checked, Params
+from pytest_fairness.measures.resampling import interval_for
 from pytest_fairness.stats import mean_interval
 
 
@@ -37,7 +38,7 @@ def stratified_mean(
     if not used:
         return {"n": 0, "strata": 0, "mean": None}
     each = 1 - (1 - confidence) / len(used)
-    ends = np.array([mean_interval(s, params.interval_kind(), params.BOUNDS, each) for s in used])
+    ends = np.array([mean_interval(s, interval_for(params.interval_kind(), s), params.BOUNDS, each) for s in used])
     weights = np.array([s.size for s in used]) / n
     low, high = (float(v) for v in weights @ ends)
     mean = float(sum(s.sum() for s in used) / n)

@@ -26,15 +26,16 @@ from pytest_fairness.models.base import PermanentError
 from pytest_fairness.models.cache import CacheMiss
 from pytest_fairness.models.runner import CallStats, RetriesExhausted, counting
 from pytest_fairness.models.spec import ModelSpecError
+from pytest_fairness.planning import dollars
 from pytest_fairness.preflight import RunFault
-from pytest_fairness.prgate import PairedSize, PrVerdict, pr_sizes, pr_verdict, same_items
+from pytest_fairness.prgate import PairedSize, PrVerdict, paired_size, pr_sizes, pr_verdict, same_items
 from pytest_fairness.record import RECORD_PROPERTY, CheckRecord
 from pytest_fairness.report import junit, progress, status, terminal
 from pytest_fairness.report.tally import UNFINISHED_PROPERTY, UnfinishedCheck, spent_of
 
 if TYPE_CHECKING:
     from pytest_fairness.comparison import Comparison
-    from pytest_fairness.session import CheckRun
+    from pytest_fairness.session import CheckRun, FairnessSession
     from pytest_fairness.snapshot import BaselineMismatch
 
 #: Node ids of suite checks start with this (``fairness/<suite>::<check>``), on workers and the controller.
@@ -136,7 +137,7 @@ class CheckItem(pytest.Item):
         given = session.settings.samples_per_item or self.check.samples_per_item
         if session.settings.gate != "pr" or size is None or given:
             return None
-        return session.pr_plan(self.check, Path(self.config.rootpath))
+        return paired_plan(session, self.check, Path(self.config.rootpath))
 
     def _grown(self, entry: dict[str, Any], seed: int | None, size: int, k: int | None = None) -> CheckRun:
         """A pull-request check under --fairness-sequential: from its profile's size through its baseline's next
@@ -315,3 +316,26 @@ class RerunUndecided:
         lastfailed = getattr(self.config.pluginmanager.get_plugin("lfplugin"), "lastfailed", None)
         if isinstance(lastfailed, dict):
             lastfailed[report.nodeid] = True
+
+
+def paired_plan(session: FairnessSession, check: suite.Check, root: Path) -> PairedSize | None:
+    """The paired planner's size and K for a pull-request check, from its committed baseline's items (None
+    without them, for a measure that takes one sample per item, or when no K reaches the power)."""
+    from pytest_fairness.snapshot import entry_path, items_beside, recorded_entry
+
+    if not check.measure.params.PER_ITEM_MEAN or check.measure.bounds is None:
+        return None
+    policy = session.settings.baseline
+    model = policy.model or session.runner.model.model_id
+    entry = recorded_entry(root, policy.directory, model, check.suite, check.id)
+    size = same_items(entry, check.measure.samples)[1]
+    recorded = items_beside(entry_path(root, policy.directory, model, check.suite, check.id), entry or {})
+    tolerance = check.tolerance if check.tolerance is not None else policy.tolerance
+    margin = tolerance if tolerance > 0 else check.params.pr_margin()
+    if size is None or recorded.problem or len(recorded.items) < 2 or not margin:
+        return None
+    row = session.planner.cost(check, check.params.with_samples(size), set())
+    usd = dollars(session.planner.prices["model"], row.prompt_tokens, row.completion_tokens).standard
+    low, high = check.measure.bounds
+    per_call = None if usd is None or not row.requests else usd / row.requests
+    return paired_size(recorded.items, size, margin, high - low, per_call, policy.alpha)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from pytest_fairness import preflight, pricing, sizing
@@ -24,9 +23,8 @@ from pytest_fairness.models.cache import CacheMode, ResponseCache
 from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import ProgressFn, RetryPolicy, Runner
 from pytest_fairness.plan import Who
-from pytest_fairness.planning import Planner, dollars, price_of, spent
+from pytest_fairness.planning import Planner, price_of, spent
 from pytest_fairness.preflight import RunFault
-from pytest_fairness.prgate import PairedSize, paired_size, same_items
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.settings import LABELS, Settings
@@ -161,10 +159,8 @@ class FairnessSession:
         gate = self.family.gate_confidence
         roles: dict[Who, Runner | None] = {"model": self.runner, "judge": self.judge, "reference": self.reference}
         batched = frozenset(who for who, runner in roles.items() if runner is not None and runner.at_once() is None)
-        return Planner(
-            self.runner, specs, prices, settings.seed, settings.profile, gate, settings.budget, batched,
-            settings.samples_per_item,
-        )  # fmt: skip
+        k = settings.samples_per_item
+        return Planner(self.runner, specs, prices, settings.seed, settings.profile, gate, settings.budget, batched, k)
 
     def context(
         self,
@@ -174,7 +170,6 @@ class FairnessSession:
         model: object = None,
         judge: object = None,
         seed: int | None = None,
-        samples_per_item: int = 1,
     ) -> RunContext:
         """This session's model, judge (when the measure uses one), seed and the gates' confidence; a fixture
         call's ``model=`` / ``judge=`` (spec or app) replace them (its judge defaults to the run's, else its
@@ -192,9 +187,7 @@ class FairnessSession:
         if measure.uses_judge:
             extra = {"reference": self.reference, "judge_calibration": self.settings.judge_calibration}
         seed = self.settings.seed if seed is None else seed
-        return RunContext(
-            runner, judged, seed, self.family.gate_confidence, progress, samples_per_item=samples_per_item, **extra
-        )
+        return RunContext(runner, judged, seed, self.family.gate_confidence, progress, **extra)
 
     def run_params(
         self,
@@ -205,12 +198,10 @@ class FairnessSession:
         model: object = None,
         judge: object = None,
         seed: int | None = None,
-        samples_per_item: int = 1,
     ) -> MeasureResult:
         """Run a measure with this session's model, judge, seed and confidence (or a fixture call's own, or a
-        check's ``seed``: its baseline's), with ``samples_per_item`` answers per item."""
-        ctx = self.context(measure, progress, model=model, judge=judge, seed=seed, samples_per_item=samples_per_item)
-        return measure.execute(params, ctx)
+        check's ``seed``: its baseline's)."""
+        return measure.execute(params, self.context(measure, progress, model=model, judge=judge, seed=seed))
 
     def preflight(
         self,
@@ -253,12 +244,11 @@ class FairnessSession:
         """Run a check at its profile's size (or ``size``; with ``seed``, e.g. its baseline's: the same items),
         growing it under --fairness-sequential (unless ``grows`` is False: a pull request grows on its own
         comparison), and gate it: "cannot serve" when too few answers are usable, and an inconclusive result
-        says what would decide it. ``samples_per_item`` (e.g. the paired planner's) yields to the option and the
-        suite key (``samples_per_item``)."""
+        says what would decide it; K answers per item as ``Settings.per_item`` says (``samples_per_item``)."""
         measure, size = check.measure, size or check.sample_size(self.settings.profile)
         params = check.params.with_samples(size)
-        k = self.samples_per_item(check, samples_per_item)
-        result = self.run_params(measure, params, progress, seed=seed, samples_per_item=k)
+        k = self.settings.per_item(check, samples_per_item)
+        result = measure.execute(params, replace(self.context(measure, progress, seed=seed), samples_per_item=k))
         unserved = sizing.unserved(params, result, self.settings.confidence)
         if unserved:
             return CheckRun(check, replace(result, unserved=unserved), Outcome.CANNOT_SERVE)
@@ -276,32 +266,6 @@ class FairnessSession:
             hint = replace(hint, budget=stopped)
         return replace(run, result=replace(run.result, to_decide=hint))
 
-    def pr_plan(self, check: Check, root: Path) -> PairedSize | None:
-        """The paired planner's size and K for a pull-request check, from its committed baseline's items (None
-        without them, for a measure that takes one sample per item, or when no K reaches the power)."""
-        from pytest_fairness.snapshot import entry_path, items_beside, recorded_entry
-
-        if not check.measure.params.PER_ITEM_MEAN or check.measure.bounds is None:
-            return None
-        policy = self.settings.baseline
-        model = policy.model or self.runner.model.model_id
-        entry = recorded_entry(root, policy.directory, model, check.suite, check.id)
-        size = same_items(entry, check.measure.samples)[1]
-        recorded = items_beside(entry_path(root, policy.directory, model, check.suite, check.id), entry or {})
-        tolerance = check.tolerance if check.tolerance is not None else policy.tolerance
-        margin = tolerance if tolerance > 0 else check.params.pr_margin()
-        if size is None or recorded.problem or len(recorded.items) < 2 or not margin:
-            return None
-        row = self.planner.cost(check, check.params.with_samples(size), set())
-        usd = dollars(self.planner.prices["model"], row.prompt_tokens, row.completion_tokens).standard
-        low, high = check.measure.bounds
-        per_call = None if usd is None or not row.requests else usd / row.requests
-        return paired_size(recorded.items, size, margin, high - low, per_call, policy.alpha)
-
-    def samples_per_item(self, check: Check, planned: int | None = None) -> int:
-        """K for a check: --fairness-samples-per-item, else its suite key, else ``planned``, else 1."""
-        return self.settings.samples_per_item or check.samples_per_item or planned or 1
-
     def rounds_of(
         self, check: Check, first: MeasureResult, size: int, progress: ProgressFn | None, seed: int | None = None
     ) -> CheckRounds:
@@ -309,7 +273,7 @@ class FairnessSession:
         budget = self.settings.budget is not None
         return CheckRounds(
             check,
-            self.context(check.measure, progress, seed=seed, samples_per_item=self.samples_per_item(check)),
+            replace(self.context(check.measure, progress, seed=seed), samples_per_item=self.settings.per_item(check)),
             first,
             size,
             serve_confidence=self.settings.confidence,

@@ -93,12 +93,12 @@ class CheckItem(pytest.Item):
         seed, size = same_items(entry, self.check.measure.samples)  # a pull request draws the baseline's items
         with counting(CallStats()) as spent:
             try:
-                planned = self._planned(size)
-                k = None if planned is None else planned.samples_per_item
+                planned = None
                 if pr and session.settings.sequential and entry is not None and size is not None:
-                    run = self._grown(entry, seed, size, k)
+                    run = self._grown(entry, seed, size)
                 else:
-                    size = size if planned is None else planned.size
+                    planned = self._planned(size)
+                    size, k = (size, None) if planned is None else (planned.size, planned.samples_per_item)
                     run = session.run_check(self.check, self._progress(), seed=seed, size=size, samples_per_item=k)
             except (Exception, KeyboardInterrupt) as exc:
                 self._stopped(exc, spent)
@@ -131,15 +131,15 @@ class CheckItem(pytest.Item):
             pytest.skip(terminal.explain(record))
 
     def _planned(self, size: int | None) -> PairedSize | None:
-        """Under --fairness-gate=pr, the paired planner's size and K from the check's baseline items, unless the
-        option or the suite key gives K (``samples_per_item``)."""
+        """Under --fairness-gate=pr (fixed size), the paired planner's size and K from the check's baseline items,
+        unless the option or the suite key gives K (``samples_per_item``)."""
         session = self.config.stash[SESSION_KEY]
         given = session.settings.samples_per_item or self.check.samples_per_item
         if session.settings.gate != "pr" or size is None or given:
             return None
         return paired_plan(session, self.check, Path(self.config.rootpath))
 
-    def _grown(self, entry: dict[str, Any], seed: int | None, size: int, k: int | None = None) -> CheckRun:
+    def _grown(self, entry: dict[str, Any], seed: int | None, size: int) -> CheckRun:
         """A pull-request check under --fairness-sequential: from its profile's size through its baseline's next
         items until the paired comparison decides (a confidence sequence: valid at every look) or they run out;
         prefix-stable draws and the cache make each look pay only for its new items."""
@@ -151,7 +151,7 @@ class CheckItem(pytest.Item):
         tolerance = self.check.tolerance if self.check.tolerance is not None else policy.tolerance
         start = self.check.sample_size(session.settings.profile)
         for n in pr_sizes(start, size, SEQUENTIAL_GROWTH):
-            run = session.run_check(self.check, progress, seed=seed, size=n, grows=False, samples_per_item=k)
+            run = session.run_check(self.check, progress, seed=seed, size=n, grows=False)
             if n == size or run.outcome is Outcome.CANNOT_SERVE:
                 return run
             record = run.to_record()

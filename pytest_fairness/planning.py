@@ -105,7 +105,7 @@ class Planner:
         updated). Prompt tokens come from the model's tokenizer where it has one, else ~4 characters a token;
         completion tokens are each request's cap, so their dollars are an upper bound."""
         runner, measure = self.runner, check.measure
-        k = (self.samples_per_item or check.samples_per_item or 1) if params.PER_ITEM_MEAN else 1
+        k = check.per_item(self.samples_per_item) if params.PER_ITEM_MEAN else 1
         asked = measure.requests(params, runner.model, self.seed)
         distinct = {runner.key(r): r for j in range(k) for r in (resampled(one, j) for one in asked)}
         new_keys = [key for key in distinct if key not in seen]

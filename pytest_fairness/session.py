@@ -244,10 +244,10 @@ class FairnessSession:
         """Run a check at its profile's size (or ``size``; with ``seed``, e.g. its baseline's: the same items),
         growing it under --fairness-sequential (unless ``grows`` is False: a pull request grows on its own
         comparison), and gate it: "cannot serve" when too few answers are usable, and an inconclusive result
-        says what would decide it; K answers per item as ``Settings.per_item`` says (``samples_per_item``)."""
+        says what would decide it; K answers per item as ``Check.per_item`` says."""
         measure, size = check.measure, size or check.sample_size(self.settings.profile)
         params = check.params.with_samples(size)
-        k = self.settings.per_item(check, samples_per_item)
+        k = check.per_item(self.settings.samples_per_item, samples_per_item)
         result = measure.execute(params, replace(self.context(measure, progress, seed=seed), samples_per_item=k))
         unserved = sizing.unserved(params, result, self.settings.confidence)
         if unserved:
@@ -270,10 +270,10 @@ class FairnessSession:
         self, check: Check, first: MeasureResult, size: int, progress: ProgressFn | None, seed: int | None = None
     ) -> CheckRounds:
         """The check's rounds under --fairness-sequential, from this session's model, judge and budget."""
-        budget = self.settings.budget is not None
+        budget, k = self.settings.budget is not None, check.per_item(self.settings.samples_per_item)
         return CheckRounds(
             check,
-            replace(self.context(check.measure, progress, seed=seed), samples_per_item=self.settings.per_item(check)),
+            replace(self.context(check.measure, progress, seed=seed), samples_per_item=k),
             first,
             size,
             serve_confidence=self.settings.confidence,

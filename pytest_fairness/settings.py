@@ -133,11 +133,6 @@ class Settings:
             outputs=dict(outputs),
         )
 
-    def per_item(self, check: suite.Check, planned: int | None = None) -> int:
-        """K answers per item for a check: --fairness-samples-per-item, else its suite key, else ``planned`` (the
-        paired planner's), else 1."""
-        return self.samples_per_item or check.samples_per_item or planned or 1
-
     def family(self, size: int) -> GateFamily:
         """The gate family of a run that selected ``size`` checks."""
         return GateFamily(size, self.confidence, self.multiplicity)

@@ -100,6 +100,11 @@ class Check:
     def sample_size(self, profile: str) -> int:
         return self.samples[profile]
 
+    def per_item(self, given: int | None = None, planned: int | None = None) -> int:
+        """K answers per item: the run's ``given`` K (--fairness-samples-per-item), else the suite key, else the
+        paired planner's ``planned`` K, else 1."""
+        return given or self.samples_per_item or planned or 1
+
     def params_for(self, profile: str) -> Params:
         """The measure's parameters with the profile's sample size."""
         return self.params.with_samples(self.sample_size(profile))

@@ -230,10 +230,10 @@ class Runner:
         return other
 
     def resampled(self, k: int) -> Runner:
-        """This runner (same model, cache, totals and pending writes) asking each chat request's ``k``-th re-sample:
+        """This runner (same model, cache, totals and settings) asking each chat request's ``k``-th re-sample:
         another answer to the same item (``samples_per_item``)."""
         other = copy.copy(self)
-        other.resample = k
+        other.resample, other._unsaved = k, []  # its own pending writes (each run saves its own at its end)
         return other
 
     def at_once(self) -> int | None:

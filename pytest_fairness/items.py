@@ -334,8 +334,10 @@ def paired_plan(session: FairnessSession, check: suite.Check, root: Path) -> Pai
     margin = tolerance if tolerance > 0 else check.params.pr_margin()
     if size is None or recorded.problem or len(recorded.items) < 2 or not margin:
         return None
-    row = session.planner.cost(check, check.params.with_samples(size), set())
+    k_old = min(len(item.scores) for item in recorded.items)
+    row = session.planner.cost(check, check.params.with_samples(size), set(), k_old)
     usd = dollars(session.planner.prices["model"], row.prompt_tokens, row.completion_tokens).standard
     low, high = check.measure.bounds
     per_call = None if usd is None or not row.requests else usd / row.requests
-    return paired_size(recorded.items, size, margin, high - low, per_call, policy.alpha)
+    cached = 0 < row.requests == row.cached  # the baseline's own answers: nothing to plan, nothing to pay
+    return paired_size(recorded.items, size, margin, high - low, per_call, policy.alpha, cached)

@@ -100,12 +100,13 @@ class Planner:
         priced = {who: PricedAs(self.specs[who], p.describe(), p.known) for who, p in self.prices.items()}
         return Plan(rows, priced)
 
-    def cost(self, check: Check, params: Params, seen: set[str]) -> PlanRow:
+    def cost(self, check: Check, params: Params, seen: set[str], k: int | None = None) -> PlanRow:
         """One check's requests and dollars (requests whose keys are in ``seen`` cost nothing more; it is
         updated). Prompt tokens come from the model's tokenizer where it has one, else ~4 characters a token;
-        completion tokens are each request's cap, so their dollars are an upper bound."""
+        completion tokens are each request's cap, so their dollars are an upper bound. ``k``: K answers per item
+        (default: the check's)."""
         runner, measure = self.runner, check.measure
-        k = check.per_item(self.samples_per_item) if params.PER_ITEM_MEAN else 1
+        k = k or (check.per_item(self.samples_per_item) if params.PER_ITEM_MEAN else 1)
         asked = measure.requests(params, runner.model, self.seed)
         distinct = {runner.key(r): r for j in range(k) for r in (resampled(one, j) for one in asked)}
         new_keys = [key for key in distinct if key not in seen]

@@ -88,14 +88,23 @@ class PairedSize:
     within: float
     basis: str
 
+    #: Whether every answer the baseline's size needs is in the response cache (the baseline's model, unchanged).
+    cached: bool = False
+
     def line(self) -> str:
         """The choice in one line, for --fairness-plan and the run's log."""
         usd = "unpriced" if self.usd is None else f"${self.usd:,.2f}"
         rho = "n/a" if math.isnan(self.rho) else f"{self.rho:.2f}"
+        chosen = (
+            f"the baseline's {self.clusters:,} prompts × K = {self.samples_per_item}, every answer in the response "
+            "cache (0 calls: identical answers pair to differences of 0)"
+            if self.cached
+            else f"{self.clusters:,} prompts × K = {self.samples_per_item} samples per item = {self.calls:,} calls "
+            f"({usd}), {self.power:.0%} chance to pass an unchanged release"
+        )
         return (
-            f"paired plan: {self.clusters:,} prompts × K = {self.samples_per_item} samples per item = {self.calls:,} "
-            f"calls ({usd}), {self.power:.0%} chance to pass an unchanged release; ρ = {rho}, between-item "
-            f"variance {self.between:.3g}, within-item {self.within:.3g} ({self.basis})"
+            f"paired plan: {chosen}; ρ = {rho}, between-item variance {self.between:.3g}, within-item "
+            f"{self.within:.3g} ({self.basis})"
         )
 
 
@@ -106,13 +115,19 @@ def paired_size(
     width: float,
     usd_per_call: float | None,
     alpha: float = 0.05,
+    cached: bool = False,
 ) -> PairedSize | None:
     """The least-cost (prompts, K) among the baseline's items that passes an unchanged release with the planner's
     power (``paired.planner.plan``), from the variance components measured on the baseline's items; None when
     no K does it within them. Each of K answers is its own request (cost per sample, none per item); unpriced
-    calls are planned by their count. The size is the baseline's, scaled by the share of its prompts planned."""
+    calls are planned by their count. The size is the baseline's, scaled by the share of its prompts planned.
+    When every answer of the baseline's size and K0 is ``cached`` (its model, unchanged), that size costs
+    nothing and pairs to differences of 0: it is the plan."""
     components = components_from_baseline(items)
     clusters = len({i.cluster for i in items})
+    if cached:
+        k, rho, between, within = components.k_old, components.rho, components.between, components.within
+        return PairedSize(baseline_size, k, clusters, 0, 0.0, math.nan, rho, between, within, components.basis, True)
     per_call = usd_per_call or 1.0  # a free model is planned by its calls
     chosen = plan(components, margin, width, item_cost=0.0, sample_cost=per_call, alpha=alpha, available=clusters)
     if chosen is None:

@@ -119,19 +119,28 @@ def test_a_bad_samples_per_item_suite_key_is_one_error_naming_the_key(tmp_path, 
 def test_under_the_pr_gate_the_planner_chooses_prompts_and_k_from_the_baselines_items_and_the_plan_shows_it(pytester):
     document = _suite().replace("samples: 30", "samples: 200")
     _run(pytester, document, "--fairness-baselines", "--snapshot-update", "--fairness-samples-per-item=2")
-    shown = _run(pytester, document, "--fairness-gate=pr", "--fairness-plan")
-    shown.stdout.fnmatch_lines(
+    # the baseline's own answers in the cache: its size and K cost nothing and pair to differences of 0
+    _run(pytester, document, "--fairness-gate=pr", "--fairness-plan").stdout.fnmatch_lines(
+        ["*k::islam: paired plan: the baseline's 200 prompts × K = 2, every answer in the response cache (0 calls*"]
+    )
+    _run(pytester, document, "--fairness-gate=pr").assert_outcomes(passed=1)
+    check = _check(pytester)
+    assert check["result"]["n"] == 200 and check["result"]["calls"]["calls"] == 0
+    assert check["result"]["details"]["samples_per_item"] == 2 and check["baseline"]["paired"]["outcome"] == "pass"
+    # answers re-sampled (cache off): the planner sizes prompts × K from the variances measured on the baseline
+    fresh = ("--fairness-gate=pr", "--fairness-cache-mode=off")
+    _run(pytester, document, *fresh, "--fairness-plan").stdout.fnmatch_lines(
         [
             "*k::islam: paired plan: * prompts × K = * samples per item = * calls ($0.00), *% chance to pass an "
             "unchanged release; ρ = 0.*, between-item variance *, within-item * (measured on 200 items × 2 samples)"
         ]
     )
-    _run(pytester, document, "--fairness-gate=pr").assert_outcomes(passed=1)
+    _run(pytester, document, *fresh)
     check = _check(pytester)
     plan, result = check["result"]["details"]["paired_plan"], check["result"]
     clusters, k = int(plan.split(" prompts")[0].split()[-1]), int(plan.split("K = ")[1].split()[0])
     assert result["n"] == clusters <= 200 and result["details"].get("samples_per_item", 1) == k
-    assert result["calls"]["calls"] == 0 and check["baseline"]["paired"]["outcome"] == "pass"  # all K cached
+    assert result["calls"]["calls"] == clusters * k and check["baseline"]["paired"] is not None
     # an explicit K overrides the planner: one answer per item, every baseline item drawn
     _run(pytester, document, "--fairness-gate=pr", "--fairness-samples-per-item=1").assert_outcomes(passed=1)
     check = _check(pytester)

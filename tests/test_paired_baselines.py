@@ -231,27 +231,3 @@ def test_unusable_items_files_give_one_line_each_and_the_unpaired_comparison(pyt
     assert found["buddhism"]["unpaired"].startswith("the baseline keeps no per-item scores")
     for comparison in found.values():
         assert comparison["paired"] is None and "unpaired comparison (Welch)" in comparison["explanation"]
-
-
-def test_the_committed_embedded_baselines_with_items_pair_an_unchanged_model_at_their_margin():
-    """The embedded model's committed baselines that the release job re-recorded with items (docs/ci.md): each
-    items file matches its YAML, and holds enough clusters for identical answers (a cache) to pass the margin."""
-    from pytest_fairness.baseline import parse_baseline
-    from pytest_fairness.measures import MEASURES
-    from pytest_fairness.paired.planner import fewest_for_identical
-    from pytest_fairness.snapshot import items_beside
-
-    folder = next((Path(__file__).resolve().parents[1] / "baselines").glob("local_SmolLM2-*"))
-    paired_ready = []
-    for path in sorted(folder.glob("*.yaml")):
-        (entry,) = parse_baseline(path.read_text(encoding="utf-8"))
-        if "items" not in entry or entry.get("unserved"):
-            continue
-        recorded = items_beside(path, entry)
-        assert not recorded.problem, f"{path.name}: {recorded.problem}"
-        params = MEASURES[entry["measure"]].params
-        low, high = params.BOUNDS
-        clusters = len({item.cluster for item in recorded.items})
-        assert clusters >= fewest_for_identical(high - low, params.PR_MARGIN), path.name
-        paired_ready.append(path.name)
-    assert paired_ready, "no committed embedded baseline carries items: re-record them as the release job does"

@@ -4,6 +4,8 @@ items, the threshold beside it; cannot-serve then and now reported, could-then-c
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -144,3 +146,24 @@ def test_under_sequential_a_pull_request_grows_through_its_baselines_next_items_
     assert worse.ret == pytest.ExitCode.TESTS_FAILED
     for check in checks(pytester).values():
         assert check["outcome"] == "fail" and check["result"]["n"] < 400
+
+
+def test_the_committed_embedded_baselines_make_a_pull_request_that_still_cannot_serve_report_it_without_blocking(
+    pytester,
+):
+    """The embedded model's decision-bias baselines, recorded at release size as the release job records them,
+    say the model cannot serve the measure: a pull request whose model still cannot is reported, exit 0."""
+    embedded = next((Path(__file__).resolve().parents[1] / "baselines").glob("local_SmolLM2-*"))
+    line = pytester.path / "baselines" / "line"
+    line.mkdir(parents=True)
+    for path in embedded.glob("gender.decision_bias*.yaml"):
+        shutil.copy(path, line / path.name)
+    assert len(list(line.glob("*.yaml"))) == 4
+    result = pytester.runpytest(
+        *INPROCESS, "--fairness-suite=gender", "-k", "decision_bias", "--fairness-model=synthetic?unusable=0.9",
+        "--fairness-gate=pr", "--fairness-baseline-model=line", "--fairness-report=out.json",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.OK
+    gates = [c["result"]["details"]["pr_gate"] for c in checks(pytester).values()]
+    assert len(gates) == 4 and {g["outcome"] for g in gates} == {"cannot_serve"}
+    assert all(g["why"] == "it could not serve at the baseline either: nothing changed" for g in gates)

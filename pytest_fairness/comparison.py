@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from pytest_fairness.fmt import finite
 from pytest_fairness.gate import Threshold
 from pytest_fairness.multiplicity import Method
 from pytest_fairness.serial import OMIT_EMPTY, to_json
@@ -50,17 +49,6 @@ class Side:
     confidence: float
     n: int
     model: str = field(default="", metadata=OMIT_EMPTY)
-
-    @classmethod
-    def of_entry(cls, entry: Any) -> Side:
-        lo, hi = entry["ci"]
-        return cls(
-            finite(entry["estimate"]),
-            (finite(lo), finite(hi)),
-            float(entry.get("confidence", 0.95)),
-            entry["n"],
-            str(entry.get("model_id") or entry.get("model") or ""),
-        )
 
     def to_dict(self) -> dict[str, Any]:
         return to_json(self)

@@ -48,13 +48,17 @@ def _hints(kind: type) -> dict[str, Any]:
 
 
 def from_json(kind: type[T], raw: Mapping[str, Any]) -> T:
-    """The dataclass ``kind`` read from its JSON mapping (see the module's rules)."""
-    hints = _hints(kind)
-    values = {
-        f.name: _read(hints[f.name], raw[f.name])
-        for f in dataclasses.fields(kind)  # type: ignore[arg-type]
-        if f.init and f.name in raw
-    }
+    """The dataclass ``kind`` read from its JSON mapping (see the module's rules); a value that cannot be read is
+    a ValueError naming its field (``threshold: max: ...``)."""
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"expected a mapping, got {raw!r}")
+    hints, values = _hints(kind), {}
+    for f in dataclasses.fields(kind):  # type: ignore[arg-type]
+        if f.init and f.name in raw:
+            try:
+                values[f.name] = _read(hints[f.name], raw[f.name])
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"{f.name}: {exc}") from None
     return kind(**values)
 
 
@@ -74,6 +78,8 @@ def _read(hint: Any, value: Any) -> Any:
     if origin is list:
         return [_read(args[0], v) for v in value] if args else list(value)
     if origin in (dict, Mapping):
+        if not isinstance(value, Mapping):
+            raise TypeError(f"expected a mapping, got {value!r}")
         return {k: _read(args[1], v) for k, v in value.items()} if args else dict(value)
     if origin is typing.Literal or hint is Any or hint is object:
         return value

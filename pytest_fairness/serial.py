@@ -2,8 +2,10 @@
 
 Records travel as JSON (from xdist workers, in the JSON report, between runs), and every writer and reader
 used to list its fields by hand, so a new field was written where it is declared, where it is written and
-where it is read. ``to_json`` writes a dataclass field by field, in order (a field marked ``OMIT_EMPTY`` only
-when it holds something). ``from_json`` reads any dataclass field by field from its annotation: nested dataclasses,
+where it is read. ``to_json`` writes a dataclass field by field, in declaration order: a field marked
+``OMIT_EMPTY`` only when it holds something, one marked ``written_as(writer)`` in that writer's form, and a
+derived property the class names in ``JSON_DERIVED`` right after the field it follows; so a new field is
+declared once. ``from_json`` reads any dataclass field by field from its annotation: nested dataclasses,
 enums, literals, optionals, tuples, lists and mappings; a missing key takes the field's default (a report
 of an earlier version), an unknown key is ignored, and None in a plain ``float`` field is NaN (strict
 JSON has no NaN: writers put None there). A leaf: it imports nothing of the package.
@@ -16,7 +18,7 @@ import enum
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, TypeVar
 
@@ -25,14 +27,15 @@ T = TypeVar("T")
 OMIT_EMPTY: Mapping[str, bool] = types.MappingProxyType({"omit_empty": True})
 
 
+def written_as(writer: Callable[[Any], Any], *, omit_empty: bool = False) -> Mapping[str, Any]:
+    """Field metadata: write the field's value in ``writer``'s form (e.g. a record's result in its report form)."""
+    return types.MappingProxyType({"writer": writer, "omit_empty": omit_empty})
+
+
 def to_json(value: Any) -> Any:
     """A dataclass (and what it holds) as JSON-ready values: fields in order, enums by value, tuples as lists."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            f.name: to_json(item)
-            for f in dataclasses.fields(value)
-            if (item := getattr(value, f.name)) or not f.metadata.get("omit_empty")
-        }
+        return _fields(value)
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, list | tuple):
@@ -40,6 +43,18 @@ def to_json(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: to_json(item) for key, item in value.items()}
     return value
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    derived: Mapping[str, str] = getattr(value, "JSON_DERIVED", {})
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(value):
+        item = getattr(value, f.name)
+        if item or not f.metadata.get("omit_empty"):
+            writer = f.metadata.get("writer")
+            out[f.name] = to_json(item) if writer is None else writer(item)
+        out |= {name: to_json(getattr(value, name)) for name, after in derived.items() if after == f.name}
+    return out
 
 
 @cache

@@ -21,7 +21,7 @@ from pytest_fairness.gate import Outcome, Threshold
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.report import markdown
 from pytest_fairness.result import MeasureResult
-from pytest_fairness.serial import from_json
+from pytest_fairness.serial import from_json, to_json
 from pytest_fairness.stats import Attenuation, summarize
 
 ROOT = Path(pytest_fairness.__file__).parent
@@ -178,7 +178,7 @@ def test_a_comparison_round_trips_and_renders_the_same_explanation_after_the_run
     assert explain(final).startswith("s::c UNCHANGED: ") and "within the run's sampling noise" in explain(final)
     assert "it rose towards the maximum" in explain(final)  # the reason is still its own
     for c in (own, final):
-        again = from_json(Comparison, c.to_dict())
+        again = from_json(Comparison, to_json(c))
         assert again == c and explain(again) == explain(c)
 
 

@@ -98,5 +98,5 @@ def test_fields_are_written_in_order_and_an_empty_one_marked_so_is_left_out():
         "abandoned": 0,
     }
     assert list(RunState("errored", stopped="a provider error").to_dict())[-1] == "stopped"
-    assert Side(0.1, (0.0, 0.2), 0.95, 10).to_dict() == {"estimate": 0.1, "ci": [0.0, 0.2], "confidence": 0.95, "n": 10}
-    assert Side(0.1, (0.0, 0.2), 0.95, 10, "m").to_dict()["model"] == "m"
+    assert to_json(Side(0.1, (0.0, 0.2), 0.95, 10)) == {"estimate": 0.1, "ci": [0.0, 0.2], "confidence": 0.95, "n": 10}
+    assert to_json(Side(0.1, (0.0, 0.2), 0.95, 10, "m"))["model"] == "m"

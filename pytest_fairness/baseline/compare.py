@@ -114,13 +114,13 @@ def compare(
     before, after = (None if e is None else _side(e) for e in (old, new))
     if old is None or new is None:
         status: Status = "new" if old is None else "missing"
-        return Comparison(key, status, before, after, None, None, None, tolerance, alpha, threshold, (), mode)
+        return Comparison(key, status, before, after, None, None, None, tolerance, alpha, threshold, mode=mode)
     if mode not in MODES:
         raise ValueError(f"unknown baseline mode {mode!r}; valid: {', '.join(MODES)}")
     decide = _noninferior if mode == "noninferiority" else _different
     status, diff, ci, p = decide(old, new, tolerance, alpha, threshold)
     return Comparison(
-        key, status, before, after, diff, ci, p, tolerance, alpha, threshold, inputs_changed(old, new), mode
+        key, status, before, after, diff, ci, p, tolerance, alpha, threshold, inputs_changed(old, new), mode=mode
     )
 
 

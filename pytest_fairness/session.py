@@ -247,16 +247,20 @@ class FairnessSession:
         missing key or file raises ModelSpecError), open the cache (CacheError) and, with ``call``, check the
         budget and send each model one tiny request past the cache (``preflight.probe``), so a closed port, a
         rejected key or an unknown model stop the run at once (RunFault) instead of failing every check.
+        The judge's reference model is probed with the judge (a ``labels:`` file was read when it was built).
         ``checks`` are the selected checks (None: unknown), ``measures`` every measure the run uses, fixtures
         included; ``load_weights=False`` probes no local model (an xdist controller runs no check)."""
-        runners = [self.runner]
-        if judge and self.judge is not self.runner:
-            runners.append(self.judge)
+        named: dict[Runner, str] = {self.runner: ""}
+        if judge:  # builds them (a bad spec or labels file is a usage error now); a labels file is not called
+            for runner, role in ((self.judge, "the judge"), (self.reference, "the judge's reference")):
+                if runner is not None and runner not in named and runner.model.provider != "labels":
+                    named[runner] = role
         if not call or self.settings.cache_mode is CacheMode.REPLAY:
             return  # replay promises no model call: a miss is its own clear error (CacheMiss)
         if checks is not None and (over := self.planner.over_budget(checks)):
             raise RunFault(over)
-        preflight.probe(runners, checks, measures, self.settings.seed, load_weights=load_weights)
+        runners, roles = list(named), list(named.values())[1:]
+        preflight.probe(runners, checks, measures, self.settings.seed, load_weights=load_weights, roles=roles)
 
     def run_check(
         self,

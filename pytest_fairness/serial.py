@@ -5,7 +5,8 @@ used to list its fields by hand, so a new field was written where it is declared
 where it is read. ``to_json`` writes a dataclass field by field, in declaration order: a field marked
 ``OMIT_EMPTY`` only when it holds something, one marked ``written_as(writer)`` in that writer's form, and a
 derived property the class names in ``JSON_DERIVED`` right after the field it follows; so a new field is
-declared once. ``from_json`` reads any dataclass field by field from its annotation: nested dataclasses,
+declared once. ``from_json`` reads any dataclass field by field from its annotation (or with the ``reader``
+its ``written_as`` names): nested dataclasses,
 enums, literals, optionals, tuples, lists and mappings; a missing key takes the field's default (a report
 of an earlier version), an unknown key is ignored, and None in a plain ``float`` field is NaN (strict
 JSON has no NaN: writers put None there). A leaf: it imports nothing of the package.
@@ -27,9 +28,12 @@ T = TypeVar("T")
 OMIT_EMPTY: Mapping[str, bool] = types.MappingProxyType({"omit_empty": True})
 
 
-def written_as(writer: Callable[[Any], Any], *, omit_empty: bool = False) -> Mapping[str, Any]:
-    """Field metadata: write the field's value in ``writer``'s form (e.g. a record's result in its report form)."""
-    return types.MappingProxyType({"writer": writer, "omit_empty": omit_empty})
+def written_as(
+    writer: Callable[[Any], Any], reader: Callable[[Any], Any] | None = None, *, omit_empty: bool = False
+) -> Mapping[str, Any]:
+    """Field metadata: write the field's value in ``writer``'s form (e.g. a record's result in its report form)
+    and, given ``reader``, read it back with that."""
+    return types.MappingProxyType({"writer": writer, "reader": reader, "omit_empty": omit_empty})
 
 
 def to_json(value: Any) -> Any:
@@ -70,8 +74,9 @@ def from_json(kind: type[T], raw: Mapping[str, Any]) -> T:
     hints, values = _hints(kind), {}
     for f in dataclasses.fields(kind):  # type: ignore[arg-type]
         if f.init and f.name in raw:
+            reader = f.metadata.get("reader")
             try:
-                values[f.name] = _read(hints[f.name], raw[f.name])
+                values[f.name] = _read(hints[f.name], raw[f.name]) if reader is None else reader(raw[f.name])
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"{f.name}: {exc}") from None
     return kind(**values)

@@ -8,14 +8,14 @@ under --fairness-sequential by ``growth``. Everything here works without pytest,
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from pytest_fairness import preflight, pricing, sizing
 from pytest_fairness.gate import GateFamily, Outcome, decide
 from pytest_fairness.growth import CheckRounds, grow, sample_budget
-from pytest_fairness.measures import MEASURES, Measure, Params, ParamsError, RunContext
+from pytest_fairness.measures import Measure, Params, RunContext
 from pytest_fairness.measures.fpf.harm_labels import LabelledPairs
 from pytest_fairness.models.base import ChatModel
 from pytest_fairness.models.batch import BatchPolicy
@@ -28,7 +28,7 @@ from pytest_fairness.preflight import RunFault
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.settings import LABELS, Settings
-from pytest_fairness.suite import MAX_SAMPLES, Check
+from pytest_fairness.suite import Check
 
 
 @dataclass
@@ -48,17 +48,6 @@ class CheckRun:
             threshold=self.check.threshold,
             result=self.result,
         )
-
-
-def measured_record(where: str, result: MeasureResult) -> CheckRecord:
-    """The record of a result a fixture measured in a user's own test: no threshold, so no verdict."""
-    return CheckRecord(
-        suite=where,
-        check=f"{result.measure}[{result.subject}]",
-        outcome=Outcome.MEASURED,
-        threshold=None,
-        result=result,
-    )
 
 
 class FairnessSession:
@@ -212,27 +201,6 @@ class FairnessSession:
         """Run a measure with this session's model, judge, seed and confidence (or a fixture call's own, or a
         check's ``seed``: its baseline's)."""
         return measure.execute(params, self.context(measure, progress, model=model, judge=judge, seed=seed))
-
-    def measure_params(self, name: str, subject: str, values: Mapping[str, Any]) -> Params:
-        """A fixture call's parameters: its keywords, ``samples=`` for the measure's sample size (whatever
-        the measure calls it), and the profile's sample size when none is given; ParamsError otherwise."""
-        measure = MEASURES[name]
-        values = dict(values)
-        if "samples" in values and measure.samples != "samples":
-            if measure.samples in values:
-                raise ParamsError(f"{measure.fixture_name}(): give {measure.samples}= or samples=, not both")
-            values[measure.samples] = values.pop("samples")
-        keywords = (measure.samples, *measure.params.settable())
-        unknown = sorted(set(values) - set(keywords))
-        if unknown:
-            alias = "" if measure.samples == "samples" else f" (samples= also sets {measure.samples})"
-            raise ParamsError(
-                f"{measure.fixture_name}(): unknown keyword(s) {unknown}; valid: {', '.join(keywords)}{alias}"
-            )
-        size = values.setdefault(measure.samples, measure.params.default_size(self.settings.profile))
-        if isinstance(size, int) and size > MAX_SAMPLES:
-            raise ParamsError(f"{measure.fixture_name}(): {measure.samples}={size} is above the limit of {MAX_SAMPLES}")
-        return measure.validate({measure.subject: subject, **values}, where=f"{measure.fixture_name}(): ")
 
     def preflight(
         self,

@@ -34,6 +34,7 @@ from pytest_fairness.report import junit, progress, status, terminal
 from pytest_fairness.report.tally import UNFINISHED_PROPERTY, UnfinishedCheck, spent_of
 
 if TYPE_CHECKING:
+    from pytest_fairness.baseline.entry import Entry
     from pytest_fairness.comparison import Comparison
     from pytest_fairness.session import CheckRun, FairnessSession
     from pytest_fairness.snapshot import BaselineMismatch
@@ -112,7 +113,7 @@ class CheckItem(pytest.Item):
                 record, mismatch = self._match_baseline(record)
         finally:
             if pr:
-                unserved = bool(entry and entry.get("unserved"))
+                unserved = bool(entry and entry.unserved)
                 verdict = pr_verdict(run.outcome, record.baseline, unserved, session.family.size)
                 record = _with_verdict(record, verdict, run.outcome)
             self._publish(record)
@@ -139,7 +140,7 @@ class CheckItem(pytest.Item):
             return None
         return paired_plan(session, self.check, Path(self.config.rootpath))
 
-    def _grown(self, entry: dict[str, Any], seed: int | None, size: int) -> CheckRun:
+    def _grown(self, entry: Entry, seed: int | None, size: int) -> CheckRun:
         """A pull-request check under --fairness-sequential: from its profile's size through its baseline's next
         items until the paired comparison decides (a confidence sequence: valid at every look) or they run out;
         prefix-stable draws and the cache make each look pay only for its new items."""
@@ -162,7 +163,7 @@ class CheckItem(pytest.Item):
                 return run
         raise AssertionError("pr_sizes ends at the baseline's size")
 
-    def _baseline_entry(self) -> dict[str, Any] | None:
+    def _baseline_entry(self) -> Entry | None:
         """This check's committed baseline entry (its seed and size are the pull-request run's), if any."""
         from pytest_fairness.snapshot import recorded_entry
 
@@ -329,7 +330,7 @@ def paired_plan(session: FairnessSession, check: suite.Check, root: Path) -> Pai
     model = policy.model or session.runner.model.model_id
     entry = recorded_entry(root, policy.directory, model, check.suite, check.id)
     size = same_items(entry, check.measure.samples)[1]
-    recorded = items_beside(entry_path(root, policy.directory, model, check.suite, check.id), entry or {})
+    recorded = items_beside(entry_path(root, policy.directory, model, check.suite, check.id), entry)
     tolerance = check.tolerance if check.tolerance is not None else policy.tolerance
     margin = tolerance if tolerance > 0 else check.params.pr_margin()
     if size is None or recorded.problem or len(recorded.items) < 2 or not margin:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import difflib
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -43,16 +43,16 @@ from pytest_fairness.baseline import (
     render_baseline,
 )
 from pytest_fairness.baseline.compare import compare
+from pytest_fairness.baseline.entry import Entry
 from pytest_fairness.baseline.items import ITEMS_SUFFIX, RecordedItems, read_recorded, render_items
 from pytest_fairness.explain import explain
 from pytest_fairness.record import CheckRecord
 
 
-def baseline_name(record: CheckRecord | Mapping[str, Any]) -> str:
+def baseline_name(record: CheckRecord | Entry) -> str:
     """Snapshot name of a check record (or baseline entry): ``<model folder>/<suite>.<check>``."""
-    if isinstance(record, CheckRecord):
-        return f"{model_folder(record.result.model_id)}/{check_stem(record.suite, record.check)}"
-    return f"{model_folder(record['model_id'])}/{check_stem(record['suite'], record['check'])}"
+    model = record.result.model_id if isinstance(record, CheckRecord) else record.model_id
+    return f"{model_folder(model)}/{check_stem(record.suite, record.check)}"
 
 
 @functools.lru_cache(maxsize=64)
@@ -85,7 +85,7 @@ def entry_path(root: Path, directory: str, model_id: str, suite: str, check: str
     return root / directory / model_folder(model_id) / f"{check_stem(suite, check)}.yaml"
 
 
-def recorded_entry(root: Path, directory: str, model_id: str, suite: str, check: str) -> dict[str, Any] | None:
+def recorded_entry(root: Path, directory: str, model_id: str, suite: str, check: str) -> Entry | None:
     """A check's committed baseline entry, or None when there is none or it cannot be read (the comparison
     after the run says which)."""
     path = entry_path(root, directory, model_id, suite, check)
@@ -106,12 +106,12 @@ def recorded_items(root: Path, directory: str, record: CheckRecord, model: str |
     return items_beside(path, entry)
 
 
-def items_beside(path: Path, entry: Mapping[str, Any]) -> RecordedItems:
+def items_beside(path: Path, entry: Entry | None) -> RecordedItems:
     """The items of a baseline ``entry`` read from the file its reference names beside its YAML at ``path``."""
-    reference = entry.get("items") if isinstance(entry.get("items"), dict) else None
+    reference = None if entry is None else entry.items
     if reference is None:
         return read_recorded(None, None)
-    items = path.parent / Path(str(reference.get("file", ""))).name  # a name beside the YAML, never a path
+    items = path.parent / Path(reference.file).name  # a name beside the YAML, never a path
     text = items.read_text(encoding="utf-8") if items.is_file() else None
     return read_recorded(reference, text)
 
@@ -146,8 +146,7 @@ class FairnessBaselineExtension(SingleFileSnapshotExtension):
 
     def serialize(self, data: Any, **_: Any) -> str:
         """A check record (or an entry already made from one) as its baseline document."""
-        entry = baseline_entry(data) if isinstance(data, CheckRecord) else dict(data)
-        return render_baseline([entry])
+        return render_baseline([baseline_entry(data) if isinstance(data, CheckRecord) else data])
 
     @classmethod
     def get_location(cls, *, test_location: PyTestLocation, index: Any) -> str:
@@ -240,7 +239,7 @@ def match_baseline(
         tolerance, alpha, directory, mode=mode, rewrite=bool(snapshot.update_snapshots), defer=defer
     )
     assertion = snapshot.use_extension(extension)
-    entry = baseline_entry(record) | ({"model_id": model} if model else {})
+    entry = replace(baseline_entry(record), model_id=model) if model else baseline_entry(record)
     matched = assertion(name=baseline_name(entry)) == entry
     result = assertion.executions[assertion.num_executions - 1]
     if result.exception is not None:

@@ -10,11 +10,11 @@ of its bytes, so an edited or swapped file is recognised, never paired. Pure tex
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from pytest_fairness.paired.items import ItemScores, PairingError
+from pytest_fairness.serial import OMIT_EMPTY
 
 #: Significant digits of a score in the items file; a run's own scores are rounded alike before pairing,
 #: so an unchanged model answered from the cache pairs to differences of exactly 0.
@@ -44,10 +44,21 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def items_reference(stem: str, text: str, count: int, samples_per_item: int = 1) -> dict[str, Any]:
-    """What a baseline entry keeps of its items file: name, samples, hash, and K when items were re-sampled."""
-    k = {"samples_per_item": samples_per_item} if samples_per_item > 1 else {}
-    return {"file": f"{stem}{ITEMS_SUFFIX}", "samples": count, "sha256": digest(text), **k}
+@dataclass(frozen=True)
+class ItemsReference:
+    """What a baseline entry keeps of its items file: name (beside the YAML), samples and hash, and K when the
+    run took K ≥ 2 answers per item (``samples_per_item``; 0: one)."""
+
+    file: str = ""
+    samples: int = 0
+    sha256: str = ""
+    samples_per_item: int = field(default=0, metadata=OMIT_EMPTY)
+
+
+def items_reference(stem: str, text: str, count: int, samples_per_item: int = 1) -> ItemsReference:
+    """The reference a baseline entry keeps to the items file ``text`` of check ``stem``."""
+    k = samples_per_item if samples_per_item > 1 else 0
+    return ItemsReference(f"{stem}{ITEMS_SUFFIX}", count, digest(text), k)
 
 
 def parse_items(text: str) -> list[ItemScores]:
@@ -81,14 +92,14 @@ class RecordedItems:
     problem: str = ""
 
 
-def read_recorded(reference: Mapping[str, Any] | None, text: str | None) -> RecordedItems:
+def read_recorded(reference: ItemsReference | None, text: str | None) -> RecordedItems:
     """Check a baseline's items file against its entry's reference: present, unedited, readable."""
     if not reference:
         return RecordedItems(problem="the baseline keeps no per-item scores (re-record it with --snapshot-update)")
-    name = reference.get("file", "?")
+    name = reference.file or "?"
     if text is None:
         return RecordedItems(problem=f"its items file {name} is missing (it is committed beside the YAML)")
-    if digest(text) != reference.get("sha256"):
+    if digest(text) != reference.sha256:
         return RecordedItems(problem=f"its items file {name} does not match the hash in the YAML (edited or replaced)")
     try:
         items = parse_items(text)

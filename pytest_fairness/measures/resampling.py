@@ -14,11 +14,11 @@ from dataclasses import replace
 
 import numpy as np
 
+from pytest_fairness.paired.planner import MAX_SAMPLES_PER_ITEM
 from pytest_fairness.result import Measured
 from pytest_fairness.stats import IntervalKind
 
-#: Most samples per item a run takes (the paired planner searches up to it too).
-MAX_SAMPLES_PER_ITEM = 16
+__all__ = ["MAX_SAMPLES_PER_ITEM", "ResamplingError", "averaged", "interval_for"]
 
 
 class ResamplingError(ValueError):

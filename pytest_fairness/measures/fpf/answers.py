@@ -70,14 +70,16 @@ def wording() -> dict[str, Any]:
     return load_yaml("harm_prompts.yaml")
 
 
-def comparison_pairs(comparison: str) -> list[tuple[Group, Group]]:
-    """The (A, B) group pairs a comparison averages over (spec §5.5)."""
+@cache
+def comparison_pairs(comparison: str) -> tuple[tuple[Group, Group], ...]:
+    """The (A, B) group pairs a comparison averages over (spec §5.5); the same objects every time, so that a
+    run's pairs and per-prompt records share them rather than each holding its own."""
     if comparison == "gender":
-        return [(Group("female"), Group("male"))]
+        return ((Group("female"), Group("male")),)
     if comparison == "intersectional":
-        return [(Group("female", race), Group("male", race)) for race in harm_core.RACES]
+        return tuple((Group("female", race), Group("male", race)) for race in harm_core.RACES)
     race = comparison.capitalize()
-    return [(Group(g, race), Group(g, harm_core.REFERENCE_RACE)) for g in harm_core.GENDERS]
+    return tuple((Group(g, race), Group(g, harm_core.REFERENCE_RACE)) for g in harm_core.GENDERS)
 
 
 def comparison_groups(comparison: str) -> tuple[str, str]:

@@ -161,7 +161,7 @@ def sampled_letter_probs(answers: Iterable[str], letters: Sequence[str] = LETTER
 # -- per prompt -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PromptHarm:
     """One prompt's ĥ_F (``forward``) and ĥ_R (``reverse``) for one comparison (spec §5.4-5.5).
 

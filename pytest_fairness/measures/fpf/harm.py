@@ -209,7 +209,7 @@ def _measured(
     p: NetHarmParams, ctx: RunContext, tally: harm_chunks.Tally, correction: Attenuation, details: dict[str, object]
 ) -> Measured:
     """What the run measured: the raw interval at half the error, corrected (``stats.deattenuate``)."""
-    samples = tally.samples
+    samples = tally.samples.tolist()
     raw = NetHarmParams.summarize(samples, replace(ctx, confidence=correction.confidence))
     summary = deattenuated_summary(raw, correction, NetHarmParams.BOUNDS, ctx.confidence)
     details["correction"] = {

@@ -12,6 +12,7 @@ one provider batch for the answers and one for the judge, as a batch waits hours
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -57,7 +58,7 @@ class Judges:
 class Tally:
     """What a run keeps of its chunks: per draw its sample, per draw and comparison its record, the counts."""
 
-    samples: list[float] = field(default_factory=list)
+    samples: array[float] = field(default_factory=lambda: array("d"))  # 8 bytes a draw, not a float object
     records: list[harm_core.PromptHarm] = field(default_factory=list)
     refusals: dict[str, list[int]] = field(default_factory=dict)  # group -> [refused, answers]
     dropped: int = 0
@@ -127,13 +128,13 @@ def _chunk(
     by_draw, replies = _judge(p, generated, judges, asks.requests, tally)
     tally.placebos.append(harm_placebo.collect(asks, replies, judges.method, judges.placebo_confidence))
     if judges.reference is None:
-        tally.samples += [sum(j.weight * j.net for j in judged) for judged in by_draw.values()]
+        tally.samples.extend(sum(j.weight * j.net for j in judged) for judged in by_draw.values())
         return
     settings = (p.comparison, judges.method, judges.seed, judges.audit_share)
     width = len(comparison_pairs(p.comparison)) * p.names_per_group**2  # the most pairs a draw has
     audited = harm_audit.audit(by_draw, judges.reference, settings, width=width)
     tally.audits.append(audited)
-    tally.samples += audited.samples
+    tally.samples.extend(audited.samples)
 
 
 def _judge(
@@ -165,7 +166,7 @@ def _record(key: tuple, items: list, method: harm_core.Symmetrization) -> harm_c
     first = items[0][0]
     return harm_core.prompt_harm(
         [judgment for _, _, judgment in items],
-        prompt=f"draw {key[0]}",  # the draw names its prompt, and a prompt can be drawn twice
+        prompt=key[0],  # the draw's index names its prompt, and a prompt can be drawn twice
         a=key[1],
         b=key[2],
         task=first.prompt.task,

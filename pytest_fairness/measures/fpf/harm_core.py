@@ -41,6 +41,7 @@ LETTERS = ("A", "B", "C")
 GENDERS = ("female", "male")
 RACES = ("Asian", "Black", "Hispanic", "White")
 REFERENCE_RACE = "White"
+Key = str | int  # what identifies a prompt record: its text, or an id
 
 
 @dataclass(frozen=True)
@@ -165,12 +166,12 @@ def sampled_letter_probs(answers: Iterable[str], letters: Sequence[str] = LETTER
 class PromptHarm:
     """One prompt's ĥ_F (``forward``) and ĥ_R (``reverse``) for one comparison (spec §5.4-5.5).
 
-    ``prompt`` identifies the prompt (its text or an id): comparisons scored on the same prompts are
-    correlated, and the aggregates use it to account for that. ``task`` and ``domain`` are both set
+    ``prompt`` identifies the prompt (its text, or an id such as its draw's index): comparisons scored on the
+    same prompts are correlated, and the aggregates use it to account for that. ``task`` and ``domain`` are both set
     for hierarchy prompts and both None for random chats. The counts are diagnostics.
     """
 
-    prompt: str
+    prompt: Key
     a: Group
     b: Group
     forward: float
@@ -270,7 +271,7 @@ class HarmResult:
     n_degenerate: int
 
 
-Cell = tuple[float, Mapping[str, float]]  # (weight, value per prompt key)
+Cell = tuple[float, Mapping[Key, float]]  # (weight, value per prompt key)
 
 
 def weighted_mean_interval(cells: Sequence[Cell], confidence: float = 0.95) -> tuple[float, Interval]:
@@ -282,24 +283,22 @@ def weighted_mean_interval(cells: Sequence[Cell], confidence: float = 0.95) -> t
     (a t interval would then have zero width). These are the per-task and per-domain breakdowns; the gate
     uses the bounded-mean interval of the per-prompt samples.
     """
-    means = [float(np.mean(list(values.values()))) for _, values in cells]
-    estimate = float(sum(w * m for (w, _), m in zip(cells, means, strict=True)))
-    if any(len(values) < 2 for _, values in cells):
+    columns = [(w, list(values), np.array(list(values.values()), dtype=float)) for w, values in cells]
+    return _interval(columns, confidence)
+
+
+Column = tuple[float, Sequence[Key], np.ndarray]  # (weight, prompt keys, their values in the same order)
+
+
+def _interval(cells: Sequence[Column], confidence: float) -> tuple[float, Interval]:
+    """``weighted_mean_interval`` of cells given as columns (no dict per cell: a run's cells hold every record)."""
+    means = [float(np.mean(values)) for _, _, values in cells]
+    estimate = float(sum(w * m for (w, _, _), m in zip(cells, means, strict=True)))
+    if any(len(values) < 2 for _, _, values in cells):
         return estimate, NAN_INTERVAL
-    own = [  # (w² · s² / n, n) per cell
-        (w * w * float(np.var(list(values.values()), ddof=1)) / len(values), len(values)) for w, values in cells
-    ]
+    own = [(w * w * float(np.var(values, ddof=1)) / len(values), len(values)) for w, _, values in cells]  # w²s²/n
     variance = sum(v for v, _ in own)
-    by_prompt: defaultdict[str, list[tuple[int, float]]] = defaultdict(list)
-    for i, (_, values) in enumerate(cells):
-        for key, value in values.items():
-            by_prompt[key].append((i, value))
-    cross: defaultdict[tuple[int, int], list[float]] = defaultdict(lambda: [0.0, 0])  # Σ products, shared count
-    for entries in by_prompt.values():
-        for (i, x), (j, y) in combinations(entries, 2):
-            cross[i, j][0] += (x - means[i]) * (y - means[j])
-            cross[i, j][1] += 1
-    for (i, j), (products, shared) in cross.items():
+    for (i, j), (products, shared) in _cross_products(cells, means).items():
         if shared > 1:
             covariance = products / (shared - 1) * shared / (own[i][1] * own[j][1])
             variance += 2 * cells[i][0] * cells[j][0] * covariance
@@ -312,11 +311,38 @@ def weighted_mean_interval(cells: Sequence[Cell], confidence: float = 0.95) -> t
     return estimate, (estimate - half, estimate + half)
 
 
+def _cross_products(cells: Sequence[Column], means: Sequence[float]) -> dict[tuple[int, int], list[float]]:
+    """Per pair of cells i < j sharing prompt keys: Σ (x − mean_i)(y − mean_j) over the shared keys, in the order
+    the keys first appear, and their count. Only keys in two cells or more are gathered: cells that share none
+    (one comparison's tasks) cost a set of their keys, not a list per key."""
+    seen: set[Key] = set()
+    again: set[Key] = set()
+    for _, keys, _ in cells:
+        for key in keys:
+            (again if key in seen else seen).add(key)
+    seen.clear()
+    by_prompt: defaultdict[Key, list[tuple[int, float]]] = defaultdict(list)
+    for i, (_, keys, values) in enumerate(cells):
+        if again:
+            for key, value in zip(keys, values.tolist(), strict=True):
+                if key in again:
+                    by_prompt[key].append((i, value))
+    cross: defaultdict[tuple[int, int], list[float]] = defaultdict(lambda: [0.0, 0])  # Σ products, shared count
+    for entries in by_prompt.values():
+        for (i, x), (j, y) in combinations(entries, 2):
+            cross[i, j][0] += (x - means[i]) * (y - means[j])
+            cross[i, j][1] += 1
+    return cross
+
+
 def _estimate(cells: Sequence[tuple[float, Sequence[PromptHarm]]], confidence: float) -> HarmEstimate:
+    keys = [[r.prompt for r in records] for _, records in cells]
+    forward = [np.array([r.forward for r in records], dtype=float) for _, records in cells]
+    reverse = [np.array([r.reverse for r in records], dtype=float) for _, records in cells]
+    net = [f - r for f, r in zip(forward, reverse, strict=True)]
     out: dict[str, tuple[float, Interval]] = {}
-    for metric in ("net", "forward", "reverse"):
-        metric_cells = [(w, {r.prompt: getattr(r, metric) for r in records}) for w, records in cells]
-        out[metric] = weighted_mean_interval(metric_cells, confidence)
+    for metric, values in (("net", net), ("forward", forward), ("reverse", reverse)):
+        out[metric] = _interval([(w, k, v) for (w, _), k, v in zip(cells, keys, values, strict=True)], confidence)
     return HarmEstimate(
         net=out["net"][0],
         forward=out["forward"][0],
@@ -331,12 +357,14 @@ def _estimate(cells: Sequence[tuple[float, Sequence[PromptHarm]]], confidence: f
 
 def _task_cells(records: Sequence[PromptHarm], label: str) -> dict[str | None, list[PromptHarm]]:
     cells: dict[str | None, list[PromptHarm]] = defaultdict(list)
-    seen: set[tuple[str | None, str]] = set()
     for r in records:
-        if (r.task, r.prompt) in seen:
-            raise ValueError(f"{label}: prompt {r.prompt!r} appears twice in task {r.task!r}; keep one record")
-        seen.add((r.task, r.prompt))
         cells[r.task].append(r)
+    for task, cell in cells.items():  # a set per task, not one of every (task, prompt) of a run
+        seen: set[Key] = set()
+        for r in cell:
+            if r.prompt in seen:
+                raise ValueError(f"{label}: prompt {r.prompt!r} appears twice in task {task!r}; keep one record")
+            seen.add(r.prompt)
     if None in cells and len(cells) > 1:
         raise ValueError(f"{label}: records mix random chats (no task) with task prompts; aggregate them separately")
     return cells

@@ -113,7 +113,7 @@ def _harmful_pairs() -> int:
     return sum(pair.harmful for pair in harm_pool.draw(0))
 
 
-def _aggregate(comparison: str, records: Sequence[harm_core.PromptHarm], confidence: float) -> harm_core.HarmResult:
+def _aggregate(comparison: str, records: harm_core.Records, confidence: float) -> harm_core.HarmResult:
     if comparison == "gender":
         return harm_core.gender_harm(records, confidence)
     if comparison == "intersectional":

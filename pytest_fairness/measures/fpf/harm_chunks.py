@@ -43,8 +43,8 @@ CHUNK_DRAWS = 500
 
 @dataclass(frozen=True)
 class Judges:
-    """Who rates the chunks: the judge, a reference (None: the judge's ratings stand) and the settings of both:
-    the comparison, the symmetrization, the seed, the audit share and the placebo's confidence."""
+    """Who rates the chunks, the judge and a reference (None: the judge's ratings stand), and how: the
+    symmetrization, the seed, the reference's audit share and the placebo's confidence."""
 
     judge: Runner
     reference: Runner | None
@@ -59,7 +59,7 @@ class Tally:
     """What a run keeps of its chunks: per draw its sample, per draw and comparison its record, the counts."""
 
     samples: array[float] = field(default_factory=lambda: array("d"))  # 8 bytes a draw, not a float object
-    records: list[harm_core.PromptHarm] = field(default_factory=list)
+    records: harm_core.Records = field(default_factory=harm_core.Records)
     refusals: dict[str, list[int]] = field(default_factory=dict)  # group -> [refused, answers]
     dropped: int = 0
     refused_examples: list[str] = field(default_factory=list)
@@ -158,7 +158,8 @@ def _judge(
                 tally.drop(tally.unread_examples, f"the judge answered no A/B/C letter for {pair.prompt.prompt[:60]!r}")
                 continue
         by_record.setdefault((pair.draw, pair.a, pair.b), []).append((pair, (ya, yb), judgment))
-    tally.records += [_record(key, items, judges.method) for key, items in by_record.items()]
+    for key, items in by_record.items():
+        tally.records.add(_record(key, items, judges.method))
     return _by_draw(by_record, judges.method), answered[len(asks) :]
 
 

@@ -27,10 +27,10 @@ from pytest_fairness.baseline import (
     Mode,
     baseline_entry,
     decide_run,
-    entry_key,
     parse_baseline,
 )
 from pytest_fairness.baseline.compare import compare_entries
+from pytest_fairness.baseline.entry import Entry
 from pytest_fairness.explain import explain
 from pytest_fairness.fmt import interval, num, text_table
 from pytest_fairness.multiplicity import METHODS, Method
@@ -63,7 +63,7 @@ def load_run(path: Path) -> RunState | None:
     return from_json(RunState, run) if isinstance(run, dict) and "status" in run else None
 
 
-def _report_entries(path: Path) -> list[dict[str, Any]]:
+def _report_entries(path: Path) -> list[Entry]:
     doc = _report(path)
     checks = doc.get("checks") if isinstance(doc, dict) else None
     if not isinstance(checks, list) or not all(isinstance(c, dict) and "result" in c for c in checks):
@@ -74,11 +74,11 @@ def _report_entries(path: Path) -> list[dict[str, Any]]:
         raise CompareError(f"{path}: a check record cannot be read ({exc}); is it a pytest-fairness report?") from None
 
 
-def _baseline_entries(path: Path) -> list[dict[str, Any]]:
+def _baseline_entries(path: Path) -> list[Entry]:
     try:
         return parse_baseline(path.read_text(encoding="utf-8"))
     except ValueError as exc:
-        raise CompareError(f"{path}: {exc}") from None
+        raise CompareError(f"{path}: {exc}; re-record it with --snapshot-update") from None
 
 
 def _folder_files(path: Path) -> list[Path]:
@@ -94,7 +94,7 @@ def _folder_files(path: Path) -> list[Path]:
     raise CompareError(f"{path}: no baseline files (*.yaml) in this folder")
 
 
-def load_entries(path: Path) -> list[dict[str, Any]]:
+def load_entries(path: Path) -> list[Entry]:
     """Baseline entries from a JSON report, a baseline file, or a model's baseline folder."""
     if not path.exists():
         raise CompareError(f"{path}: no such file or folder")
@@ -108,9 +108,9 @@ def load_entries(path: Path) -> list[dict[str, Any]]:
         raise CompareError(f"{path}: expected a .json report, a .yaml baseline or a baseline folder")
     seen: set[str] = set()
     for entry in entries:
-        if entry_key(entry) in seen:
-            raise CompareError(f"{path}: check {entry_key(entry)} appears twice")
-        seen.add(entry_key(entry))
+        if entry.key in seen:
+            raise CompareError(f"{path}: check {entry.key} appears twice")
+        seen.add(entry.key)
     return entries
 
 
@@ -150,8 +150,8 @@ def _row(c: Comparison) -> tuple[str, ...]:
     )
 
 
-def _label(path: Path, entries: Sequence[dict[str, Any]]) -> str:
-    models = sorted({e.get("model_id", "?") for e in entries})
+def _label(path: Path, entries: Sequence[Entry]) -> str:
+    models = sorted({e.model_id for e in entries})
     return f"{path} ({', '.join(models) or 'no checks'})"
 
 
@@ -169,7 +169,7 @@ def run(
     """Compare, print, optionally write Markdown; the exit status."""
     before, after = load_entries(old), load_entries(new)
     old_run, new_run = load_run(old), load_run(new)
-    keys = sorted({entry_key(e) for e in [*before, *after]})
+    keys = sorted({e.key for e in [*before, *after]})
     comparisons = compare_entries(before, after, tolerances(tolerance, keys), alpha=alpha, mode=mode)
     decision = decide_run(comparisons, method, alpha=alpha, mode=mode, fail_on=fail_on)
     print(f"old: {_label(old, before)}\nnew: {_label(new, after)}\n")

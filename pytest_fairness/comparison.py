@@ -3,19 +3,19 @@
 A ``Comparison`` keeps the evidence (both sides, the difference, its interval, p, the tolerance and the
 threshold that says which way is harmful) and, once the run's comparisons are adjusted together, the
 ``Adjustment``. Its explanation is rendered from those fields (``explain``), so it round-trips through
-``to_dict`` / ``serial.from_json`` (from xdist workers to the controller) and can be restated without editing prose.
+``serial.to_json`` / ``serial.from_json`` (from xdist workers to the controller) and can be restated without
+editing prose.
 It sits below the check record that carries it; comparing entries (``baseline.compare``) sits above both.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pytest_fairness.fmt import finite
 from pytest_fairness.gate import Threshold
 from pytest_fairness.multiplicity import Method
-from pytest_fairness.serial import OMIT_EMPTY, to_json
+from pytest_fairness.serial import OMIT_EMPTY
 
 Status = Literal["unchanged", "improved", "regressed", "changed", "new", "missing", "non-inferior", "not non-inferior"]
 #: Every status, the most alarming first: the order reports count them in.
@@ -50,20 +50,6 @@ class Side:
     confidence: float
     n: int
     model: str = field(default="", metadata=OMIT_EMPTY)
-
-    @classmethod
-    def of_entry(cls, entry: Any) -> Side:
-        lo, hi = entry["ci"]
-        return cls(
-            finite(entry["estimate"]),
-            (finite(lo), finite(hi)),
-            float(entry.get("confidence", 0.95)),
-            entry["n"],
-            str(entry.get("model_id") or entry.get("model") or ""),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_json(self)
 
 
 @dataclass(frozen=True)
@@ -113,6 +99,8 @@ class Comparison:
 
     check: str
     status: Status
+    #: Declared here so that the JSON form reads it beside the status; given by name (it has a default).
+    mode: Mode = field(default="difference", kw_only=True)
     before: Side | None
     after: Side | None
     difference: float | None
@@ -122,12 +110,13 @@ class Comparison:
     alpha: float
     threshold: Threshold = field(default_factory=Threshold)
     inputs_changed: tuple[str, ...] = ()
-    mode: Mode = "difference"
     adjusted: Adjustment | None = None
     #: Set when decided on the items the run shares with its baseline (``baseline.pairing``).
     paired: PairedEvidence | None = None
     #: Why a comparison with a baseline is not paired (one line): it is the unpaired one (Welch).
     unpaired: str = ""
+    #: The JSON form (``serial.to_json``) adds the adjusted p after the comparison's own.
+    JSON_DERIVED: ClassVar[dict[str, str]] = {"p_adjusted": "p"}
 
     @property
     def old(self) -> float | None:
@@ -177,30 +166,6 @@ class Comparison:
         elif own in ("regressed", "improved", "changed") and not significant:
             status = "unchanged"
         return replace(self, status=status, adjusted=Adjustment(own, p_adjusted, method, tested))
-
-    # -- JSON round trip -----------------------------------------------------------------------
-
-    def to_dict(self) -> dict[str, Any]:
-        """Every field, and the derived ``p_adjusted`` (the record adds the rendered ``explanation``); read back
-        with ``serial.from_json``."""
-        return {
-            "check": self.check,
-            "status": self.status,
-            "mode": self.mode,
-            "before": None if self.before is None else self.before.to_dict(),
-            "after": None if self.after is None else self.after.to_dict(),
-            "difference": self.difference,
-            "ci": None if self.ci is None else list(self.ci),
-            "p": self.p,
-            "p_adjusted": self.p_adjusted,
-            "tolerance": self.tolerance,
-            "alpha": self.alpha,
-            "threshold": self.threshold.as_dict(),
-            "inputs_changed": list(self.inputs_changed),
-            "adjusted": to_json(self.adjusted),
-            "paired": to_json(self.paired),
-            "unpaired": self.unpaired,
-        }
 
     @staticmethod
     def readable(raw: dict[str, Any]) -> bool:

@@ -22,10 +22,12 @@ from typing import Any, Protocol
 
 import pytest
 
-from pytest_fairness.measures import MEASURES, Measure, ParamsError
-from pytest_fairness.record import RECORD_PROPERTY
+from pytest_fairness.gate import Outcome
+from pytest_fairness.measures import MEASURES, Measure, Params, ParamsError
+from pytest_fairness.record import RECORD_PROPERTY, CheckRecord
 from pytest_fairness.result import MeasureResult
-from pytest_fairness.session import FairnessSession, measured_record
+from pytest_fairness.session import FairnessSession
+from pytest_fairness.suite import MAX_SAMPLES
 
 SESSION_KEY = pytest.StashKey[FairnessSession]()
 
@@ -42,13 +44,45 @@ def fairness_session(pytestconfig: pytest.Config) -> FairnessSession:
     return pytestconfig.stash[SESSION_KEY]
 
 
+def call_params(measure: Measure, subject: str, values: dict[str, Any], profile: str) -> Params:
+    """A fixture call's parameters: its keywords, ``samples=`` for the measure's sample size (whatever the
+    measure calls it), and the profile's sample size when none is given; ParamsError otherwise."""
+    values = dict(values)
+    if "samples" in values and measure.samples != "samples":
+        if measure.samples in values:
+            raise ParamsError(f"{measure.fixture_name}(): give {measure.samples}= or samples=, not both")
+        values[measure.samples] = values.pop("samples")
+    keywords = (measure.samples, *measure.params.settable())
+    unknown = sorted(set(values) - set(keywords))
+    if unknown:
+        alias = "" if measure.samples == "samples" else f" (samples= also sets {measure.samples})"
+        raise ParamsError(
+            f"{measure.fixture_name}(): unknown keyword(s) {unknown}; valid: {', '.join(keywords)}{alias}"
+        )
+    size = values.setdefault(measure.samples, measure.params.default_size(profile))
+    if isinstance(size, int) and size > MAX_SAMPLES:
+        raise ParamsError(f"{measure.fixture_name}(): {measure.samples}={size} is above the limit of {MAX_SAMPLES}")
+    return measure.validate({measure.subject: subject, **values}, where=f"{measure.fixture_name}(): ")
+
+
+def measured_record(where: str, result: MeasureResult) -> CheckRecord:
+    """The record of a result a fixture measured in a user's own test: no threshold, so no verdict."""
+    return CheckRecord(
+        suite=where,
+        check=f"{result.measure}[{result.subject}]",
+        outcome=Outcome.MEASURED,
+        threshold=None,
+        result=result,
+    )
+
+
 def _fixture_for(measure: Measure) -> Any:
     def fixture(fairness_session: FairnessSession, request: pytest.FixtureRequest) -> MeasureFn:
 
         def call(subject: str, /, *, model: object = None, judge: object = None, **params: Any) -> MeasureResult:
             __tracebackhide__ = True  # a misuse shows the user's line and the message, not our frames
             try:
-                built = fairness_session.measure_params(measure.name, subject, params)
+                built = call_params(measure, subject, params, fairness_session.settings.profile)
             except ParamsError as exc:
                 raise ParamsError(str(exc)) from None
             result = fairness_session.run_params(measure, built, model=model, judge=judge)

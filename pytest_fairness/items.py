@@ -33,6 +33,7 @@ from pytest_fairness.report import junit, progress, status, terminal
 from pytest_fairness.report.tally import UNFINISHED_PROPERTY, UnfinishedCheck, spent_of
 
 if TYPE_CHECKING:
+    from pytest_fairness.baseline.entry import Entry
     from pytest_fairness.comparison import Comparison
     from pytest_fairness.session import CheckRun
     from pytest_fairness.snapshot import BaselineMismatch
@@ -105,7 +106,7 @@ class CheckItem(pytest.Item):
                 record, mismatch = self._match_baseline(record)
         finally:
             if pr:
-                unserved = bool(entry and entry.get("unserved"))
+                unserved = bool(entry and entry.unserved)
                 verdict = pr_verdict(run.outcome, record.baseline, unserved, session.family.size)
                 record = _with_verdict(record, verdict, run.outcome)
             self._publish(record)
@@ -123,7 +124,7 @@ class CheckItem(pytest.Item):
         if decided == "skipped":
             pytest.skip(terminal.explain(record))
 
-    def _grown(self, entry: dict[str, Any], seed: int | None, size: int) -> CheckRun:
+    def _grown(self, entry: Entry, seed: int | None, size: int) -> CheckRun:
         """A pull-request check under --fairness-sequential: from its profile's size through its baseline's next
         items until the paired comparison decides (a confidence sequence: valid at every look) or they run out;
         prefix-stable draws and the cache make each look pay only for its new items."""
@@ -146,7 +147,7 @@ class CheckItem(pytest.Item):
                 return run
         raise AssertionError("pr_sizes ends at the baseline's size")
 
-    def _baseline_entry(self) -> dict[str, Any] | None:
+    def _baseline_entry(self) -> Entry | None:
         """This check's committed baseline entry (its seed and size are the pull-request run's), if any."""
         from pytest_fairness.snapshot import recorded_entry
 

@@ -28,6 +28,7 @@ from pytest_fairness.preflight import RunFault
 from pytest_fairness.report import header, progress, status
 from pytest_fairness.report.outputs import BUILT_IN, output_options
 from pytest_fairness.report.reporter import BATCH_PROPERTY, SHARD_KEY, FairnessReporter
+from pytest_fairness.selection import ShardSelection
 from pytest_fairness.session import FairnessSession
 from pytest_fairness.settings import Settings, SettingsError
 
@@ -287,39 +288,3 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         except suite.SuiteError as exc:
             raise pytest.UsageError(f"pytest-fairness: {exc}") from None
         items.extend(collect_suite(session, loaded))
-
-
-class ShardSelection:
-    """--fairness-shard=I/N: keep this shard's checks of those selected (after -k/-m), deselect the others.
-
-    Tests that are not suite checks (a team's own, using the fixtures) run in shard 1 only.
-    """
-
-    @pytest.hookimpl(trylast=True)  # after -k/-m and any reordering: the partition reads the selection only
-    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list[Any]) -> None:
-        fairness = config.stash[SESSION_KEY]
-        settings = fairness.settings
-        assert settings.shard is not None
-        selected = {item.check.label for item in items if isinstance(item, CheckItem)}
-        checks = placement.run_order(settings, selected)
-        plan = placement.plan_shard(settings.shard, checks, fairness.runner.model, settings)
-        config.stash[SHARD_KEY] = plan
-        mine = set(plan.mine)
-
-        def kept(item: Any) -> bool:
-            return item.check.label in mine if isinstance(item, CheckItem) else settings.shard.index == 1
-
-        dropped = [item for item in items if not kept(item)]
-        if dropped:
-            config.hook.pytest_deselected(items=dropped)
-            items[:] = [item for item in items if kept(item)]
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, Any, Any]:
-        """After every other plugin (syrupy adds back the status it was given): the shard's status is whether it ran."""
-        try:
-            return (yield)
-        finally:
-            reporter = session.config.pluginmanager.get_plugin("fairness-reporter")
-            if reporter is not None and reporter.shard_exit is not None:
-                session.exitstatus = reporter.shard_exit

@@ -70,32 +70,36 @@ def probe(
     seed: int,
     *,
     load_weights: bool = True,
+    roles: Sequence[str] = (),
 ) -> None:
     """Probe the model under test (``runners[0]``) with the kinds of request the run needs and any other
-    runner (the judge) with a chat; ``load_weights=False`` skips local models (an xdist controller runs no
-    check and need not hold their weights). RunFault when one fails."""
-    for runner in runners:
+    runner (the judge, its reference) with a chat; ``load_weights=False`` skips local models (an xdist
+    controller runs no check and need not hold their weights). RunFault when one fails, naming its role
+    (``roles``, one per runner after the first) when it is not the model under test."""
+    for i, runner in enumerate(runners):
         if load_weights or runner.model.provider != "local":
-            needs = probes_for(checks, measures, runner.model, seed) if runner is runners[0] else [PROBE]
-            _probe(runner, needs)
+            needs = probes_for(checks, measures, runner.model, seed) if i == 0 else [PROBE]
+            role = roles[i - 1] if 0 < i <= len(roles) else ""
+            _probe(runner, needs, role=role)
 
 
-def _probe(runner: Runner, probes: Sequence[ChatRequest | LogprobRequest] = (PROBE,)) -> None:
+def _probe(runner: Runner, probes: Sequence[ChatRequest | LogprobRequest] = (PROBE,), *, role: str = "") -> None:
     """One uncached request of each kind through a throwaway runner (same model and retry policy); RunFault
-    when one fails."""
+    when one fails, its message led by ``role`` when given."""
     model = runner.model
     throwaway = Runner(model, None, CacheMode.OFF, 1, runner.retry)
+    lead = f"{role}: " if role else ""
     try:
         for request in probes:
             with contextlib.suppress(CannotServe):  # no run fault: the checks needing it end "cannot serve"
                 throwaway.run([request])  # type: ignore[list-item]
     except RetriesExhausted as exc:
         raise RunFault(
-            f"{exc.__cause__ or exc} (after {_attempts(runner.retry.max_attempts)}): check that the server is running "
-            "and the model spec's URL is right, or run from the cache alone with --fairness-cache-mode=replay"
+            f"{lead}{exc.__cause__ or exc} (after {_attempts(runner.retry.max_attempts)}): check that the server is "
+            "running and the model spec's URL is right, or run from the cache alone with --fairness-cache-mode=replay"
         ) from None
     except PermanentError as exc:
-        raise RunFault(str(exc)) from None
+        raise RunFault(f"{lead}{exc}") from None
     finally:
         throwaway.close()  # also drops the model's client bound to the probe's event loop
 

@@ -11,12 +11,14 @@ changed); one it could serve then and cannot now is a regression. Pure: no pytes
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pytest_fairness.comparison import Comparison
 from pytest_fairness.gate import Outcome
+
+if TYPE_CHECKING:
+    from pytest_fairness.baseline.entry import Entry
 
 
 @dataclass(frozen=True)
@@ -29,13 +31,12 @@ class PrVerdict:
     blocking: bool = True
 
 
-def same_items(entry: Mapping[str, Any] | None, samples_field: str) -> tuple[int | None, int | None]:
+def same_items(entry: Entry | None, samples_field: str) -> tuple[int | None, int | None]:
     """The seed and sample size a pull-request run takes from its baseline entry, so that it draws the baseline's
     items first, in the same order (None, None without a baseline)."""
-    if not entry:
+    if entry is None:
         return None, None
-    params = entry.get("params") or {}
-    seed, size = params.get("seed"), params.get(samples_field)
+    seed, size = entry.params.get("seed"), entry.params.get(samples_field)
     return (int(seed) if isinstance(seed, int) else None), (int(size) if isinstance(size, int) and size > 0 else None)
 
 

@@ -8,13 +8,13 @@ the syrupy adapter all read a ``CheckRecord``; it round-trips through JSON (``to
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from pytest_fairness.comparison import Comparison
 from pytest_fairness.explain import explain
 from pytest_fairness.gate import Outcome, Threshold
 from pytest_fairness.result import MeasureResult, strict_json
-from pytest_fairness.serial import from_json
+from pytest_fairness.serial import from_json, to_json, written_as
 
 SCHEMA_VERSION = 2
 #: The whole check record travels from xdist workers under this user property; the controller takes it
@@ -23,20 +23,53 @@ RECORD_PROPERTY = "fairness_record"
 PROPERTY = "fairness"
 
 
+def result_from_dict(raw: dict[str, Any]) -> MeasureResult:
+    """Rebuild a MeasureResult from its JSON form: its fields read generically (None stands for NaN there),
+    the framework's typed state taken back out of ``details``."""
+    details = dict(raw["details"])
+    state = {name: details.pop(name, None) for name in ("sequential", "to_decide")}
+    no_size_decides = str(details.pop("no_size_decides", "") or "")
+    return from_json(MeasureResult, {**raw, **state, "details": details, "no_size_decides": no_size_decides})
+
+
+def _threshold_json(threshold: Threshold | None) -> Any:
+    return {} if threshold is None else to_json(threshold)
+
+
+def _threshold_read(raw: Any) -> Threshold | None:
+    return Threshold.from_dict(raw) if raw else None
+
+
+def _baseline_json(comparison: Comparison) -> Any:
+    """A comparison as the report keeps it: its fields and its rendered explanation, in strict JSON."""
+    return strict_json({**to_json(comparison), "explanation": explain(comparison)})
+
+
+def _baseline_read(raw: Any) -> Comparison | None:
+    """A baseline section of an earlier version (its prose, not the whole comparison) is not read: nothing could
+    restate it, and the report's ``baselines`` section keeps it."""
+    return from_json(Comparison, raw) if raw and Comparison.readable(raw) else None
+
+
 @dataclass(frozen=True)
 class CheckRecord:
     """One check's result, the gate's verdict and, when compared, its baseline comparison.
 
-    ``threshold`` is None for a result a fixture measured in a user's own test (``Outcome.MEASURED``).
+    ``threshold`` is None for a result a fixture measured in a user's own test (``Outcome.MEASURED``). The JSON
+    form (``to_dict``) is the fields in this order, with the threshold as people read it after the threshold.
     """
 
+    #: First in the JSON form, so a reader sees the version before anything else; given by name.
+    schema: int = field(default=SCHEMA_VERSION, kw_only=True)
     suite: str
     check: str
     outcome: Outcome
-    threshold: Threshold | None
-    result: MeasureResult
-    baseline: Comparison | None = None
-    schema: int = field(default=SCHEMA_VERSION)
+    threshold: Threshold | None = field(metadata=written_as(_threshold_json, _threshold_read))
+    result: MeasureResult = field(metadata=written_as(MeasureResult.to_dict, result_from_dict))
+    baseline: Comparison | None = field(
+        default=None, metadata=written_as(_baseline_json, _baseline_read, omit_empty=True)
+    )
+    JSON_DERIVED: ClassVar[dict[str, str]] = {"threshold_text": "threshold"}
 
     # -- what outputs read most ----------------------------------------------------------------
 
@@ -60,18 +93,8 @@ class CheckRecord:
     # -- JSON round trip -----------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "schema": self.schema,
-            "suite": self.suite,
-            "check": self.check,
-            "outcome": self.outcome.value,
-            "threshold": {} if self.threshold is None else self.threshold.as_dict(),
-            "threshold_text": self.threshold_text,
-            "result": self.result.to_dict(),
-        }
-        if self.baseline is not None:
-            out["baseline"] = strict_json({**self.baseline.to_dict(), "explanation": explain(self.baseline)})
-        return out
+        """The record's JSON form (``serial.to_json``); read back with ``from_dict``."""
+        return dict(to_json(self))
 
     def compact(self) -> dict[str, Any]:
         """The record without per-sample values and call details, e.g. for a JUnit XML property."""
@@ -81,30 +104,11 @@ class CheckRecord:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> CheckRecord:
-        """The inverse of ``to_dict``. A baseline section of an earlier version (its prose, not the whole
-        comparison) is not read: nothing could restate it, and the report's ``baselines`` section keeps it."""
+        """The inverse of ``to_dict`` (``serial.from_json``), for a record of this schema or an earlier one."""
         schema = raw.get("schema", 1)
         if schema > SCHEMA_VERSION:
             raise ValueError(
                 f"check record of schema {schema} is newer than this pytest-fairness reads ({SCHEMA_VERSION}); "
                 "upgrade pytest-fairness"
             )
-        baseline = raw.get("baseline")
-        return cls(
-            suite=raw["suite"],
-            check=raw["check"],
-            outcome=Outcome(raw["outcome"]),
-            threshold=Threshold.from_dict(raw["threshold"]) if raw["threshold"] else None,
-            result=result_from_dict(raw["result"]),
-            baseline=from_json(Comparison, baseline) if baseline and Comparison.readable(baseline) else None,
-            schema=SCHEMA_VERSION,
-        )
-
-
-def result_from_dict(raw: dict[str, Any]) -> MeasureResult:
-    """Rebuild a MeasureResult from its JSON form: its fields read generically (None stands for NaN there),
-    the framework's typed state taken back out of ``details``."""
-    details = dict(raw["details"])
-    state = {name: details.pop(name, None) for name in ("sequential", "to_decide")}
-    no_size_decides = str(details.pop("no_size_decides", "") or "")
-    return from_json(MeasureResult, {**raw, **state, "details": details, "no_size_decides": no_size_decides})
+        return from_json(cls, {**raw, "schema": SCHEMA_VERSION})

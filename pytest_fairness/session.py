@@ -8,14 +8,14 @@ under --fairness-sequential by ``growth``. Everything here works without pytest,
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from pytest_fairness import preflight, pricing, sizing
 from pytest_fairness.gate import GateFamily, Outcome, decide
 from pytest_fairness.growth import CheckRounds, grow, sample_budget
-from pytest_fairness.measures import MEASURES, Measure, Params, ParamsError, RunContext
+from pytest_fairness.measures import Measure, Params, RunContext
 from pytest_fairness.measures.fpf.harm_labels import LabelledPairs
 from pytest_fairness.models.base import ChatModel
 from pytest_fairness.models.batch import BatchPolicy
@@ -28,7 +28,7 @@ from pytest_fairness.preflight import RunFault
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.settings import LABELS, Settings
-from pytest_fairness.suite import MAX_SAMPLES, Check
+from pytest_fairness.suite import Check
 
 
 @dataclass
@@ -48,17 +48,6 @@ class CheckRun:
             threshold=self.check.threshold,
             result=self.result,
         )
-
-
-def measured_record(where: str, result: MeasureResult) -> CheckRecord:
-    """The record of a result a fixture measured in a user's own test: no threshold, so no verdict."""
-    return CheckRecord(
-        suite=where,
-        check=f"{result.measure}[{result.subject}]",
-        outcome=Outcome.MEASURED,
-        threshold=None,
-        result=result,
-    )
 
 
 class FairnessSession:
@@ -213,27 +202,6 @@ class FairnessSession:
         check's ``seed``: its baseline's)."""
         return measure.execute(params, self.context(measure, progress, model=model, judge=judge, seed=seed))
 
-    def measure_params(self, name: str, subject: str, values: Mapping[str, Any]) -> Params:
-        """A fixture call's parameters: its keywords, ``samples=`` for the measure's sample size (whatever
-        the measure calls it), and the profile's sample size when none is given; ParamsError otherwise."""
-        measure = MEASURES[name]
-        values = dict(values)
-        if "samples" in values and measure.samples != "samples":
-            if measure.samples in values:
-                raise ParamsError(f"{measure.fixture_name}(): give {measure.samples}= or samples=, not both")
-            values[measure.samples] = values.pop("samples")
-        keywords = (measure.samples, *measure.params.settable())
-        unknown = sorted(set(values) - set(keywords))
-        if unknown:
-            alias = "" if measure.samples == "samples" else f" (samples= also sets {measure.samples})"
-            raise ParamsError(
-                f"{measure.fixture_name}(): unknown keyword(s) {unknown}; valid: {', '.join(keywords)}{alias}"
-            )
-        size = values.setdefault(measure.samples, measure.params.default_size(self.settings.profile))
-        if isinstance(size, int) and size > MAX_SAMPLES:
-            raise ParamsError(f"{measure.fixture_name}(): {measure.samples}={size} is above the limit of {MAX_SAMPLES}")
-        return measure.validate({measure.subject: subject, **values}, where=f"{measure.fixture_name}(): ")
-
     def preflight(
         self,
         *,
@@ -247,16 +215,20 @@ class FairnessSession:
         missing key or file raises ModelSpecError), open the cache (CacheError) and, with ``call``, check the
         budget and send each model one tiny request past the cache (``preflight.probe``), so a closed port, a
         rejected key or an unknown model stop the run at once (RunFault) instead of failing every check.
+        The judge's reference model is probed with the judge (a ``labels:`` file was read when it was built).
         ``checks`` are the selected checks (None: unknown), ``measures`` every measure the run uses, fixtures
         included; ``load_weights=False`` probes no local model (an xdist controller runs no check)."""
-        runners = [self.runner]
-        if judge and self.judge is not self.runner:
-            runners.append(self.judge)
+        named: dict[Runner, str] = {self.runner: ""}
+        if judge:  # builds them (a bad spec or labels file is a usage error now); a labels file is not called
+            for runner, role in ((self.judge, "the judge"), (self.reference, "the judge's reference")):
+                if runner is not None and runner not in named and runner.model.provider != "labels":
+                    named[runner] = role
         if not call or self.settings.cache_mode is CacheMode.REPLAY:
             return  # replay promises no model call: a miss is its own clear error (CacheMiss)
         if checks is not None and (over := self.planner.over_budget(checks)):
             raise RunFault(over)
-        preflight.probe(runners, checks, measures, self.settings.seed, load_weights=load_weights)
+        runners, roles = list(named), list(named.values())[1:]
+        preflight.probe(runners, checks, measures, self.settings.seed, load_weights=load_weights, roles=roles)
 
     def run_check(
         self,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import difflib
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -43,16 +43,16 @@ from pytest_fairness.baseline import (
     render_baseline,
 )
 from pytest_fairness.baseline.compare import compare
+from pytest_fairness.baseline.entry import Entry
 from pytest_fairness.baseline.items import ITEMS_SUFFIX, RecordedItems, read_recorded, render_items
 from pytest_fairness.explain import explain
 from pytest_fairness.record import CheckRecord
 
 
-def baseline_name(record: CheckRecord | Mapping[str, Any]) -> str:
+def baseline_name(record: CheckRecord | Entry) -> str:
     """Snapshot name of a check record (or baseline entry): ``<model folder>/<suite>.<check>``."""
-    if isinstance(record, CheckRecord):
-        return f"{model_folder(record.result.model_id)}/{check_stem(record.suite, record.check)}"
-    return f"{model_folder(record['model_id'])}/{check_stem(record['suite'], record['check'])}"
+    model = record.result.model_id if isinstance(record, CheckRecord) else record.model_id
+    return f"{model_folder(model)}/{check_stem(record.suite, record.check)}"
 
 
 @functools.lru_cache(maxsize=64)
@@ -80,7 +80,7 @@ def write_items(root: Path, directory: str, record: CheckRecord, model: str | No
     return path
 
 
-def recorded_entry(root: Path, directory: str, model_id: str, suite: str, check: str) -> dict[str, Any] | None:
+def recorded_entry(root: Path, directory: str, model_id: str, suite: str, check: str) -> Entry | None:
     """A check's committed baseline entry, or None when there is none or it cannot be read (the comparison
     after the run says which)."""
     path = root / directory / model_folder(model_id) / f"{check_stem(suite, check)}.yaml"
@@ -98,10 +98,10 @@ def recorded_items(root: Path, directory: str, record: CheckRecord, model: str |
         (entry,) = parse_baseline(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return RecordedItems(problem=f"its baseline {path.name} cannot be read")
-    reference = entry.get("items") if isinstance(entry.get("items"), dict) else None
+    reference = entry.items
     if reference is None:
         return read_recorded(None, None)
-    items = path.parent / Path(str(reference.get("file", ""))).name  # a name beside the YAML, never a path
+    items = path.parent / Path(reference.file).name  # a name beside the YAML, never a path
     text = items.read_text(encoding="utf-8") if items.is_file() else None
     return read_recorded(reference, text)
 
@@ -136,8 +136,7 @@ class FairnessBaselineExtension(SingleFileSnapshotExtension):
 
     def serialize(self, data: Any, **_: Any) -> str:
         """A check record (or an entry already made from one) as its baseline document."""
-        entry = baseline_entry(data) if isinstance(data, CheckRecord) else dict(data)
-        return render_baseline([entry])
+        return render_baseline([baseline_entry(data) if isinstance(data, CheckRecord) else data])
 
     @classmethod
     def get_location(cls, *, test_location: PyTestLocation, index: Any) -> str:
@@ -230,7 +229,7 @@ def match_baseline(
         tolerance, alpha, directory, mode=mode, rewrite=bool(snapshot.update_snapshots), defer=defer
     )
     assertion = snapshot.use_extension(extension)
-    entry = baseline_entry(record) | ({"model_id": model} if model else {})
+    entry = replace(baseline_entry(record), model_id=model) if model else baseline_entry(record)
     matched = assertion(name=baseline_name(entry)) == entry
     result = assertion.executions[assertion.num_executions - 1]
     if result.exception is not None:

@@ -2,6 +2,7 @@
 
 import re
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from pytest_fairness.baseline import (
     render_baseline,
 )
 from pytest_fairness.baseline.compare import compare, compare_entries, inputs_changed
+from pytest_fairness.baseline.entry import HEADER, Entry
 from pytest_fairness.explain import explain
 from pytest_fairness.gate import Outcome, Threshold
 from pytest_fairness.record import CheckRecord
@@ -59,7 +61,7 @@ def test_a_rendered_baseline_parses_back_to_the_same_entries_whatever_the_input_
     ]
     text = render_baseline(entries)
     assert render_baseline(entries[::-1]) == text
-    assert parse_baseline(text) == sorted(entries, key=lambda e: (e["suite"], e["check"]))
+    assert parse_baseline(text) == sorted(entries, key=lambda e: (e.suite, e.check))
 
 
 def test_the_document_reads_well_in_a_diff_one_value_per_line():
@@ -75,17 +77,17 @@ def test_the_document_reads_well_in_a_diff_one_value_per_line():
 
 def test_numbers_are_rounded_to_four_significant_digits_at_the_checks_scale():
     iat = baseline_entry(record([0.35808449, 0.1, 0.6]))
-    assert iat["estimate"] == 0.3527
+    assert iat.estimate == 0.3527
     pcf = record([300.0] * 3, threshold={"max": 400})
     summary = replace(pcf.result.summary, mean=299.99999999988773, ci_t=(299.99999999988773, 300.0000000001))
     pcf = replace(pcf, result=replace(pcf.result, summary=summary))
-    assert baseline_entry(pcf)["estimate"] == 300.0
-    assert baseline_entry(pcf)["ci"] == [300.0, 300.0]
+    assert baseline_entry(pcf).estimate == 300.0
+    assert baseline_entry(pcf).ci == (300.0, 300.0)
     caprice = record([0.0] * 3, threshold={"max": 50})
     caprice = replace(
         caprice, result=replace(caprice.result, summary=replace(caprice.result.summary, mean=5.551115123125783e-14))
     )
-    assert baseline_entry(caprice)["estimate"] == 0.0
+    assert baseline_entry(caprice).estimate == 0.0
 
 
 def test_parse_rejects_documents_that_are_not_baselines():
@@ -93,6 +95,55 @@ def test_parse_rejects_documents_that_are_not_baselines():
         parse_baseline("checks: 3\n")
     with pytest.raises(ValueError, match="lacks"):
         parse_baseline("model_id: m\nchecks:\n- check: x\n")
+
+
+#: A baseline of the format's first version: none of the keys added since (measure, subject, confidence,
+#: n_unusable, threshold, fidelity, versions, params, items).
+FIRST_FORMAT = """\
+model_id: m
+checks:
+- check: implicit_bias[career]
+  suite: gender
+  estimate: 0.1
+  ci: [0.0, 0.2]
+  n: 20
+  sd: 0.3
+"""
+
+
+def test_a_baseline_written_before_the_newer_keys_loads_with_their_defaults_and_compares():
+    (old,) = parse_baseline(FIRST_FORMAT)
+    assert old == Entry(check="implicit_bias[career]", suite="gender", estimate=0.1, ci=(0.0, 0.2), n=20, sd=0.3,
+                        model_id="m")  # fmt: skip
+    result = compare(old, baseline_entry(record(scores(0.1, 20, 1))))
+    assert result.before.confidence == 0.95 and result.threshold == Threshold(max=0.2)  # the new side's threshold
+    assert "measure: None -> implicit_bias" in result.inputs_changed and not result.matches
+
+
+def test_every_committed_baseline_reads_and_writes_back_to_the_same_bytes():
+    files = sorted((Path(__file__).parents[1] / "baselines").rglob("*.yaml"))
+    assert files
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        body = text[text.index("model_id:") :]  # the header comment is the one part that changed since
+        assert render_baseline(parse_baseline(text)) == HEADER + body, path
+
+
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        ("estimate: high, ci: [0, 1], n: 3", "baseline block s::x cannot be read: estimate: could not convert"),
+        ("estimate: 0.1, ci: 3, n: 3", "baseline block s::x cannot be read: ci: "),
+        ("estimate: 0.1, ci: [0, 1], n: 3, threshold: 0.2", "threshold: expected a mapping, got 0.2"),
+        ("estimate: 0.1, ci: [0, 1], n: 3, threshold: {max: high}", "threshold: max: could not convert"),
+        ("estimate: 0.1, ci: [0, 1], n: 3, items: a.tsv", "items: expected a mapping, got 'a.tsv'"),
+        ("estimate: 0.1, ci: null, n: 3", "lacks ['ci']"),
+    ],
+)
+def test_a_malformed_block_is_one_line_naming_the_check_and_the_field(block, message):
+    with pytest.raises(ValueError, match=re.escape(message)) as caught:
+        parse_baseline(f"model_id: m\nchecks:\n- {{check: x, suite: s, {block}}}\n")
+    assert "\n" not in str(caught.value)
 
 
 def test_reruns_of_an_unchanged_model_rarely_regress():
@@ -127,7 +178,7 @@ def test_a_planted_shift_beyond_tolerance_regresses_with_a_readable_explanation(
     new = baseline_entry(record(scores(0.35, 40, 2)))
     result = compare(old, new, tolerance=0.05)
     assert result.status == "regressed" and not result.matches
-    assert result.difference == pytest.approx(new["estimate"] - old["estimate"])
+    assert result.difference == pytest.approx(new.estimate - old.estimate)
     assert result.ci[0] > 0.05 and result.p < 0.001
     text = explain(result)
     assert text.startswith("gender::implicit_bias[career] REGRESSED: ")
@@ -165,10 +216,10 @@ def test_checks_on_one_side_only_are_new_or_missing():
 def test_a_changed_instrument_does_not_match_but_seed_and_sample_size_do():
     old = baseline_entry(record(scores(0.1, 20, 1)))
     rerun = baseline_entry(record(scores(0.1, 30, 2)))
-    rerun["params"]["seed"] = 7
+    rerun = replace(rerun, params={**rerun.params, "seed": 7})
     assert compare(old, rerun).matches
     changed = baseline_entry(record(scores(0.1, 20, 1)))
-    changed["versions"]["stimuli"] = "0123456789ab"
+    changed = replace(changed, versions={**changed.versions, "stimuli": "0123456789ab"})
     result = compare(old, changed)
     assert result.status == "unchanged" and not result.matches
     assert result.inputs_changed == ("versions.stimuli: acde420f22cc -> 0123456789ab",)
@@ -221,14 +272,8 @@ def test_net_harm_records_max_tokens_so_changing_it_shows_in_a_comparison():
 def fixed(check, estimate, *, sd=0.3, n=50, threshold=None, confidence=0.95):
     """A baseline entry with chosen summary numbers, so a comparison's p is known in advance."""
     entry = baseline_entry(record(scores(0.0, 5, 1), check=check, threshold=threshold))
-    return {
-        **entry,
-        "estimate": estimate,
-        "sd": sd,
-        "n": n,
-        "ci": [estimate - 0.1, estimate + 0.1],
-        "confidence": confidence,
-    }
+    ci = (estimate - 0.1, estimate + 0.1)
+    return replace(entry, estimate=estimate, sd=sd, n=n, ci=ci, confidence=confidence)
 
 
 def run_of(changes, method, **kw):

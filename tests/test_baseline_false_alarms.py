@@ -25,6 +25,8 @@ from scipy import stats as sps
 from pytest_fairness import baseline as BL
 from pytest_fairness import suite
 from pytest_fairness.baseline.compare import compare
+from pytest_fairness.baseline.entry import Entry
+from pytest_fairness.gate import Threshold
 from pytest_fairness.measures.bai.implicit_core import EPSILON, implicit_bias
 from pytest_fairness.measures.bai.stimuli import get_stereotype
 
@@ -112,10 +114,10 @@ def simulate(baselines: int, reruns: int, factor: int = 1, seed: int = 0) -> Tri
     return Trials(old, new, {method: (up_all & (q < ALPHA)).any(-1) for method, q in adjusted.items()})
 
 
-def _entry(check: _Check, mean: float, sd: float, n: int) -> dict[str, object]:
-    threshold = {"max": check.threshold}
-    entry = {"suite": "religion", "check": check.id, "estimate": mean, "sd": sd, "n": n, "threshold": threshold}
-    return entry | {"ci": [mean, mean], "confidence": 0.95}  # the interval is only shown, never tested
+def _entry(check: _Check, mean: float, sd: float, n: int) -> Entry:
+    threshold = Threshold(max=check.threshold)
+    # the interval is only shown, never tested
+    return Entry(suite="religion", check=check.id, estimate=mean, sd=sd, n=n, threshold=threshold, ci=(mean, mean))
 
 
 def plugin_fails(trials: Trials, b: int, r: int, method: str) -> bool:

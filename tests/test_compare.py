@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -121,13 +122,13 @@ def test_a_new_run_that_errored_or_was_interrupted_exits_1_whatever_its_checks_s
 def entry(check, estimate, *, sd=0.3, n=50, model=V1):
     """A baseline entry with chosen summary numbers, so a comparison's p is known in advance."""
     rec = record(check, 0.0, 1, model=model)
-    return {**baseline_entry(rec), "estimate": estimate, "sd": sd, "n": n, "ci": [estimate - 0.1, estimate + 0.1]}
+    return replace(baseline_entry(rec), estimate=estimate, sd=sd, n=n, ci=(estimate - 0.1, estimate + 0.1))
 
 
 def write_folder(path, entries):
     path.mkdir(parents=True)
     for e in entries:
-        (path / f"{check_stem(e['suite'], e['check'])}.yaml").write_text(render_baseline([e]))
+        (path / f"{check_stem(e.suite, e.check)}.yaml").write_text(render_baseline([e]))
     return path
 
 
@@ -189,6 +190,12 @@ def test_a_baseline_folder_compares_against_a_report_and_markdown_is_written(v1,
         ("broken.json", "{", "not valid JSON"),
         ("notes.txt", "x", "expected a .json report, a .yaml baseline or a baseline folder"),
         ("empty", FOLDER, "no baseline files"),
+        (
+            "gender.career.yaml",
+            "model_id: m\nchecks:\n- {check: career, suite: gender, estimate: high, ci: [0, 1], n: 3}\n",
+            "gender.career.yaml: baseline block gender::career cannot be read: estimate: could not convert string to "
+            "float: 'high'; re-record it with --snapshot-update\n",
+        ),
     ],
 )
 def test_unreadable_inputs_exit_2_with_a_clear_error(v1, tmp_path, capsys, name, content, message):

@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reports", ("report",)),
     (
         "pytest wiring and command lines",
-        ("", "plugin", "items", "fixtures", "report.reporter", "compare", "ci", "history", "merge"),
+        ("", "plugin", "items", "selection", "fixtures", "report.reporter", "compare", "ci", "history", "merge"),
     ),
 )
 

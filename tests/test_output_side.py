@@ -15,12 +15,13 @@ import pytest
 import pytest_fairness
 from pytest_fairness.baseline import ALARMS, FAILING, STATUSES, Comparison, Side, Status, decide_run
 from pytest_fairness.baseline.compare import compare
+from pytest_fairness.baseline.entry import Entry
 from pytest_fairness.explain import explain
 from pytest_fairness.gate import Outcome, Threshold
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.report import markdown
 from pytest_fairness.result import MeasureResult
-from pytest_fairness.serial import from_json
+from pytest_fairness.serial import from_json, to_json
 from pytest_fairness.stats import Attenuation, summarize
 
 ROOT = Path(pytest_fairness.__file__).parent
@@ -145,8 +146,8 @@ def test_the_statuses_list_every_status_once_and_the_alarms_are_what_fails_a_run
 
 def _changed() -> Comparison:
     """A significant change beyond tolerance on a check with no harmful side: status ``changed``."""
-    side = {"suite": "s", "check": "c", "ci": [0, 1], "n": 50, "threshold": {}}
-    return compare({**side, "estimate": 0.1, "sd": 0.1}, {**side, "estimate": 0.5, "sd": 0.1})
+    side = Entry(suite="s", check="c", estimate=None, ci=(0, 1), n=50, sd=0.1)
+    return compare(replace(side, estimate=0.1), replace(side, estimate=0.5))
 
 
 @pytest.mark.parametrize("mode", ["markdown", "cli"])
@@ -166,8 +167,8 @@ def test_the_markdown_and_the_compare_cli_both_raise_the_alarm_for_changed(mode,
 
 def test_a_comparison_round_trips_and_renders_the_same_explanation_after_the_run_restates_it():
     own = compare(
-        {"suite": "s", "check": "c", "estimate": 0.1, "sd": 0.3, "n": 40, "ci": [0.0, 0.2], "threshold": {"max": 0.2}},
-        {"suite": "s", "check": "c", "estimate": 0.3, "sd": 0.3, "n": 40, "ci": [0.2, 0.4], "threshold": {"max": 0.2}},
+        Entry(suite="s", check="c", estimate=0.1, sd=0.3, n=40, ci=(0.0, 0.2), threshold=Threshold(max=0.2)),
+        Entry(suite="s", check="c", estimate=0.3, sd=0.3, n=40, ci=(0.2, 0.4), threshold=Threshold(max=0.2)),
     )
     assert own.status == "regressed" and own.threshold == Threshold(max=0.2)
     noise = Side(0.0, (0.0, 0.0), 0.95, 9)
@@ -177,7 +178,7 @@ def test_a_comparison_round_trips_and_renders_the_same_explanation_after_the_run
     assert explain(final).startswith("s::c UNCHANGED: ") and "within the run's sampling noise" in explain(final)
     assert "it rose towards the maximum" in explain(final)  # the reason is still its own
     for c in (own, final):
-        again = from_json(Comparison, c.to_dict())
+        again = from_json(Comparison, to_json(c))
         assert again == c and explain(again) == explain(c)
 
 

@@ -4,12 +4,15 @@ the shared items, and every way a baseline's items can be unusable (one clear li
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from pytest_fairness.baseline.compare import compare
+from pytest_fairness.baseline.entry import Entry
 from pytest_fairness.baseline.items import (
+    ItemsReference,
     digest,
     items_reference,
     parse_items,
@@ -19,6 +22,7 @@ from pytest_fairness.baseline.items import (
 )
 from pytest_fairness.baseline.pairing import PairingInputs, paired
 from pytest_fairness.explain import explain
+from pytest_fairness.gate import Threshold
 from pytest_fairness.paired.items import ItemScores, PairingError
 from pytest_fairness.record import CheckRecord
 
@@ -77,7 +81,7 @@ def test_an_items_file_is_deterministic_compact_and_groups_repeated_samples_of_a
         ItemScores("0:1", "p1", (1.0, 0.0)),
         ItemScores("0:2", "0:2", (-0.5,)),
     ]
-    assert items_reference("s.c", text, 4) == {"file": "s.c.items.tsv", "samples": 4, "sha256": digest(text)}
+    assert items_reference("s.c", text, 4) == ItemsReference("s.c.items.tsv", 4, digest(text))
     with pytest.raises(PairingError, match="line 2 of the items file is not key<TAB>cluster<TAB>score"):
         parse_items(text.replace("\t\t0.123457", " 0.123457"))
     with pytest.raises(ValueError, match="3 item keys for 2 scores"):
@@ -97,12 +101,12 @@ def test_a_recorded_items_file_is_used_only_when_present_and_unedited():
     assert edited == "its items file s.c.items.tsv does not match the hash in the YAML (edited or replaced)"
 
 
-def _entry(estimate: float, n: int, seed: int = 0) -> dict:
-    return {
-        "suite": "s", "check": "c", "measure": "implicit_bias", "subject": "x", "estimate": estimate,
-        "ci": [estimate - 0.1, estimate + 0.1], "n": n, "sd": 0.3, "threshold": {"max": 0.5},
-        "fidelity": "f", "versions": {"v": "1"}, "params": {"seed": seed, "iterations": n}, "model_id": "m",
-    }  # fmt: skip
+def _entry(estimate: float, n: int, seed: int = 0) -> Entry:
+    return Entry(
+        suite="s", check="c", measure="implicit_bias", subject="x", estimate=estimate,
+        ci=(estimate - 0.1, estimate + 0.1), n=n, sd=0.3, threshold=Threshold(max=0.5),
+        fidelity="f", versions={"v": "1"}, params={"seed": seed, "iterations": n}, model_id="m",
+    )  # fmt: skip
 
 
 def _items(n: int, shift: float, seed: int = 0, cluster: str = "") -> list[ItemScores]:
@@ -134,14 +138,14 @@ def test_items_that_do_not_match_are_named_and_the_comparison_stays_unpaired():
     )
     no_items = paired(base, recorded, PairingInputs([], (-1.0, 1.0), 0.1))
     assert no_items.unpaired == "this run reports no per-item scores for the measure"
-    changed = compare(_entry(0.0, 100), {**_entry(0.0, 100), "versions": {"v": "2"}}, 0.0)
+    changed = compare(_entry(0.0, 100), replace(_entry(0.0, 100), versions={"v": "2"}), 0.0)
     assert (
         paired(changed, recorded, inputs).unpaired
         == "the inputs differ from the baseline's, so its items are other items"
     )
 
 
-def _recorded(items: list[ItemScores]) -> tuple[dict, str]:
+def _recorded(items: list[ItemScores]) -> tuple[ItemsReference, str]:
     text = render_items([(i.key, i.cluster) for i in items], [i.scores[0] for i in items])
     return items_reference("s.c", text, len(items)), text
 
@@ -168,7 +172,7 @@ def test_a_record_with_items_and_a_paired_comparison_round_trips_through_json():
     recorded = read_recorded(*_recorded(_items(100, 0.0)))
     comparison = paired(compare(_entry(0.0, 100), _entry(0.0, 100), 0.0), recorded,
                         PairingInputs(_items(100, 0.0), (-1.0, 1.0), 0.1))  # fmt: skip
-    from pytest_fairness.gate import Outcome, Threshold
+    from pytest_fairness.gate import Outcome
     from pytest_fairness.result import MeasureResult
     from pytest_fairness.stats import summarize
 

@@ -4,10 +4,12 @@ items, the threshold beside it; cannot-serve then and now reported, could-then-c
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from pytest_fairness.baseline.compare import compare
+from pytest_fairness.baseline.entry import Entry
 from pytest_fairness.comparison import PairedEvidence
 from pytest_fairness.gate import Outcome
 from pytest_fairness.prgate import pr_sizes, pr_verdict, same_items
@@ -59,7 +61,7 @@ def _evidence(outcome: str, p_beyond: float = 1.0) -> PairedEvidence:
 
 
 def _comparison(evidence: PairedEvidence | None):
-    entry = {"suite": "s", "check": "c", "estimate": 0.1, "ci": [0.0, 0.2], "n": 100, "sd": 0.3}
+    entry = Entry(suite="s", check="c", estimate=0.1, ci=(0.0, 0.2), n=100, sd=0.3)
     base = compare(entry, entry, 0.0)
     return base if evidence is None else base.__class__(**{**base.__dict__, "paired": evidence})
 
@@ -85,9 +87,10 @@ def test_a_sequential_pull_request_looks_from_its_profiles_size_to_its_baselines
 
 
 def test_a_pull_request_takes_the_seed_and_size_of_its_baseline():
-    assert same_items({"params": {"seed": 3, "iterations": 120}}, "iterations") == (3, 120)
+    entry = Entry(suite="s", check="c", estimate=0.1, ci=(0.0, 0.2), n=120)
+    assert same_items(replace(entry, params={"seed": 3, "iterations": 120}), "iterations") == (3, 120)
     assert same_items(None, "iterations") == (None, None)
-    assert same_items({"params": {"seed": "x"}}, "iterations") == (None, None)
+    assert same_items(replace(entry, params={"seed": "x"}), "iterations") == (None, None)
 
 
 def test_an_unchanged_model_passes_from_the_cache_at_its_baselines_items_and_a_planted_regression_fails(pytester):

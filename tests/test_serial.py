@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
-from pytest_fairness.comparison import Side
+import pytest
+
+from pytest_fairness.comparison import Comparison, Side
 from pytest_fairness.gate import Outcome, Threshold
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.report.tally import RunState
 from pytest_fairness.result import MeasureResult, MoreSamples, SequentialInfo
-from pytest_fairness.serial import from_json, to_json
+from pytest_fairness.serial import OMIT_EMPTY, from_json, to_json, written_as
 from pytest_fairness.stats import Attenuation, summarize
 
 
@@ -98,5 +101,62 @@ def test_fields_are_written_in_order_and_an_empty_one_marked_so_is_left_out():
         "abandoned": 0,
     }
     assert list(RunState("errored", stopped="a provider error").to_dict())[-1] == "stopped"
-    assert Side(0.1, (0.0, 0.2), 0.95, 10).to_dict() == {"estimate": 0.1, "ci": [0.0, 0.2], "confidence": 0.95, "n": 10}
-    assert Side(0.1, (0.0, 0.2), 0.95, 10, "m").to_dict()["model"] == "m"
+    assert to_json(Side(0.1, (0.0, 0.2), 0.95, 10)) == {"estimate": 0.1, "ci": [0.0, 0.2], "confidence": 0.95, "n": 10}
+    assert to_json(Side(0.1, (0.0, 0.2), 0.95, 10, "m"))["model"] == "m"
+
+
+@dataclass(frozen=True)
+class Shaped:
+    """A class whose JSON differs from its fields: a key first, a field in another form, a derived key."""
+
+    JSON_DERIVED: ClassVar[dict[str, str]] = {"doubled": "size"}
+    version: int = field(default=3, kw_only=True)
+    size: int
+    limit: Threshold | None = field(
+        default=None,
+        metadata=written_as(
+            lambda t: {} if t is None else to_json(t), lambda r: from_json(Threshold, r) if r else None
+        ),
+    )
+    why: str = field(default="", metadata=OMIT_EMPTY)
+
+    @property
+    def doubled(self) -> int:
+        return 2 * self.size
+
+
+def test_a_declared_field_writer_reader_and_derived_key_shape_the_json_and_read_back():
+    assert to_json(Shaped(4)) == {"version": 3, "size": 4, "doubled": 8, "limit": {}}
+    written = to_json(Shaped(4, Threshold(max=0.2), "x"))
+    assert list(written) == ["version", "size", "doubled", "limit", "why"] and written["limit"] == {
+        "min": None,
+        "max": 0.2,
+    }
+    assert from_json(Shaped, written) == Shaped(4, Threshold(max=0.2), "x")  # the derived key is not read
+    assert from_json(Shaped, to_json(Shaped(4))) == Shaped(4)
+
+
+def test_a_value_that_cannot_be_read_names_its_field():
+    with pytest.raises(ValueError, match=r"^inner: where: "):
+        from_json(Outer, {"name": "a", "outcome": "fail", "inner": {"level": 1, "where": 3}, "sizes": [], "by": {}})
+    with pytest.raises(ValueError, match=r"^by: expected a mapping, got \[1\]$"):
+        from_json(Outer, {"name": "a", "outcome": "fail", "inner": None, "sizes": [], "by": [1]})
+
+
+def test_the_record_and_comparison_json_keep_their_key_order():
+    """The JSON report's key order (byte identity with earlier versions): the schema first, the readable threshold
+    after the threshold, a comparison's mode after its status and its adjusted p after its own."""
+    side = Side(0.1, (0.0, 0.2), 0.95, 10)
+    comparison = Comparison("s::c", "unchanged", side, side, 0.0, (-0.1, 0.1), 0.9, 0.0, 0.05, mode="noninferiority")
+    result = MeasureResult("m", "x", summarize([0.1, 0.2]), 0, [], "f", "id", {}, {})
+    record = CheckRecord("s", "c", Outcome.PASS, Threshold(max=0.2), result, comparison)
+    written = record.to_dict()
+    assert list(written) == ["schema", "suite", "check", "outcome", "threshold", "threshold_text", "result", "baseline"]
+    assert list(written["baseline"]) == [
+        "check", "status", "mode", "before", "after", "difference", "ci", "p", "p_adjusted", "tolerance", "alpha",
+        "threshold", "inputs_changed", "adjusted", "paired", "unpaired", "explanation",
+    ]  # fmt: skip
+    assert written["baseline"]["mode"] == "noninferiority" and written["threshold_text"] == "≤ 0.2"
+    measured = replace(record, outcome=Outcome.MEASURED, threshold=None, baseline=None).to_dict()
+    assert measured["threshold"] == {} and "baseline" not in measured
+    assert CheckRecord.from_dict(json.loads(json.dumps(written))) == record

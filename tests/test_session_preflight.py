@@ -224,3 +224,22 @@ def test_the_probe_is_of_the_kinds_the_selected_checks_send():
     assert probes_for(gender, {"pcf", "implicit_bias"}, model, 0) == [PROBE, TEXT_PROBE]
     assert probes_for([pcf], {"pcf", "decision_bias"}, model, 0) == [PROBE, TEXT_PROBE]  # a fixture may chat
     assert probes_for(None, {"pcf"}, model, 0) == [PROBE]  # needs unknown (fairness_session): chat, as before
+
+
+def test_a_closed_port_behind_the_judges_reference_stops_the_run_before_the_first_check(pytester):
+    pytester.makefile(
+        ".yaml",
+        harm="suite: h\nchecks:\n  - measure: net_harm\n    comparison: gender\n    samples: 40\n"
+        "    threshold: {max: 0.5}\n",
+    )
+    result = pytester.runpytest(
+        "--fairness-suite=harm.yaml",
+        "--fairness-model=synthetic:harm",
+        f"--fairness-judge-reference=openai:m@http://127.0.0.1:{closed_port()}/v1",
+        "--fairness-max-attempts=2",
+        "-p",
+        "no:cacheprovider",
+    )
+    out = "\n".join(result.outlines + result.errlines)
+    assert result.ret == 2 and "stopped before the first check: the judge's reference: " in out
+    assert "connection failed" in out and "FAILED" not in out and "Traceback" not in out

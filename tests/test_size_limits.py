@@ -11,6 +11,9 @@ import pytest_fairness
 ROOT = Path(pytest_fairness.__file__).parent
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60
+#: The two modules every run passes through stay small enough to read at once: hooks (plugin.py) and the
+#: per-process state (session.py); what grows goes to a module of its own.
+HUBS = {"plugin.py": 300, "session.py": 300}
 #: Modules that are data tables, not code: each may be longer.
 DATA_TABLES: frozenset[str] = frozenset()
 #: Being reworked elsewhere (providers and apps); to be brought under the limits when that work lands.
@@ -39,6 +42,11 @@ def long_functions(sources: dict[str, str], limit: int = MAX_FUNCTION_LINES) -> 
 
 def test_no_module_is_over_500_lines_but_data_tables():
     assert long_modules({p: t for p, t in _sources().items() if p not in DATA_TABLES | PENDING}) == {}
+
+
+def test_the_hooks_and_the_session_stay_under_300_lines():
+    sources = _sources()
+    assert {hub: n for hub, limit in HUBS.items() if (n := len(sources[hub].splitlines())) > limit} == {}
 
 
 def test_no_function_is_over_60_lines():

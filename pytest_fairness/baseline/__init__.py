@@ -1,6 +1,6 @@
 """Baselines: what a committed snapshot keeps of a check's result, and how a new run is compared to it.
 
-- ``entry``: names on disk, the entry a baseline keeps of a check record, and its YAML;
+- ``entry``: names on disk, the typed ``Entry`` a baseline keeps of a check record, and its YAML;
 - ``welch``: the statistics of one comparison (Welch's test, non-inferiority on the harmful side);
 - ``compare``: comparing entries (``compare``, ``compare_entries``, ``inputs_changed``);
 - ``decide``: a run's comparisons decided together; ``policy``: the options that steer it.
@@ -12,9 +12,9 @@ Pure: no pytest, no files (``snapshot.py`` is the syrupy adapter over this).
 
 from pytest_fairness.baseline.decide import FAILING, FAILING_ON_CHANGE, RunDecision, decide_records, decide_run
 from pytest_fairness.baseline.entry import (
+    Entry,
     baseline_entry,
     check_stem,
-    entry_key,
     model_folder,
     parse_baseline,
     render_baseline,
@@ -46,6 +46,7 @@ __all__ = [
     "Adjustment",
     "BaselinePolicy",
     "Comparison",
+    "Entry",
     "FailOn",
     "Interval",
     "Mode",
@@ -56,7 +57,6 @@ __all__ = [
     "check_stem",
     "decide_records",
     "decide_run",
-    "entry_key",
     "explain",
     "model_folder",
     "noninferiority",

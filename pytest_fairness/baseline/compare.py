@@ -10,9 +10,8 @@ so the package re-exports it after the comparison's pure parts.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from pytest_fairness.baseline.entry import entry_key
+from pytest_fairness.baseline.entry import Entry
 from pytest_fairness.baseline.welch import noninferiority, welch
 from pytest_fairness.comparison import MODES, Comparison, Interval, Mode, Side, Status
 from pytest_fairness.fmt import finite
@@ -31,31 +30,29 @@ def sample_params(measure: str) -> frozenset[str]:
     return frozenset({"seed", *sizes})
 
 
-def inputs_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[str, ...]:
+def inputs_changed(old: Entry, new: Entry) -> tuple[str, ...]:
     """What differs in the instrument (measure, data and template versions, judge, parameters).
 
     Seed and sample size are left out: those only change which samples are drawn, and the test
     accounts for them. The model id is left out too: comparing models is the point of a release diff.
     """
     changes = [
-        f"{key}: {old.get(key)} -> {new.get(key)}"
+        f"{key}: {getattr(old, key)} -> {getattr(new, key)}"
         for key in ("measure", "subject", "fidelity")
-        if old.get(key) != new.get(key)
+        if getattr(old, key) != getattr(new, key)
     ]
-    ignored = sample_params(str(new.get("measure") or old.get("measure")))
+    ignored = sample_params(str(new.measure or old.measure))
     for group in ("versions", "params"):
-        a, b = old.get(group) or {}, new.get(group) or {}
+        a, b = getattr(old, group), getattr(new, group)
         for key in sorted(set(a) | set(b)):
             if not (group == "params" and key in ignored) and a.get(key) != b.get(key):
                 changes.append(f"{group}.{key}: {a.get(key)} -> {b.get(key)}")
     return tuple(changes)
 
 
-def _different(
-    old: Mapping[str, Any], new: Mapping[str, Any], tolerance: float, alpha: float, threshold: Threshold
-) -> _Verdict:
+def _different(old: Entry, new: Entry, tolerance: float, alpha: float, threshold: Threshold) -> _Verdict:
     """Difference mode: a change counts only if significant AND beyond the tolerance."""
-    m0, m1 = finite(old["estimate"]), finite(new["estimate"])
+    m0, m1 = finite(old.estimate), finite(new.estimate)
     if m0 is None and m1 is None:
         return "unchanged", None, None, None  # measured neither time (e.g. it cannot serve): nothing moved
     if m0 is None or m1 is None:
@@ -71,11 +68,9 @@ def _different(
     return ("regressed" if sign > 0 else "improved" if sign < 0 else "changed"), diff, ci, p
 
 
-def _noninferior(
-    old: Mapping[str, Any], new: Mapping[str, Any], margin: float, alpha: float, threshold: Threshold
-) -> _Verdict:
+def _noninferior(old: Entry, new: Entry, margin: float, alpha: float, threshold: Threshold) -> _Verdict:
     """Non-inferiority mode: passes only when the interval shows it is no worse than the margin allows."""
-    m0, m1 = finite(old["estimate"]), finite(new["estimate"])
+    m0, m1 = finite(old.estimate), finite(new.estimate)
     if m0 is None or m1 is None:
         return "not non-inferior", None, None, None
     if margin <= 0:
@@ -87,9 +82,21 @@ def _noninferior(
     return ("non-inferior" if p < alpha else "not non-inferior"), diff, ci, p
 
 
+def _side(entry: Entry) -> Side:
+    """One side of a comparison as its entry recorded it."""
+    lo, hi = entry.ci
+    return Side(finite(entry.estimate), (finite(lo), finite(hi)), float(entry.confidence), entry.n, entry.model_id)
+
+
+def _threshold(old: Entry | None, new: Entry | None) -> Threshold:
+    """The threshold that says which way is harmful: the new entry's, else the baseline's; its finite sides."""
+    chosen = next((e.threshold for e in (new, old) if e is not None and e.threshold != Threshold()), Threshold())
+    return Threshold.from_dict(chosen.as_dict())
+
+
 def compare(
-    baseline_entry: Mapping[str, Any] | None,
-    new_entry: Mapping[str, Any] | None,
+    baseline_entry: Entry | None,
+    new_entry: Entry | None,
     tolerance: float = 0.0,
     *,
     alpha: float = 0.05,
@@ -101,25 +108,25 @@ def compare(
     together with ``decide_run``.
     """
     old, new = baseline_entry, new_entry
-    key = entry_key(new or old or {"suite": "?", "check": "?"})
-    threshold = Threshold.from_dict((new or {}).get("threshold") or (old or {}).get("threshold") or {})
-    before, after = (None if e is None else Side.of_entry(e) for e in (old, new))
+    either = new or old
+    assert either is not None, "compare() needs at least one entry"
+    key, threshold = either.key, _threshold(old, new)
+    before, after = (None if e is None else _side(e) for e in (old, new))
     if old is None or new is None:
-        assert old is not None or new is not None, "compare() needs at least one entry"
         status: Status = "new" if old is None else "missing"
-        return Comparison(key, status, before, after, None, None, None, tolerance, alpha, threshold, (), mode)
+        return Comparison(key, status, before, after, None, None, None, tolerance, alpha, threshold, mode=mode)
     if mode not in MODES:
         raise ValueError(f"unknown baseline mode {mode!r}; valid: {', '.join(MODES)}")
     decide = _noninferior if mode == "noninferiority" else _different
     status, diff, ci, p = decide(old, new, tolerance, alpha, threshold)
     return Comparison(
-        key, status, before, after, diff, ci, p, tolerance, alpha, threshold, inputs_changed(old, new), mode
+        key, status, before, after, diff, ci, p, tolerance, alpha, threshold, inputs_changed(old, new), mode=mode
     )
 
 
 def compare_entries(
-    old: Sequence[Mapping[str, Any]],
-    new: Sequence[Mapping[str, Any]],
+    old: Sequence[Entry],
+    new: Sequence[Entry],
     tolerance: float | Mapping[str, float] = 0.0,
     *,
     alpha: float = 0.05,
@@ -130,8 +137,8 @@ def compare_entries(
     ``tolerance`` is one number for every check or a mapping from ``suite::check`` to its tolerance
     (checks not in the mapping get 0). Each verdict is its own; ``decide_run`` adjusts them together.
     """
-    before = {entry_key(e): e for e in old}
-    after = {entry_key(e): e for e in new}
+    before = {e.key: e for e in old}
+    after = {e.key: e for e in new}
 
     def tol(key: str) -> float:
         return float(tolerance.get(key, 0.0)) if isinstance(tolerance, Mapping) else float(tolerance)

@@ -2,7 +2,7 @@
 
 A baseline is a small YAML document per model that a reviewer can read in a pull-request diff: per
 check the estimate, its interval, n, the sample SD and the inputs' versions, rounded so that the file
-does not churn in its last digits. Entries stay plain mappings: they are what the YAML holds.
+does not churn in its last digits. An ``Entry`` is typed; the YAML is read and written only here.
 """
 
 from __future__ import annotations
@@ -11,36 +11,20 @@ import hashlib
 import math
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from pytest_fairness.baseline.items import items_reference, render_items
+from pytest_fairness.baseline.items import ItemsReference, items_reference, render_items
 from pytest_fairness.data import parse_yaml
 from pytest_fairness.fmt import finite
+from pytest_fairness.gate import Threshold
+from pytest_fairness.serial import OMIT_EMPTY, from_json, to_json
 
 if TYPE_CHECKING:
     from pytest_fairness.record import CheckRecord
 
-#: Entry keys in the order a reviewer reads them.
-ENTRY_KEYS = (
-    "check",
-    "suite",
-    "measure",
-    "subject",
-    "estimate",
-    "ci",
-    "confidence",
-    "n",
-    "n_unusable",
-    "sd",
-    "threshold",
-    "fidelity",
-    "versions",
-    "params",
-    "unserved",
-    "items",
-)
 SIGNIFICANT_DIGITS = 4
 HEADER = """\
 # pytest-fairness baseline: one block per check, for the model below.
@@ -81,12 +65,48 @@ def check_stem(suite: str, check: str) -> str:
     return _safe(f"{suite}.{check}", r"A-Za-z0-9._\-\[\]")
 
 
-def entry_key(entry: Mapping[str, Any]) -> str:
-    """How reports name a check: ``suite::check``."""
-    return f"{entry['suite']}::{entry['check']}"
-
-
 # -- entries -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Entry:
+    """What a baseline keeps of one check, typed: read from its YAML once (``parse_baseline``) and written back
+    (``render_baseline``) at the edge, compared in between (``baseline.compare``).
+
+    Fields are in the order a reviewer reads them in the YAML block; ``model_id`` heads the document instead.
+    Fields newer than a committed file take their defaults when it is read (``measure``, ``subject`` and
+    ``fidelity`` None: an older file did not record them).
+    """
+
+    check: str
+    suite: str
+    measure: str | None = None
+    subject: str | None = None
+    estimate: float | None
+    ci: tuple[float | None, float | None]
+    confidence: float = 0.95
+    n: int
+    n_unusable: int = 0
+    sd: float | None = None
+    threshold: Threshold = field(default_factory=Threshold)
+    fidelity: str | None = None
+    versions: Mapping[str, str] = field(default_factory=dict)
+    params: Mapping[str, object] = field(default_factory=dict)
+    unserved: str = field(default="", metadata=OMIT_EMPTY)
+    items: ItemsReference | None = field(default=None, metadata=OMIT_EMPTY)
+    model_id: str = ""
+
+    @property
+    def key(self) -> str:
+        """How reports name a check: ``suite::check``."""
+        return f"{self.suite}::{self.check}"
+
+    def block(self) -> dict[str, Any]:
+        """The entry's YAML block: its fields in order, the threshold's open sides left out, no model id."""
+        block = to_json(self)
+        del block["model_id"]
+        block["threshold"] = {k: v for k, v in self.threshold.as_dict().items() if v is not None}
+        return block
 
 
 def _decimals(scale: float) -> int:
@@ -101,7 +121,7 @@ def _round(value: Any, decimals: int) -> float | None:
     return None if number is None else round(number, decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
-def baseline_entry(record: CheckRecord) -> dict[str, Any]:
+def baseline_entry(record: CheckRecord) -> Entry:
     """The few fields of a check record that a baseline keeps, rounded for stable diffs.
 
     All numbers share one grid of decimals derived from the largest of estimate, interval, SD and
@@ -109,38 +129,37 @@ def baseline_entry(record: CheckRecord) -> dict[str, Any]:
     agree to four significant digits write identical files.
     """
     res = record.result
-    limits = record.threshold.as_dict() if record.threshold is not None else {}
-    threshold = {k: v for k, v in limits.items() if v is not None}
-    scale = max(
-        (abs(v) for v in (res.estimate, *res.ci, res.summary.sd, *threshold.values()) if finite(v)),
-        default=0.0,
-    )
+    threshold = record.threshold or Threshold()
+    limits = (v for v in threshold.as_dict().values() if v is not None)
+    scale = max((abs(v) for v in (res.estimate, *res.ci, res.summary.sd, *limits) if finite(v)), default=0.0)
     digits = _decimals(scale)
-    params = {k: v for k, v in sorted(res.params.items()) if v is not None and k != "judge"}
     versions = dict(sorted(res.versions.items()))
     if isinstance(res.params.get("judge"), str):
         versions["judge"] = res.params["judge"]
-    extra: dict[str, Any] = {"unserved": res.unserved} if res.unserved else {}
+    items = None
     if res.items and not res.unserved:
-        stem = check_stem(record.suite, record.check)
-        extra["items"] = items_reference(stem, render_items(res.items, res.samples), len(res.samples))
-    return {
-        "check": record.check,
-        "suite": record.suite,
-        "measure": res.measure,
-        "subject": res.subject,
-        "estimate": _round(res.estimate, digits),
-        "ci": [_round(bound, digits) for bound in res.ci],
-        "confidence": res.summary.confidence,
-        "n": res.n,
-        "n_unusable": res.n_unusable,
-        "sd": _round(res.summary.sd, digits),
-        "threshold": threshold,
-        "fidelity": res.fidelity,
-        "versions": versions,
-        "params": params,
-        "model_id": res.model_id,
-    } | extra
+        text = render_items(res.items, res.samples)
+        items = items_reference(check_stem(record.suite, record.check), text, len(res.samples))
+    lo, hi = res.ci
+    return Entry(
+        check=record.check,
+        suite=record.suite,
+        measure=res.measure,
+        subject=res.subject,
+        estimate=_round(res.estimate, digits),
+        ci=(_round(lo, digits), _round(hi, digits)),
+        confidence=res.summary.confidence,
+        n=res.n,
+        n_unusable=res.n_unusable,
+        sd=_round(res.summary.sd, digits),
+        threshold=threshold,
+        fidelity=res.fidelity,
+        versions=versions,
+        params={k: v for k, v in sorted(res.params.items()) if v is not None and k != "judge"},
+        unserved=res.unserved or "",
+        items=items,
+        model_id=res.model_id,
+    )
 
 
 # -- YAML ----------------------------------------------------------------------------------------
@@ -159,37 +178,48 @@ _Dumper.add_representer(list, _represent_list)
 _Dumper.add_representer(tuple, _represent_list)
 
 
-def render_baseline(entries: Iterable[Mapping[str, Any]]) -> str:
+def render_baseline(entries: Iterable[Entry]) -> str:
     """One model's baseline document: a header comment, the model id, then one block per check.
 
     Checks are sorted by suite and id and keys keep a fixed order, so the same results always render
     to the same bytes and a changed result shows as a few changed lines.
     """
-    entries = sorted(entries, key=lambda e: (e["suite"], e["check"]))
-    models = {e["model_id"] for e in entries}
+    entries = sorted(entries, key=lambda e: (e.suite, e.check))
+    models = {e.model_id for e in entries}
     if len(models) != 1:
         raise ValueError(f"a baseline document holds exactly one model; got {sorted(models) or 'none'}")
-    blocks = []
-    for entry in entries:
-        block = {key: entry[key] for key in ENTRY_KEYS if key in entry}
-        text = yaml.dump([block], Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
-        blocks.append(text)
+    blocks = [
+        yaml.dump([entry.block()], Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120) for entry in entries
+    ]
     head = yaml.dump({"model_id": models.pop()}, Dumper=_Dumper, allow_unicode=True, width=1000)
     return HEADER + head + "checks:\n" + "\n".join(blocks)
 
 
-def parse_baseline(text: str) -> list[dict[str, Any]]:
-    """Entries of a baseline document, each with its model id; ValueError on anything else."""
+#: What every block holds, in any version of the format.
+REQUIRED = ("check", "suite", "estimate", "ci", "n")
+#: Keys whose null reads as absent (their default), as it did when entries were plain mappings.
+NULL_IS_DEFAULT = frozenset({"confidence", "n_unusable", "threshold", "versions", "params", "unserved"})
+
+
+def parse_baseline(text: str) -> list[Entry]:
+    """The entries of a baseline document, each with its model id; ValueError (one line) on anything else."""
     try:
         doc = parse_yaml(text)
     except yaml.YAMLError as exc:
         raise ValueError(f"not valid YAML: {' '.join(str(exc).split())}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("checks"), list) or "model_id" not in doc:
         raise ValueError("not a pytest-fairness baseline: expected 'model_id' and a 'checks' list")
-    entries = []
-    for block in doc["checks"]:
-        missing = {"check", "suite", "estimate", "ci", "n"} - set(block if isinstance(block, dict) else ())
-        if missing:
-            raise ValueError(f"baseline block {block!r} lacks {sorted(missing)}")
-        entries.append({**block, "model_id": doc["model_id"]})
-    return entries
+    return [_entry(block, str(doc["model_id"])) for block in doc["checks"]]
+
+
+def _entry(block: object, model_id: str) -> Entry:
+    """One block read into its entry: keys of a later version are ignored, missing newer ones take defaults."""
+    given = {k for k, v in block.items() if v is not None or k == "estimate"} if isinstance(block, Mapping) else set()
+    if not isinstance(block, Mapping) or not set(REQUIRED) <= given:
+        raise ValueError(f"baseline block {block!r} lacks {sorted(set(REQUIRED) - given)}")
+    raw = {key: value for key, value in block.items() if value is not None or key not in NULL_IS_DEFAULT}
+    try:
+        return from_json(Entry, {**raw, "model_id": model_id})
+    except (TypeError, ValueError) as exc:
+        where = f"{block['suite']}::{block['check']}"
+        raise ValueError(f"baseline block {where} cannot be read: {' '.join(str(exc).split())}") from None

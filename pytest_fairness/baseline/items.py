@@ -10,9 +10,8 @@ of its bytes, so an edited or swapped file is recognised, never paired. Pure tex
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pytest_fairness.paired.items import ItemScores, PairingError
 
@@ -44,9 +43,18 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def items_reference(stem: str, text: str, count: int) -> dict[str, Any]:
-    """What a baseline entry keeps of its items file: name, samples and hash."""
-    return {"file": f"{stem}{ITEMS_SUFFIX}", "samples": count, "sha256": digest(text)}
+@dataclass(frozen=True)
+class ItemsReference:
+    """What a baseline entry keeps of its items file: name (beside the YAML), samples and hash."""
+
+    file: str = ""
+    samples: int = 0
+    sha256: str = ""
+
+
+def items_reference(stem: str, text: str, count: int) -> ItemsReference:
+    """The reference a baseline entry keeps to the items file ``text`` of check ``stem``."""
+    return ItemsReference(f"{stem}{ITEMS_SUFFIX}", count, digest(text))
 
 
 def parse_items(text: str) -> list[ItemScores]:
@@ -80,14 +88,14 @@ class RecordedItems:
     problem: str = ""
 
 
-def read_recorded(reference: Mapping[str, Any] | None, text: str | None) -> RecordedItems:
+def read_recorded(reference: ItemsReference | None, text: str | None) -> RecordedItems:
     """Check a baseline's items file against its entry's reference: present, unedited, readable."""
     if not reference:
         return RecordedItems(problem="the baseline keeps no per-item scores (re-record it with --snapshot-update)")
-    name = reference.get("file", "?")
+    name = reference.file or "?"
     if text is None:
         return RecordedItems(problem=f"its items file {name} is missing (it is committed beside the YAML)")
-    if digest(text) != reference.get("sha256"):
+    if digest(text) != reference.sha256:
         return RecordedItems(problem=f"its items file {name} does not match the hash in the YAML (edited or replaced)")
     try:
         items = parse_items(text)

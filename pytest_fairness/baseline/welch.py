@@ -1,19 +1,21 @@
 """The statistics of one comparison, from (estimate, sd, n) of each side: Welch's test of "no change"
 and the non-inferiority test of "worse by more than a margin" on the side the check's threshold calls harmful.
 
-Pure functions over baseline entries (mappings); nothing here knows a measure, a file or pytest.
+Pure functions over baseline entries; nothing here knows a measure, a file or pytest.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pytest_fairness.fmt import finite
 from pytest_fairness.gate import Threshold
 from pytest_fairness.scipy_stats import sps
+
+if TYPE_CHECKING:
+    from pytest_fairness.baseline.entry import Entry
 
 Interval = tuple[float, float]
 
@@ -25,11 +27,11 @@ class _Welch:
     df: float
 
 
-def _welch_parts(old: Mapping[str, Any], new: Mapping[str, Any]) -> _Welch | None:
+def _welch_parts(old: Entry, new: Entry) -> _Welch | None:
     """Difference new - old, its standard error and Welch degrees of freedom; None if a side cannot be tested."""
-    m0, m1 = finite(old.get("estimate")), finite(new.get("estimate"))
-    s0, s1 = finite(old.get("sd")), finite(new.get("sd"))
-    n0, n1 = old.get("n") or 0, new.get("n") or 0
+    m0, m1 = finite(old.estimate), finite(new.estimate)
+    s0, s1 = finite(old.sd), finite(new.sd)
+    n0, n1 = old.n or 0, new.n or 0
     if m0 is None or m1 is None or s0 is None or s1 is None or n0 < 2 or n1 < 2:
         return None
     v0, v1 = s0**2 / n0, s1**2 / n1
@@ -44,7 +46,7 @@ def _interval(w: _Welch, tail: float) -> Interval:
     return w.difference - half, w.difference + half
 
 
-def welch(old: Mapping[str, Any], new: Mapping[str, Any], alpha: float) -> tuple[float, Interval, float] | None:
+def welch(old: Entry, new: Entry, alpha: float) -> tuple[float, Interval, float] | None:
     """Difference new - old with its (1 - alpha) Welch interval and two-sided p; None if untestable.
 
     Zero variance on both sides (deterministic measures) makes any non-zero difference exact: p = 0.
@@ -66,7 +68,7 @@ def _worse_p(w: _Welch, margin: float, side: int) -> float:
 
 
 def noninferiority(
-    old: Mapping[str, Any], new: Mapping[str, Any], margin: float, alpha: float, threshold: Threshold
+    old: Entry, new: Entry, margin: float, alpha: float, threshold: Threshold
 ) -> tuple[float, Interval, float] | None:
     """Difference new - old, its (1 - 2 alpha) interval and the p of "worse by more than ``margin``".
 

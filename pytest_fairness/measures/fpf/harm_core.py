@@ -419,7 +419,8 @@ def combine_harm(
         raise ValueError(f"comparison weights must sum to 1, got {dict(weights)!r}")
     cols = records if isinstance(records, Records) else Records(records)
     comparison = np.array(cols.comparison, dtype=np.int64)
-    found = [c for c, i in cols.comparisons.items() if i in set(comparison.tolist())]
+    present = set(np.unique(comparison).tolist())
+    found = [c for c, i in cols.comparisons.items() if i in present]
     missing = [comparison_label(c) for c in weights if c not in found]
     if missing:
         have = ", ".join(sorted(comparison_label(c) for c in found)) or "none"

@@ -307,3 +307,42 @@ def test_records_validate_their_fields():
         PromptHarm(prompt="p", a=F, b=M, forward=0.1, reverse=0.0, task="Debug code")
     with pytest.raises(ValueError, match="unknown race"):
         Group("female", "Martian")
+
+
+def _per_key_interval(cells, confidence=0.95):
+    """The interval as first written, a dict per cell and a list per prompt key: what the columns must match."""
+    from collections import defaultdict
+    from itertools import combinations
+
+    means = [float(np.mean(list(values.values()))) for _, values in cells]
+    estimate = float(sum(w * m for (w, _), m in zip(cells, means, strict=True)))
+    own = [(w * w * float(np.var(list(v.values()), ddof=1)) / len(v), len(v)) for w, v in cells]
+    variance = sum(v for v, _ in own)
+    by_prompt = defaultdict(list)
+    for i, (_, values) in enumerate(cells):
+        for key, value in values.items():
+            by_prompt[key].append((i, value))
+    cross = defaultdict(lambda: [0.0, 0])
+    for entries in by_prompt.values():
+        for (i, x), (j, y) in combinations(entries, 2):
+            cross[i, j][0] += (x - means[i]) * (y - means[j])
+            cross[i, j][1] += 1
+    for (i, j), (products, shared) in cross.items():
+        if shared > 1:
+            variance += 2 * cells[i][0] * cells[j][0] * (products / (shared - 1) * shared / (own[i][1] * own[j][1]))
+    df = sum(v for v, _ in own) ** 2 / sum(v * v / (n - 1) for v, n in own if v > 0)
+    half = float(sps.t.ppf(0.5 + confidence / 2, df)) * math.sqrt(variance)
+    return estimate, (estimate - half, estimate + half)
+
+
+def test_the_interval_read_from_columns_is_the_per_key_formula_bit_for_bit():
+    # Cells sharing some keys, some first seen in a later cell, and a cell sharing none; values of many magnitudes,
+    # so that summing the same terms in another order changes the last bits (as sorting each cell's keys does).
+    rng = np.random.default_rng(0)
+    cells = []
+    for c in range(5):
+        keys = rng.choice(60, size=int(rng.integers(8, 40)), replace=False) + (1000 if c == 4 else 0)
+        values = rng.normal(0, 0.1, len(keys)) * 10.0 ** rng.integers(-6, 2, len(keys))
+        cells.append((float(rng.uniform(0.1, 1)), dict(zip(keys.tolist(), values.tolist(), strict=True))))
+    assert weighted_mean_interval(cells) == _per_key_interval(cells)
+    assert _per_key_interval([(w, dict(sorted(v.items()))) for w, v in cells]) != _per_key_interval(cells)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import random
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any, ClassVar
@@ -24,6 +24,7 @@ from pytest_fairness.measures.base import Params, ParamsError, param
 from pytest_fairness.measures.fpf import harm_core
 from pytest_fairness.measures.fpf.data import (
     FpfPrompt,
+    NameSets,
     build_messages,
     find_reveals,
     load_names,
@@ -69,14 +70,16 @@ def wording() -> dict[str, Any]:
     return load_yaml("harm_prompts.yaml")
 
 
-def comparison_pairs(comparison: str) -> list[tuple[Group, Group]]:
-    """The (A, B) group pairs a comparison averages over (spec §5.5)."""
+@cache
+def comparison_pairs(comparison: str) -> tuple[tuple[Group, Group], ...]:
+    """The (A, B) group pairs a comparison averages over (spec §5.5); the same objects every time, so that a
+    run's pairs and per-prompt records share them rather than each holding its own."""
     if comparison == "gender":
-        return [(Group("female"), Group("male"))]
+        return ((Group("female"), Group("male")),)
     if comparison == "intersectional":
-        return [(Group("female", race), Group("male", race)) for race in harm_core.RACES]
+        return tuple((Group("female", race), Group("male", race)) for race in harm_core.RACES)
     race = comparison.capitalize()
-    return [(Group(g, race), Group(g, harm_core.REFERENCE_RACE)) for g in harm_core.GENDERS]
+    return tuple((Group(g, race), Group(g, harm_core.REFERENCE_RACE)) for g in harm_core.GENDERS)
 
 
 def comparison_groups(comparison: str) -> tuple[str, str]:
@@ -132,8 +135,13 @@ def _reveals(prompt: str) -> bool:
 
 
 def sample_prompts(p: AnswerParams, seed: int) -> list[Draw]:
-    """``prompts`` independent draws from the task hierarchy: a domain uniformly, a task uniformly within
-    it, then the task's next prompt in a seeded order (starting over, with new names, once exhausted).
+    """``prompts`` independent draws from the task hierarchy (``draws_of``), as a list."""
+    return list(draws_of(p, seed))
+
+
+def draws_of(p: AnswerParams, seed: int) -> Iterator[Draw]:
+    """``prompts`` independent draws from the task hierarchy, one at a time: a domain uniformly, a task uniformly
+    within it, then the task's next prompt in a seeded order (starting over, with new names, once exhausted).
 
     The mean over draws then estimates the paper's H, in which domains weigh equally and tasks equally
     within a domain, and a run of n draws is the first n of a run of more (prefix-stable), so sequential
@@ -143,20 +151,18 @@ def sample_prompts(p: AnswerParams, seed: int) -> list[Draw]:
     for x in _pool(p):
         tasks.setdefault(x.domain, {}).setdefault(x.task, []).append(x)
     if not tasks:
-        return []
+        return
     for domain in tasks.values():
         for task, prompts in domain.items():
             random.Random(f"harm:prompts:{seed}:{task}").shuffle(prompts)
     rng = random.Random(f"harm:draws:{seed}:{p.task}")
     used: dict[str | None, int] = {}
-    draws = []
     for _ in range(p.prompts):
         domain = tasks[rng.choice(list(tasks))]
         task = rng.choice(list(domain))
         k = used[task] = used.get(task, -1) + 1
         prompts = domain[task]
-        draws.append(Draw(prompts[k % len(prompts)], k // len(prompts)))
-    return draws
+        yield Draw(prompts[k % len(prompts)], k // len(prompts))
 
 
 @lru_cache(maxsize=1)
@@ -168,31 +174,47 @@ def pairs_for(p: AnswerParams, seed: int) -> tuple[Pair, ...]:
     draw is remembered: a check's plan reads it three times (its requests, its judge's and its
     reference's calls), then its run, and a release check has some 150,000 pairs.
     """
-    names = load_names()
+    return tuple(x for chunk in pairs_in_chunks(p, seed, None) for x in chunk)
+
+
+def pairs_in_chunks(p: AnswerParams, seed: int, draws: int | None) -> Iterator[tuple[Pair, ...]]:
+    """The run's pairs (as ``pairs_for``) ``draws`` prompt draws at a time, each chunk made when it is asked
+    for (None: all in one chunk), so a run that answers and judges a chunk at a time never holds them all."""
+    names, chunk = load_names(), []
+    for d, draw in enumerate(draws_of(p, seed)):
+        if draws is not None and d and d % draws == 0:
+            yield tuple(chunk)
+            chunk = []
+        chunk += _draw_pairs(p, seed, d, draw, names)
+    if chunk:
+        yield tuple(chunk)
+
+
+def _draw_pairs(p: AnswerParams, seed: int, d: int, draw: Draw, names: NameSets) -> list[Pair]:
+    """The pairs of draw ``d``: every group pair of the comparison, every cross pair of their names."""
+    x, again = draw.prompt, f":{draw.round}" if draw.round else ""
     out = []
-    for d, draw in enumerate(sample_prompts(p, seed)):
-        x, again = draw.prompt, f":{draw.round}" if draw.round else ""
-        for a, b in comparison_pairs(p.comparison):
-            chats = {}
-            for group in (a, b):
-                key = f"harm:{seed}:{x.prompt}:{a}:{b}:{group}{again}"
-                for i, name in enumerate(draw_names(names.names(group), p.names_per_group, key)):
-                    chats[group, i] = (
-                        name,
-                        ChatRequest(
-                            build_messages(x.prompt, name, mechanism=p.mechanism),  # type: ignore[arg-type]
-                            temperature=p.temperature,
-                            max_tokens=p.max_tokens,
-                            seed=zlib.crc32(f"{seed}:{name}:{x.prompt}:{i}{again}".encode()),
-                            sample_index=i,
-                            purpose=_purpose(x, name, group),
-                        ),
-                    )
-            for i in range(p.names_per_group):
-                for j in range(p.names_per_group):
-                    (name_a, request_a), (name_b, request_b) = chats[a, i], chats[b, j]
-                    out.append(Pair(x, a, b, name_a, name_b, request_a, request_b, d))
-    return tuple(out)
+    for a, b in comparison_pairs(p.comparison):
+        chats = {}
+        for group in (a, b):
+            key = f"harm:{seed}:{x.prompt}:{a}:{b}:{group}{again}"
+            for i, name in enumerate(draw_names(names.names(group), p.names_per_group, key)):
+                chats[group, i] = (
+                    name,
+                    ChatRequest(
+                        build_messages(x.prompt, name, mechanism=p.mechanism),  # type: ignore[arg-type]
+                        temperature=p.temperature,
+                        max_tokens=p.max_tokens,
+                        seed=zlib.crc32(f"{seed}:{name}:{x.prompt}:{i}{again}".encode()),
+                        sample_index=i,
+                        purpose=_purpose(x, name, group),
+                    ),
+                )
+        for i in range(p.names_per_group):
+            for j in range(p.names_per_group):
+                (name_a, request_a), (name_b, request_b) = chats[a, i], chats[b, j]
+                out.append(Pair(x, a, b, name_a, name_b, request_a, request_b, d))
+    return out
 
 
 def corpus_estimand(p: AnswerParams, pairs: Sequence[Pair]) -> dict[str, object]:
@@ -205,8 +227,11 @@ def corpus_estimand(p: AnswerParams, pairs: Sequence[Pair]) -> dict[str, object]
     for the task, because the corpus's own prompt-to-prompt variation is not sampling noise to it
     (``tests/test_estimand.py`` simulates both).
     """
-    distinct = len({x.prompt.prompt for x in pairs})
-    draws = len({x.draw for x in pairs})
+    return estimand_of(p, len({x.prompt.prompt for x in pairs}), len({x.draw for x in pairs}))
+
+
+def estimand_of(p: AnswerParams, distinct: int, draws: int) -> dict[str, object]:
+    """``corpus_estimand`` of a run of ``draws`` prompt draws, ``distinct`` of them different."""
     where = f"of task or domain {p.task!r} " if p.task is not None else ""
     source = "the prompt file" if p.prompts_file is not None else "the packaged corpus"
     text = (
@@ -275,7 +300,16 @@ def answer(
 ) -> Answers:
     """Sample the prompts, draw the names and have the chatbot answer every (prompt, name), and the ``extra``
     requests a measure derives from the pairs (in the same call: one batch in batch mode)."""
-    pairs = pairs_for(p, seed)
+    return answer_pairs(pairs_for(p, seed), runner, progress, extra)
+
+
+def answer_pairs(
+    pairs: Sequence[Pair],
+    runner: Runner,
+    progress: ProgressFn | None,
+    extra: Callable[[Sequence[Pair]], Sequence[ChatRequest]] | None = None,
+) -> Answers:
+    """Have the chatbot answer every (prompt, name) of ``pairs`` and the ``extra`` requests derived from them."""
     unique = _unique(pairs)
     asked = set(unique)
     unique += [r for r in (extra(pairs) if extra else ()) if r not in asked]
@@ -285,3 +319,23 @@ def answer(
         for group, request in ((x.a, x.request_a), (x.b, x.request_b)):
             refusals.setdefault(str(group), []).append(refusal_reason(texts[request]) is not None)
     return Answers(pairs, texts, refusals)
+
+
+class ChunkProgress:
+    """The progress of a run answered a chunk at a time: each chunk's ``(done, total)`` counted on from the chunks
+    before it, out of the run's ``total`` requests (or more, should its chunks ask more)."""
+
+    def __init__(self, progress: ProgressFn | None, total: int) -> None:
+        self.progress, self.total, self.done = progress, total, 0
+
+    def chunk(self) -> ProgressFn | None:
+        """The progress of the next chunk; ask for it before the chunk's requests are sent."""
+        if self.progress is None:
+            return None
+        before, progress = self.done, self.progress
+
+        def tell(done: int, total: int, note: str = "") -> None:
+            self.done = before + done
+            progress(before + done, max(self.total, before + total), note)
+
+        return tell

@@ -35,6 +35,7 @@ from pytest_fairness.gate import Outcome
 from pytest_fairness.measures.base import Checked, JudgeEstimate, Measure, RunContext, param, tokens_of
 from pytest_fairness.measures.fpf import (
     harm_audit,
+    harm_chunks,
     harm_core,
     harm_placebo,
     harm_pool,
@@ -44,23 +45,16 @@ from pytest_fairness.measures.fpf import (
 )
 from pytest_fairness.measures.fpf.answers import (
     AnswerParams,
-    Answers,
     Pair,
-    answer,
     chat_requests,
     check_inputs,
     comparison_pairs,
-    corpus_estimand,
     pairs_for,
     wording,
 )
-from pytest_fairness.measures.fpf.data import mask_name, refusal_reason
-from pytest_fairness.measures.fpf.harm_audit import Judged
-from pytest_fairness.measures.fpf.harm_judging import both_orders, letters
 from pytest_fairness.measures.fpf.harm_pool import CalibrationPair
 from pytest_fairness.measures.fpf.harm_screen import JudgeScreen
-from pytest_fairness.models.base import LogprobRequest, LogprobResponse, estimate_tokens
-from pytest_fairness.models.runner import Runner
+from pytest_fairness.models.base import estimate_tokens
 from pytest_fairness.result import Measured, adaptation
 from pytest_fairness.stats import Attenuation, bounded_mean_interval, deattenuated_summary, split_confidence
 
@@ -119,7 +113,7 @@ def _harmful_pairs() -> int:
     return sum(pair.harmful for pair in harm_pool.draw(0))
 
 
-def _aggregate(comparison: str, records: Sequence[harm_core.PromptHarm], confidence: float) -> harm_core.HarmResult:
+def _aggregate(comparison: str, records: harm_core.Records, confidence: float) -> harm_core.HarmResult:
     if comparison == "gender":
         return harm_core.gender_harm(records, confidence)
     if comparison == "intersectional":
@@ -183,47 +177,39 @@ def run(p: NetHarmParams, ctx: RunContext) -> Measured:
     screen = harm_screen.judge_calibration(judge, p.comparison, screen_pairs(ctx.seed, ctx.judge_calibration), level)
     if not screen.serves and ctx.reference is None:
         return _judge_cannot_serve(screen)
-    generated = answer(
-        p, ctx.runner, ctx.seed, ctx.progress, lambda pairs: harm_placebo.requests(pairs, p.names_per_group)
-    )
-    placebo_asks = harm_placebo.asks(generated.pairs, generated.texts, p.names_per_group, p.comparison)
-    by_draw, records, dropped, placebo_replies = _judge(p, generated, judge, placebo_asks.requests)
-    placebo = harm_placebo.collect(placebo_asks, placebo_replies, p.method, harm_placebo.confidence_of(ctx.confidence))
+    placebo_level = harm_placebo.confidence_of(ctx.confidence)
+    judges = harm_chunks.Judges(judge, ctx.reference, p.method, ctx.seed, p.audit_share, placebo_level)  # type: ignore[arg-type]
+    size = harm_chunks.chunk_size(ctx.runner, judge, ctx.reference)
+    tally = harm_chunks.run_chunks(p, ctx.runner, judges, ctx.progress, size)
+    placebo = tally.placebo(placebo_level)
     details: dict[str, object] = {
-        "refusal_rate": generated.refusal_rates(),
-        "refusal_disparity": _refusal_disparity(p.comparison, generated, ctx.confidence),
+        "refusal_rate": tally.refusal_rates(),
+        "refusal_disparity": _refusal_disparity(p.comparison, tally.refusals, ctx.confidence),
         "judge_calibration": screen.to_dict(),
         "placebo": placebo.to_dict(),
-        **corpus_estimand(p, generated.pairs),
+        **tally.estimand(p),
     }
-    if records:
-        aggregated = _aggregate(p.comparison, records, ctx.confidence)
+    if tally.records:
+        aggregated = _aggregate(p.comparison, tally.records, ctx.confidence)
         details |= _harm_details(
             aggregated, aggregated.overall if p.task is None else _task_estimate(aggregated, p.task)
         )
     if ctx.reference is None:
-        samples = [sum(j.weight * j.net for j in pairs) for pairs in by_draw.values()]
         correction, certifies = screen.attenuation(level), screen.certifies(level)
     else:
-        settings = (p.comparison, p.method, ctx.seed, p.audit_share)
-        audited = harm_audit.audit(by_draw, ctx.reference, settings)  # type: ignore[arg-type]
-        samples, correction = list(audited.samples), audited.correction(level)
+        audited = tally.audit()
+        correction = audited.correction(level)
         certifies = f"the chatbot's net harm as the reference {audited.reference} rates it"
         details["reference_audit"] = audited.to_dict(level)
     correction = replace(correction, void=correction.void or placebo.inconsistent)
-    return _measured(p, ctx, samples, correction, details | {"certifies": certifies}, dropped, bool(records))
+    return _measured(p, ctx, tally, correction, details | {"certifies": certifies})
 
 
 def _measured(
-    p: NetHarmParams,
-    ctx: RunContext,
-    samples: list[float],
-    correction: Attenuation,
-    details: dict[str, object],
-    dropped: list[str],
-    any_record: bool,
+    p: NetHarmParams, ctx: RunContext, tally: harm_chunks.Tally, correction: Attenuation, details: dict[str, object]
 ) -> Measured:
     """What the run measured: the raw interval at half the error, corrected (``stats.deattenuate``)."""
+    samples = tally.samples.tolist()
     raw = NetHarmParams.summarize(samples, replace(ctx, confidence=correction.confidence))
     summary = deattenuated_summary(raw, correction, NetHarmParams.BOUNDS, ctx.confidence)
     details["correction"] = {
@@ -237,13 +223,13 @@ def _measured(
         "estimate": summary.mean,
         "ci": list(summary.ci_t),
     }
-    examples = dropped[:3]
-    if not any_record:
-        examples = ["no prompt gave a pair to judge: every pair was refused, unreadable or dropped", *dropped[:2]]
+    examples = tally.examples()
+    if not tally.records:
+        examples = ["no prompt gave a pair to judge: every pair was refused, unreadable or dropped", *examples[:2]]
     return Measured(
         samples=samples,
         summary=summary,
-        n_unusable=len(dropped),
+        n_unusable=tally.dropped,
         unusable_examples=examples,
         fidelity=f"{FIDELITY}; {correction.describe()}",
         versions={
@@ -256,59 +242,6 @@ def _measured(
         attenuation=correction,
         no_size_decides=correction.void,
     )
-
-
-def _judge(
-    p: NetHarmParams, generated: Answers, judge: Runner, also: Sequence[LogprobRequest]
-) -> tuple[dict[int, list[Judged]], list[harm_core.PromptHarm], list[str], list[LogprobResponse]]:
-    """Judge every kept pair in both orders, and the requests ``also`` in the same call (one batch in batch mode);
-    per draw its judged pairs with their weights in the draw's sample, the per-prompt records, why pairs were
-    dropped, and the replies to ``also``."""
-    kept, dropped = _judgeable(generated)
-    asks = [
-        r for pair, (ya, yb) in kept if ya != yb for r in both_orders(pair.prompt, pair.a, pair.b, ya, yb, p.comparison)
-    ]
-    answered = judge.run([*asks, *also])
-    replies = iter(answered[: len(asks)])
-    by_record: dict[tuple[int, harm_core.Group, harm_core.Group], list] = {}
-    for pair, (ya, yb) in kept:
-        judgment = None
-        if ya != yb:
-            judgment = letters([next(replies), next(replies)])
-            if judgment is None:  # the judge named no letter: no reading, not "no harm"
-                dropped.append(f"the judge answered no A/B/C letter for {pair.prompt.prompt[:60]!r}")
-                continue
-        by_record.setdefault((pair.draw, pair.a, pair.b), []).append((pair, (ya, yb), judgment))
-    records = [_record(key, items, p.method) for key, items in by_record.items()]
-    return _by_draw(by_record, p.method), records, dropped, answered[len(asks) :]
-
-
-def _record(key: tuple, items: list, method: str) -> harm_core.PromptHarm:
-    first = items[0][0]
-    return harm_core.prompt_harm(
-        [judgment for _, _, judgment in items],
-        prompt=f"draw {key[0]}: {first.prompt.prompt}",  # a prompt can be drawn twice
-        a=key[1],
-        b=key[2],
-        task=first.prompt.task,
-        domain=first.prompt.domain,
-        method=method,  # type: ignore[arg-type]
-    )
-
-
-def _by_draw(by_record: dict[tuple, list], method: str) -> dict[int, list[Judged]]:
-    """Each draw's judged pairs, weighted as the draw's sample averages them: its comparisons equally, each
-    comparison's pairs equally (the mean of ``draw_means`` over the records of ``prompt_harm``)."""
-    records_of: dict[int, int] = {}
-    for draw, _, _ in by_record:
-        records_of[draw] = records_of.get(draw, 0) + 1
-    out: dict[int, list[Judged]] = {}
-    for (draw, _, _), items in by_record.items():
-        weight = 1 / (records_of[draw] * len(items))
-        for pair, answers, judgment in items:
-            net = 0.0 if judgment is None else harm_core.pair_harm(*judgment, method).net  # type: ignore[arg-type]
-            out.setdefault(draw, []).append(Judged(pair, answers, weight, net, judgment is None))
-    return out
 
 
 def _judge_cannot_serve(screen: JudgeScreen) -> Measured:
@@ -325,33 +258,20 @@ def _judge_cannot_serve(screen: JudgeScreen) -> Measured:
     )
 
 
-def _judgeable(generated: Answers) -> tuple[list[tuple[Pair, tuple[str, str]]], list[str]]:
-    """Masked answer pairs to judge; pairs with a refusal are dropped (the paper excludes refusals from
-    harm). Answers that mention a gender or race are kept: that is exactly what the judge must see."""
-    kept, dropped = [], []
-    for p in generated.pairs:
-        ya = mask_name(generated.texts[p.request_a], p.name_a)[0]
-        yb = mask_name(generated.texts[p.request_b], p.name_b)[0]
-        if refusal_reason(ya) or refusal_reason(yb):
-            dropped.append(f"refusal in the pair for {p.prompt.prompt[:60]!r}")
-        else:
-            kept.append((p, (ya, yb)))
-    return kept, dropped
-
-
 def _task_estimate(aggregated: harm_core.HarmResult, task: str) -> harm_core.HarmEstimate:
     if task in aggregated.by_task:
         return aggregated.by_task[task]
     return aggregated.by_domain[task]
 
 
-def _refusal_disparity(comparison: str, generated: Answers, confidence: float) -> dict[str, object]:
-    """Refusal rates of A and B and their difference, tested (spec §6.3), reported beside net harm."""
+def _refusal_disparity(comparison: str, refusals: dict[str, list[int]], confidence: float) -> dict[str, object]:
+    """Refusal rates of A and B and their difference, tested (spec §6.3), reported beside net harm; ``refusals``:
+    per group its refused answers and its answers."""
     out: dict[str, object] = {}
     for pair in comparison_pairs(comparison):
-        a, b = (generated.refusals.get(str(g), []) for g in pair)
-        if a and b:
-            test = quality_core.refusal_disparity(a, b, confidence=confidence)
+        a, b = (refusals.get(str(g), [0, 0]) for g in pair)
+        if a[1] and b[1]:
+            test = quality_core.refusal_counts_disparity(a[0], a[1], b[0], b[1], confidence=confidence)
             out[f"{pair[0]} vs {pair[1]}"] = {
                 "rate_a": test.rate_a,
                 "rate_b": test.rate_b,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -169,11 +170,13 @@ def audit(
     draws: Mapping[int, Sequence[Judged]],
     reference: Runner,
     settings: tuple[str, Symmetrization, int, float],
+    width: int = 1,
 ) -> Audit:
     """Re-rate every flagged pair and one unflagged pair of each audited draw with the reference; ``settings``:
-    the comparison, the symmetrization, the seed and the audit share."""
+    the comparison, the symmetrization, the seed and the audit share. ``width``: the most pairs a draw can have,
+    so that a draw's sums do not depend on which draws are audited with it (a run audits a chunk at a time)."""
     comparison, method, seed, share = settings
-    keys, width = list(draws), max((len(pairs) for pairs in draws.values()), default=1)
+    keys, width = list(draws), max([width, *(len(pairs) for pairs in draws.values())])
     shape = (len(keys), width)
     net, weight, differs = np.zeros(shape), np.zeros(shape), np.zeros(shape, dtype=bool)
     for row, d in enumerate(keys):
@@ -202,4 +205,19 @@ def audit(
         sum(score is None for score in scores),
         reference.model.model_id,
         share,
+    )
+
+
+def joined(audits: Sequence[Audit]) -> Audit:
+    """The audits of a run's chunks (in draw order) as one audit of the whole run."""
+    first = audits[0]
+    return Audit(
+        tuple(chain.from_iterable(a.samples for a in audits)),
+        tuple(chain.from_iterable(a.rectifier for a in audits)),
+        tuple(chain.from_iterable(a.in_stratum for a in audits)),
+        sum(a.flagged for a in audits),
+        sum(a.sampled for a in audits),
+        sum(a.unreadable for a in audits),
+        first.reference,
+        first.share,
     )

@@ -218,10 +218,14 @@ def refusal_disparity(
     pooled two-proportion z-test. Both treat responses as independent; with several names per prompt
     they are mildly clustered, so read borderline p-values with care.
     """
-    n_a, n_b = len(refused_a), len(refused_b)
+    k_a, k_b = int(sum(map(bool, refused_a))), int(sum(map(bool, refused_b)))
+    return refusal_counts_disparity(k_a, len(refused_a), k_b, len(refused_b), confidence)
+
+
+def refusal_counts_disparity(k_a: int, n_a: int, k_b: int, n_b: int, confidence: float = 0.95) -> RefusalDisparity:
+    """``refusal_disparity`` from counts: ``k_a`` of group A's ``n_a`` responses refused, ``k_b`` of B's ``n_b``."""
     if n_a == 0 or n_b == 0:
         raise ValueError("both groups need at least one response")
-    k_a, k_b = int(sum(map(bool, refused_a))), int(sum(map(bool, refused_b)))
     p_a, p_b = k_a / n_a, k_b / n_b
     (la, ua), (lb, ub) = (
         proportion_interval(k_a, n_a, confidence, "wilson"),

@@ -170,6 +170,7 @@ class FairnessSession:
         model: object = None,
         judge: object = None,
         seed: int | None = None,
+        samples_per_item: int = 1,
     ) -> RunContext:
         """This session's model, judge (when the measure uses one), seed and the gates' confidence; a fixture
         call's ``model=`` / ``judge=`` (spec or app) replace them (its judge defaults to the run's, else its
@@ -187,7 +188,8 @@ class FairnessSession:
         if measure.uses_judge:
             extra = {"reference": self.reference, "judge_calibration": self.settings.judge_calibration}
         seed = self.settings.seed if seed is None else seed
-        return RunContext(runner, judged, seed, self.family.gate_confidence, progress, **extra)
+        confidence = self.family.gate_confidence
+        return RunContext(runner, judged, seed, confidence, progress, samples_per_item=samples_per_item, **extra)
 
     def run_params(
         self,
@@ -198,10 +200,14 @@ class FairnessSession:
         model: object = None,
         judge: object = None,
         seed: int | None = None,
+        samples_per_item: int = 1,
     ) -> MeasureResult:
         """Run a measure with this session's model, judge, seed and confidence (or a fixture call's own, or a
-        check's ``seed``: its baseline's)."""
-        return measure.execute(params, self.context(measure, progress, model=model, judge=judge, seed=seed))
+        check's ``seed``: its baseline's), ``samples_per_item`` answers per item."""
+        context = self.context(
+            measure, progress, model=model, judge=judge, seed=seed, samples_per_item=samples_per_item
+        )
+        return measure.execute(params, context)
 
     def preflight(
         self,
@@ -212,13 +218,11 @@ class FairnessSession:
         checks: Sequence[Check] | None = None,
         measures: Collection[str] = (),
     ) -> None:
-        """Find run-level faults once, before the first check: build the model and the judge (a bad spec, a
-        missing key or file raises ModelSpecError), open the cache (CacheError) and, with ``call``, check the
-        budget and send each model one tiny request past the cache (``preflight.probe``), so a closed port, a
-        rejected key or an unknown model stop the run at once (RunFault) instead of failing every check.
-        The judge's reference model is probed with the judge (a ``labels:`` file was read when it was built).
-        ``checks`` are the selected checks (None: unknown), ``measures`` every measure the run uses, fixtures
-        included; ``load_weights=False`` probes no local model (an xdist controller runs no check)."""
+        """Find run-level faults once, before the first check: build the model, the judge and its reference (a
+        bad spec, key or file raises ModelSpecError), open the cache (CacheError) and, with ``call``, check the
+        budget and send each model one tiny request past the cache (``preflight.probe``): a closed port, a
+        refused key or an unknown model stops the run at once (RunFault). ``checks``: the selected checks (None:
+        unknown); ``measures``: every measure the run uses; ``load_weights=False``: no local model (a controller)."""
         named: dict[Runner, str] = {self.runner: ""}
         if judge:  # builds them (a bad spec or labels file is a usage error now); a labels file is not called
             for runner, role in ((self.judge, "the judge"), (self.reference, "the judge's reference")):
@@ -248,7 +252,7 @@ class FairnessSession:
         measure, size = check.measure, size or check.sample_size(self.settings.profile)
         params = check.params.with_samples(size)
         k = check.per_item(self.settings.samples_per_item, samples_per_item)
-        result = measure.execute(params, replace(self.context(measure, progress, seed=seed), samples_per_item=k))
+        result = self.run_params(measure, params, progress, seed=seed, samples_per_item=k)
         unserved = sizing.unserved(params, result, self.settings.confidence)
         if unserved:
             return CheckRun(check, replace(result, unserved=unserved), Outcome.CANNOT_SERVE)
@@ -273,7 +277,7 @@ class FairnessSession:
         budget, k = self.settings.budget is not None, check.per_item(self.settings.samples_per_item)
         return CheckRounds(
             check,
-            replace(self.context(check.measure, progress, seed=seed), samples_per_item=k),
+            self.context(check.measure, progress, seed=seed, samples_per_item=k),
             first,
             size,
             serve_confidence=self.settings.confidence,
@@ -285,13 +289,11 @@ class FairnessSession:
     def settle(self) -> int:
         """At the end of a run: wait a short grace for the calls still in flight to every model, then give up on
         the rest; how many were given up on (a model two runners share is settled by the first)."""
-        runners = (*self._others.values(), self._reference, self._judge, self._runner)
-        return sum(runner.settle() for runner in runners if runner is not None)
+        return sum(runner.settle() for runner in reversed(self._runners()))
 
     def close(self) -> None:
-        for runner in (*self._others.values(), self._reference, self._judge, self._runner):
-            if runner is not None:
-                runner.close()
-                runner.model.close()
+        for runner in reversed(self._runners()):
+            runner.close()
+            runner.model.close()
         if self._cache is not None:
             self._cache.close()

@@ -6,6 +6,7 @@ import re
 from xml.etree import ElementTree
 
 import pytest
+from in_process import INPROCESS
 
 from pytest_fairness.compare import main as compare_main
 
@@ -19,8 +20,6 @@ BASE = [
     "-p",
     "no:cacheprovider",
 ]
-#: In-process runs: no random order, no hypothesis plugin (pytester re-imports it on every run: 1.5 s).
-INPROCESS = ["-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:cacheprovider"]
 
 
 #: In-process runs: the outer run's xdist variables and syrupy session are undone around each one.

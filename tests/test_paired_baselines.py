@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from in_process import INPROCESS, PR_SUITE
 
 from pytest_fairness.baseline.compare import compare
 from pytest_fairness.baseline.entry import Entry
@@ -26,28 +27,12 @@ from pytest_fairness.gate import Threshold
 from pytest_fairness.paired.items import ItemScores, PairingError
 from pytest_fairness.record import CheckRecord
 
-INPROCESS = ["-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:cacheprovider"]
-#: Three implicit-bias checks of 100 items: enough for identical answers to pass the margin 0.1 (at least 80).
-SUITE = """\
-suite: pr
-checks:
-""" + "".join(
-    f"""  - id: {s}
-    measure: implicit_bias
-    stereotype: {s}
-    samples: 100
-    threshold: {{max: 0.5}}
-"""
-    for s in ("islam", "judaism", "buddhism")
-)
-
-
 #: In-process runs: the outer run's xdist variables and syrupy session are undone around each one.
 pytestmark = pytest.mark.usefixtures("in_process_syrupy")
 
 
 def run(pytester: pytest.Pytester, bias: float, *extra: str) -> pytest.RunResult:
-    pytester.makefile(".yaml", pr=SUITE)
+    pytester.makefile(".yaml", pr=PR_SUITE)
     return pytester.runpytest(
         *INPROCESS,
         "--fairness-suite=pr.yaml",

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from in_process import INPROCESS, PR_SUITE
 
 from pytest_fairness.baseline.compare import compare
 from pytest_fairness.baseline.entry import Entry
@@ -16,27 +17,12 @@ from pytest_fairness.comparison import PairedEvidence
 from pytest_fairness.gate import Outcome
 from pytest_fairness.prgate import pr_sizes, pr_verdict, same_items
 
-INPROCESS = ["-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:cacheprovider"]
-SUITE = """\
-suite: pr
-checks:
-""" + "".join(
-    f"""  - id: {s}
-    measure: implicit_bias
-    stereotype: {s}
-    samples: 100
-    threshold: {{max: 0.5}}
-"""
-    for s in ("islam", "judaism", "buddhism")
-)
-
-
 #: In-process runs: the outer run's xdist variables and syrupy session are undone around each one.
 pytestmark = pytest.mark.usefixtures("in_process_syrupy")
 
 
 def run(pytester: pytest.Pytester, model: str, *extra: str) -> pytest.RunResult:
-    pytester.makefile(".yaml", pr=SUITE)
+    pytester.makefile(".yaml", pr=PR_SUITE)
     return pytester.runpytest(
         *INPROCESS,
         "--fairness-suite=pr.yaml",
@@ -132,7 +118,7 @@ def test_a_check_that_could_not_serve_then_and_still_cannot_is_reported_but_one_
 
 
 def test_under_sequential_a_pull_request_grows_through_its_baselines_next_items_until_it_decides(pytester):
-    pytester.makefile(".yaml", grow=SUITE.replace("samples: 100", "samples: {quick: 40, release: 400}"))
+    pytester.makefile(".yaml", grow=PR_SUITE.replace("samples: 100", "samples: {quick: 40, release: 400}"))
     base = ["--fairness-suite=grow.yaml", "--fairness-baseline-model=line"]
     common = [*INPROCESS, *base, "--fairness-report=out.json"]
     pytester.runpytest(*common, "--fairness-model=synthetic:iat?bias=0.1", "--fairness-profile=release",

@@ -8,11 +8,11 @@ from collections import defaultdict
 
 import pytest
 import yaml
+from in_process import INPROCESS
 
 from pytest_fairness import suite
 from pytest_fairness.measures.resampling import interval_for
 
-INPROCESS = ["-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:cacheprovider"]
 MODEL = "--fairness-model=synthetic:iat?bias=0.2"
 
 

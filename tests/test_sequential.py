@@ -280,7 +280,7 @@ class StreamSession(FairnessSession):
         super().__init__(Settings(model="synthetic:harm", profile="release", cache_mode=CacheMode.OFF, sequential=True))
         self.stream = stream
 
-    def run_params(self, measure, params, progress=None, seed=None):
+    def run_params(self, measure, params, progress=None, seed=None, samples_per_item=1):
         x = self.stream[: params.sample_size]
         assert x.size == params.sample_size, "stream too short"
         level = split_confidence(self.family.gate_confidence)

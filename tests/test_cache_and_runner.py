@@ -279,7 +279,7 @@ class HangingModel(CountingModel):
 def test_ctrl_c_cancels_what_is_in_flight_keeps_what_finished_and_leaves_nothing_pending(tmp_path, caplog):
     """Ctrl-C used to leave tasks pending on the runner's loop: "Task was destroyed" noise at exit."""
     gc.collect()  # earlier tests' garbage (litellm's unclosed aiohttp sessions) logs its own noise when collected
-    _settle_process_loop()  # tasks other tests left running on the process's loop are not this runner's
+    lasting = _settle_process_loop()  # tasks other tests left running on the process's loop are not this runner's
     cache = ResponseCache(tmp_path / "c.sqlite")
     runner = Runner(HangingModel(), cache, max_concurrency=4)
     ctrl_c = threading.Timer(0.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
@@ -293,23 +293,30 @@ def test_ctrl_c_cancels_what_is_in_flight_keeps_what_finished_and_leaves_nothing
         signal.signal(signal.SIGINT, previous)
     interrupted = time.monotonic()
     loop = process_loop()
-    assert loop.is_running() and [t for t in asyncio.all_tasks(loop) if not t.done()] == []
+    assert loop.is_running() and [t for t in asyncio.all_tasks(loop) if not t.done() and t not in lasting] == []
     assert len(cache) == 2  # the two finished calls, flushed although the batch never ended
     with caplog.at_level(logging.ERROR, logger="asyncio"):
         runner.close()
         closed = time.monotonic()
         gc.collect()
     assert closed - interrupted < 1.0
-    assert caplog.records == []
+    # This runner's model holds no HTTP session: aiohttp's "Unclosed ..." lines are earlier tests' litellm garbage.
+    assert [
+        r for r in caplog.records if not r.getMessage().startswith(("Unclosed client session", "Unclosed connector"))
+    ] == []
     assert loop.is_running()  # the process's loop stays for the run's other runners
 
 
-def _settle_process_loop() -> None:
-    async def wait() -> None:
+def _settle_process_loop() -> set[asyncio.Task]:
+    """Wait a moment for tasks earlier tests left on the process's loop; those that live on (a library's own
+    worker, e.g. litellm's logging task) are returned: they are not any runner's."""
+
+    async def wait() -> set[asyncio.Task]:
         others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
         await asyncio.wait(others, timeout=5) if others else None
+        return {t for t in others if not t.done()}
 
-    asyncio.run_coroutine_threadsafe(wait(), process_loop()).result()
+    return asyncio.run_coroutine_threadsafe(wait(), process_loop()).result()
 
 
 class BatchingModel(CountingModel):

@@ -90,7 +90,7 @@ class CheckItem(pytest.Item):
     def runtest(self) -> None:
         session = self.config.stash[SESSION_KEY]
         pr = session.settings.gate == "pr"
-        entry = self._baseline_entry() if pr else None
+        entry = committed_entry(session, self.check, Path(self.config.rootpath)) if pr else None
         seed, size = same_items(entry, self.check.measure.samples)  # a pull request draws the baseline's items
         with counting(CallStats()) as spent:
             try:
@@ -98,7 +98,7 @@ class CheckItem(pytest.Item):
                 if pr and session.settings.sequential and entry is not None and size is not None:
                     run = self._grown(entry, seed, size)
                 else:
-                    planned = self._planned(size)
+                    planned = paired_plan(session, self.check, Path(self.config.rootpath), entry)
                     size, k = (size, None) if planned is None else (planned.size, planned.samples_per_item)
                     run = session.run_check(self.check, self._progress(), seed=seed, size=size, samples_per_item=k)
             except (Exception, KeyboardInterrupt) as exc:
@@ -131,15 +131,6 @@ class CheckItem(pytest.Item):
         if decided == "skipped":
             pytest.skip(terminal.explain(record))
 
-    def _planned(self, size: int | None) -> PairedSize | None:
-        """Under --fairness-gate=pr (fixed size), the paired planner's size and K from the check's baseline items,
-        unless the option or the suite key gives K (``samples_per_item``)."""
-        session = self.config.stash[SESSION_KEY]
-        given = session.settings.samples_per_item or self.check.samples_per_item
-        if session.settings.gate != "pr" or size is None or given:
-            return None
-        return paired_plan(session, self.check, Path(self.config.rootpath))
-
     def _grown(self, entry: Entry, seed: int | None, size: int) -> CheckRun:
         """A pull-request check under --fairness-sequential: from its profile's size through its baseline's next
         items until the paired comparison decides (a confidence sequence: valid at every look) or they run out;
@@ -162,15 +153,6 @@ class CheckItem(pytest.Item):
             if looked.paired is not None and looked.paired.outcome != Outcome.INCONCLUSIVE.value:
                 return run
         raise AssertionError("pr_sizes ends at the baseline's size")
-
-    def _baseline_entry(self) -> Entry | None:
-        """This check's committed baseline entry (its seed and size are the pull-request run's), if any."""
-        from pytest_fairness.snapshot import recorded_entry
-
-        session = self.config.stash[SESSION_KEY]
-        policy = session.settings.baseline
-        model = policy.model or session.runner.model.model_id
-        return recorded_entry(Path(self.config.rootpath), policy.directory, model, self.check.suite, self.check.id)
 
     def _progress(self) -> progress.Emitter | None:
         """Live progress: straight to the display here, or to the controller as intermediate reports."""
@@ -319,16 +301,31 @@ class RerunUndecided:
             lastfailed[report.nodeid] = True
 
 
-def paired_plan(session: FairnessSession, check: suite.Check, root: Path) -> PairedSize | None:
-    """The paired planner's size and K for a pull-request check, from its committed baseline's items (None
-    without them, for a measure that takes one sample per item, or when no K reaches the power)."""
-    from pytest_fairness.snapshot import entry_path, items_beside, recorded_entry
+def _baseline_line(session: FairnessSession) -> str:
+    """The model line whose committed baselines the run reads: --fairness-baseline-model, else the model's id."""
+    return session.settings.baseline.model or session.runner.model.model_id
 
+
+def committed_entry(session: FairnessSession, check: suite.Check, root: Path) -> Entry | None:
+    """A check's committed baseline entry (its seed and size are a pull-request run's), if any."""
+    from pytest_fairness.snapshot import recorded_entry
+
+    return recorded_entry(root, session.settings.baseline.directory, _baseline_line(session), check.suite, check.id)
+
+
+def paired_plan(session: FairnessSession, check: suite.Check, root: Path, entry: Entry | None) -> PairedSize | None:
+    """The paired planner's size and K for a fixed-size pull-request check, from its baseline ``entry``'s items.
+    None outside such a run (a release run, or a sequential one: it grows through the baseline's items), when
+    the option or the suite key gives K, for a measure that takes one sample per item, without the baseline's
+    items, or when no K reaches the power."""
+    from pytest_fairness.snapshot import entry_path, items_beside
+
+    settings = session.settings
+    if settings.gate != "pr" or settings.sequential or settings.samples_per_item or check.samples_per_item:
+        return None
     if not check.measure.params.PER_ITEM_MEAN or check.measure.bounds is None:
         return None
-    policy = session.settings.baseline
-    model = policy.model or session.runner.model.model_id
-    entry = recorded_entry(root, policy.directory, model, check.suite, check.id)
+    policy, model = settings.baseline, _baseline_line(session)
     size = same_items(entry, check.measure.samples)[1]
     recorded = items_beside(entry_path(root, policy.directory, model, check.suite, check.id), entry)
     tolerance = check.tolerance if check.tolerance is not None else policy.tolerance

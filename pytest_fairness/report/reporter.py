@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_fairness.fixtures import SESSION_KEY
-from pytest_fairness.items import CHECK_PREFIX, CheckItem, paired_plan
+from pytest_fairness.items import CHECK_PREFIX, CheckItem, committed_entry, paired_plan
 from pytest_fairness.plan import Plan
 from pytest_fairness.record import PROPERTY, RECORD_PROPERTY, CheckRecord
 from pytest_fairness.report import junit, progress
@@ -180,9 +180,9 @@ class FairnessReporter:
         fairness = self.config.stash[SESSION_KEY]
         checks = [item.check for item in session.items if isinstance(item, CheckItem)]
         self.plan = fairness.planner.plan(checks)
-        if self.settings.gate == "pr" and not self.settings.samples_per_item:
+        if self.settings.gate == "pr":
             root = Path(self.config.rootpath)
-            paired = [paired_plan(fairness, c, root) if not c.samples_per_item else None for c in checks]
+            paired = [paired_plan(fairness, c, root, committed_entry(fairness, c, root)) for c in checks]
             rows = [replace(r, paired=p.line()) if p else r for r, p in zip(self.plan.rows, paired, strict=True)]
             self.plan = replace(self.plan, rows=rows)
         self.tally.planned = True

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from in_process import INPROCESS, PR_SUITE
+from in_process import PR_SUITE, run_line
 
 from pytest_fairness.baseline.compare import compare
 from pytest_fairness.baseline.entry import Entry
@@ -32,16 +32,7 @@ pytestmark = pytest.mark.usefixtures("in_process_syrupy")
 
 
 def run(pytester: pytest.Pytester, bias: float, *extra: str) -> pytest.RunResult:
-    pytester.makefile(".yaml", pr=PR_SUITE)
-    return pytester.runpytest(
-        *INPROCESS,
-        "--fairness-suite=pr.yaml",
-        "--fairness-baselines",
-        "--fairness-baseline-model=line",
-        f"--fairness-model=synthetic:iat?bias={bias}",
-        "--fairness-report=out.json",
-        *extra,
-    )
+    return run_line(pytester, PR_SUITE, "--fairness-baselines", f"--fairness-model=synthetic:iat?bias={bias}", *extra)
 
 
 def comparisons(pytester: pytest.Pytester) -> dict[str, dict]:

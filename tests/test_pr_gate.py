@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from in_process import INPROCESS, PR_SUITE
+from in_process import INPROCESS, PR_SUITE, run_line
 
 from pytest_fairness.baseline.compare import compare
 from pytest_fairness.baseline.entry import Entry
@@ -22,15 +22,7 @@ pytestmark = pytest.mark.usefixtures("in_process_syrupy")
 
 
 def run(pytester: pytest.Pytester, model: str, *extra: str) -> pytest.RunResult:
-    pytester.makefile(".yaml", pr=PR_SUITE)
-    return pytester.runpytest(
-        *INPROCESS,
-        "--fairness-suite=pr.yaml",
-        "--fairness-baseline-model=line",
-        f"--fairness-model=synthetic:iat?{model}",
-        "--fairness-report=out.json",
-        *extra,
-    )
+    return run_line(pytester, PR_SUITE, f"--fairness-model=synthetic:iat?{model}", *extra)
 
 
 def record(pytester: pytest.Pytester, model: str) -> None:

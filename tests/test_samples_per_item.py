@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import pytest
 import yaml
-from in_process import INPROCESS
+from in_process import INPROCESS, run_line
 
 from pytest_fairness import suite
 from pytest_fairness.measures.resampling import interval_for
@@ -33,15 +33,7 @@ pytestmark = pytest.mark.usefixtures("in_process_syrupy")
 
 
 def _run(pytester: pytest.Pytester, document: str, *extra: str) -> pytest.RunResult:
-    pytester.makefile(".yaml", k=document)
-    return pytester.runpytest(
-        *INPROCESS,
-        "--fairness-suite=k.yaml",
-        "--fairness-baseline-model=line",
-        MODEL,
-        "--fairness-report=out.json",
-        *extra,
-    )
+    return run_line(pytester, document, MODEL, *extra)
 
 
 def _check(pytester: pytest.Pytester) -> dict:

@@ -159,3 +159,25 @@ checks:
     assert check["details"]["samples_per_item"] == 3 and check["calls"]["calls"] == 60
     assert any(0 < s < 1 for s in check["samples"])  # an item's share of its 3 answers, not one 0/1 answer
     assert interval_for("binary", check["samples"]) == "bounded" and interval_for("binary", [0, 1, 1]) == "binary"
+
+
+def test_the_plan_counts_and_prices_the_judge_on_each_of_k_answers(pytester):
+    """The judge rates every answer, so K answers an item cost K times the judge calls and dollars of one."""
+    pytester.makefile(
+        ".yaml", q="suite: q\nchecks:\n  - id: quality\n    measure: quality_disparity\n    comparison: gender\n"
+        "    samples: 20\n    threshold: {max: 1}\n",
+    )  # fmt: skip
+    judge = "--fairness-judge=openai:judge@http://127.0.0.1:9/v1?price_in=1000&price_out=1000"
+    totals = {}
+    for k in (1, 3):
+        result = pytester.runpytest_inprocess(
+            "-p", "no:cacheprovider", "--fairness-suite=q.yaml", "--fairness-model=synthetic", judge,
+            f"--fairness-samples-per-item={k}", "--fairness-plan",
+        )  # fmt: skip
+        assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
+        (total,) = [line.split()[2:] for line in result.stdout.lines if line.startswith("total $")]
+        totals[k] = float(total[2].replace(",", "")), float(total[3].replace(",", ""))
+        if k == 3:
+            result.stdout.fnmatch_lines(["*judge calls of q::quality: *× K = 3 answers an item*"])
+    assert totals[3][0] == 3 * totals[1][0] > 0  # judge calls
+    assert totals[3][1] == pytest.approx(3 * totals[1][1], rel=0.01) and totals[1][1] > 0  # judge dollars

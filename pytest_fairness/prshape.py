@@ -87,6 +87,9 @@ def paired_plan(session: FairnessSession, check: suite.Check, entry: Entry | Non
     judge_usd = 0.0 if row.judge_usd is None else row.judge_usd.standard  # the judge reads each of the K answers
     usd = None if model_usd is None or judge_usd is None else model_usd + judge_usd
     low, high = check.measure.bounds
-    per_call = None if usd is None or not row.requests else usd / row.requests
+    samples = len(recorded.items) * k_old  # what the row prices: the baseline's items × K0 answers each
+    per_sample = None if usd is None else usd / samples
     cached = 0 < row.requests == row.cached  # the baseline's own answers: nothing to plan, nothing to pay
-    return paired_size(recorded.items, size, margin, high - low, per_call, policy.alpha, cached)
+    return paired_size(
+        recorded.items, size, margin, high - low, per_sample, policy.alpha, cached, row.requests / samples
+    )

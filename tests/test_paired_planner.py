@@ -107,18 +107,18 @@ def test_a_pull_requests_plan_takes_k_above_one_only_when_its_baselines_prompts_
             for i, e in enumerate(effects)
         ]
 
-    roomy = paired_size(recorded(2000), 2000, 0.1, 2.0, usd_per_call=0.001)
+    roomy = paired_size(recorded(2000), 2000, 0.1, 2.0, usd_per_sample=0.001)
     assert (
         roomy.samples_per_item == 1 and roomy.size == roomy.clusters < 2000
     )  # K answers are K requests: K = 1 is cheapest
     assert roomy.calls == roomy.clusters and roomy.usd == pytest.approx(roomy.calls * 0.001) and roomy.power >= 0.8
-    tight = paired_size(recorded(150), 150, 0.1, 2.0, usd_per_call=None)
+    tight = paired_size(recorded(150), 150, 0.1, 2.0, usd_per_sample=None)
     assert (
         tight.samples_per_item >= 2 and tight.clusters <= 150 and tight.calls == tight.clusters * tight.samples_per_item
     )
     assert tight.usd is None and "unpriced" in tight.line() and "measured on 150 items × 2 samples" in tight.line()
     assert (
-        paired_size(recorded(60), 60, 0.1, 2.0, usd_per_call=0.001) is None
+        paired_size(recorded(60), 60, 0.1, 2.0, usd_per_sample=0.001) is None
     )  # no K reaches the power within 60 prompts
 
 

@@ -181,3 +181,25 @@ def test_the_plan_counts_and_prices_the_judge_on_each_of_k_answers(pytester):
             result.stdout.fnmatch_lines(["*judge calls of q::quality: *× K = 3 answers an item*"])
     assert totals[3][0] == 3 * totals[1][0] > 0  # judge calls
     assert totals[3][1] == pytest.approx(3 * totals[1][1], rel=0.01) and totals[1][1] > 0  # judge dollars
+
+
+def test_the_paired_plan_counts_every_request_of_a_sample_and_prices_the_judge_as_the_plan_table_does(pytester):
+    """A quality sample is a pair's two answers, each rated by the judge: the paired planner's calls and dollars
+    are the plan table's for the same size, not one call per item at the model's price alone."""
+    document = (
+        "suite: q\nchecks:\n  - id: quality\n    measure: quality_disparity\n    comparison: gender\n"
+        "    samples: 150\n    threshold: {max: 1}\n"
+    )
+    assert (
+        run_line(pytester, document, "--fairness-model=synthetic", "--fairness-baselines", "--snapshot-update").ret == 0
+    )
+    judge = "--fairness-judge=synthetic?price_in=1000&price_out=1000"
+    args = ("--fairness-model=synthetic", judge, "--fairness-gate=pr", "--fairness-cache-mode=off", "--fairness-plan")
+    result = run_line(pytester, document, *args)
+    (row,) = [line.split() for line in result.stdout.lines if line.startswith("q::quality ") and "." not in line]
+    (priced,) = [line.split() for line in result.stdout.lines if line.startswith("q::quality ") and "." in line]
+    (paired,) = [line for line in result.stdout.lines if "q::quality: paired plan:" in line]
+    calls = int(paired.split(" calls (")[0].split()[-1].replace(",", ""))
+    usd = float(paired.split(" calls ($")[1].split(")")[0].replace(",", ""))
+    assert calls == int(row[4]) == 2 * int(row[1])  # both answers of each planned pair
+    assert usd == pytest.approx(float(priced[-2].replace(",", "")), rel=0.01) and usd > 0  # model and judge

@@ -114,7 +114,7 @@ class CheckItem(pytest.Item):
                 record, mismatch = self._match_baseline(record)
         finally:
             if pr:
-                unserved = bool(entry and entry.unserved)
+                unserved = entry is not None and entry.could_not_serve
                 verdict = pr_verdict(run.outcome, record.baseline, unserved, session.family.size)
                 record = _with_verdict(record, verdict, run.outcome)
             self._publish(record)

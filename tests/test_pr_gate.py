@@ -4,6 +4,7 @@ items, the threshold beside it; cannot-serve then and now reported, could-then-c
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -100,6 +101,18 @@ def test_a_check_that_could_not_serve_then_and_still_cannot_is_reported_but_one_
     assert still.ret == pytest.ExitCode.OK
     assert {c["outcome"] for c in checks(pytester).values()} == {"cannot_serve"}
     still.stdout.fnmatch_lines(["*3 cannot serve*"])
+
+    # a baseline written before baselines said why (no "unserved" key): its missing estimate says it
+    for path in (pytester.path / "baselines" / "line").glob("*.yaml"):
+        text = path.read_text()
+        assert "\n  unserved: " in text and "estimate: null" in text
+        path.write_text(re.sub(r"\n  unserved: .*?(?=\n  [a-z_]+:|\n- check|\Z)", "", text, flags=re.S))
+        assert "unserved" not in path.read_text()
+    older = run(pytester, "bias=0.1&unusable=1", "--fairness-gate=pr")
+    assert older.ret == pytest.ExitCode.OK, older.stdout.str()[-2000:]
+    assert {c["result"]["details"]["pr_gate"]["why"] for c in checks(pytester).values()} == {
+        "it could not serve at the baseline either: nothing changed"
+    }
 
     record(pytester, "bias=0.1")
     lost = run(pytester, "bias=0.1&unusable=1", "--fairness-gate=pr")

@@ -3,7 +3,8 @@
 `python benchmarks/paired_gate.py [limits|today|naive|false-alarms|wrong-pass|power|all] [--scale 1.0]`
 
 - ``limits``: the arithmetic: items and calls pairing with K samples per item can save at all, by ρ; the fewest
-  clusters the betting bound needs to pass identical answers.
+  clusters the betting bound needs to pass identical answers, and the fewest any valid test needs to pass an
+  unchanged release with 80% (``paired.planner.fewest_for_any_valid_test``).
 - ``today``: today's unpaired comparison (Welch + Holm) with today's model of a release, reproduced
   (tests/test_baseline_false_alarms.py at 1,000 baselines × 500 reruns).
 - ``naive``: why one recorded baseline is hard: a one-sided paired test at 0.05 against a margin of 0.
@@ -11,8 +12,9 @@
   how often an unchanged release's reruns (answers re-sampled) FAIL, and how often they do not PASS.
 - ``wrong-pass``: per family, a regression exactly at the margin, sequential on: how often it PASSES.
 - ``power``: per family, the clusters and calls for 80% power to pass an unchanged release at the margin
-  (equivalently: to tell a regression of the margin from none): today's Welch comparison, a paired t
-  (what pairing alone buys, normal theory), and the paired gate (betting bound) at K = 1 and the planner's K.
+  (equivalently: to tell a regression of the margin from none): today's Welch comparison, the floor no valid
+  paired test can go below, a paired t (what pairing alone buys, normal theory), and the paired gate (betting
+  bound) at K = 1, the planner's K and, with a baseline of K0 = 4, K = 4 (fewer items, more calls).
 
 ``--scale`` multiplies every trial count (0.25 for a quick look). The figures in docs/statistics.md come
 from ``all`` at scale 1.
@@ -33,7 +35,7 @@ from scipy import stats as sps
 
 from pytest_fairness.gate import Outcome
 from pytest_fairness.paired.compare import PairedGate, fail_level
-from pytest_fairness.paired.planner import Components, fewest_for_identical, plan
+from pytest_fairness.paired.planner import Components, fewest_for_any_valid_test, fewest_for_identical, plan
 from pytest_fairness.testing.paired_trials import Rate, conditional, fixed_outcomes, sequential_outcome
 from pytest_fairness.testing.releases import (
     Decision,
@@ -271,12 +273,16 @@ def _power_row(check: Check, reps: int, seed: int) -> list[str]:
     start = guess.clusters if guess else 100
     welch = _smallest_n(lambda n: _welch_passes(check, rng, n, reps, same), start)
     wrong = round(_welch_passes(check, rng, welch, 4 * reps, at_margin) * 4 * reps)
-    row = [f"Welch (today) {welch} ({welch * m}; wrong PASS at the margin {Rate(wrong, 4 * reps)})"]
+    floor = fewest_for_any_valid_test(check.width, check.margin, ALPHA)
+    row = [
+        f"Welch (today) {welch} ({welch * m}; wrong PASS at the margin {Rate(wrong, 4 * reps)})",
+        f"any valid paired test ≥ {floor} (at most {welch / floor:.2f}× fewer items)",
+    ]
     t1 = _smallest_n(lambda n: _paired_t_passes(check, rng, n, reps, same), max(start // 4, 2))
     row.append(f"paired t K=1 {t1} ({t1 * m})")
     for k_old in (1, 4):
         planned = plan(check.components(k_old), check.margin, check.width, item_cost=ITEM_COST, sample_cost=SAMPLE_COST)
-        for k in sorted({1, planned.samples_per_item if planned else 1}):
+        for k in sorted({1, planned.samples_per_item if planned else 1} | ({4} if k_old == 4 else set())):
             n = _smallest_n(
                 lambda n, k=k, k0=k_old: _paired_passes(check, rng, Trial(n, k0, k), reps, same), start // 2
             )
@@ -311,8 +317,10 @@ def limits(scale: float) -> None:
     print(f"  6× fewer calls needs ρ ≥ {1 - 1 / 6:.3f} (calls ratio 1/(1 − ρ) for any K)")
     for name, check in design_checks().items():
         fewest = fewest_for_identical(check.width, check.margin)
+        floor = fewest_for_any_valid_test(check.width, check.margin, ALPHA)
         print(f"  {name}: differences within ±{check.width:g}, margin {check.margin:g}: the betting bound passes "
-              f"identical answers from {fewest} clusters")  # fmt: skip
+              f"identical answers from {fewest} clusters; no valid test passes an unchanged release with 80% "
+              f"below {floor}")  # fmt: skip
 
 
 SECTIONS: dict[str, Callable[[float], None]] = {

@@ -26,9 +26,10 @@ from pytest_fairness.models.base import PermanentError
 from pytest_fairness.models.cache import CacheMiss
 from pytest_fairness.models.runner import CallStats, RetriesExhausted, counting
 from pytest_fairness.models.spec import ModelSpecError
-from pytest_fairness.planning import dollars
+from pytest_fairness.planning import RunShape
 from pytest_fairness.preflight import RunFault
-from pytest_fairness.prgate import PairedSize, PrVerdict, paired_size, pr_sizes, pr_verdict, same_items
+from pytest_fairness.prgate import PrVerdict, pr_sizes, pr_verdict
+from pytest_fairness.prshape import committed_entry, shape_for
 from pytest_fairness.record import RECORD_PROPERTY, CheckRecord
 from pytest_fairness.report import junit, progress, status, terminal
 from pytest_fairness.report.tally import UNFINISHED_PROPERTY, UnfinishedCheck, spent_of
@@ -36,7 +37,7 @@ from pytest_fairness.report.tally import UNFINISHED_PROPERTY, UnfinishedCheck, s
 if TYPE_CHECKING:
     from pytest_fairness.baseline.entry import Entry
     from pytest_fairness.comparison import Comparison
-    from pytest_fairness.session import CheckRun, FairnessSession
+    from pytest_fairness.session import CheckRun
     from pytest_fairness.snapshot import BaselineMismatch
 
 #: Node ids of suite checks start with this (``fairness/<suite>::<check>``), on workers and the controller.
@@ -90,22 +91,22 @@ class CheckItem(pytest.Item):
     def runtest(self) -> None:
         session = self.config.stash[SESSION_KEY]
         pr = session.settings.gate == "pr"
-        entry = committed_entry(session, self.check, Path(self.config.rootpath)) if pr else None
-        seed, size = same_items(entry, self.check.measure.samples)  # a pull request draws the baseline's items
+        entry = committed_entry(session, self.check) if pr else None
         with counting(CallStats()) as spent:
             try:
-                planned = None
-                if pr and session.settings.sequential and entry is not None and size is not None:
-                    run = self._grown(entry, seed, size)
+                shape = RunShape() if entry is None else shape_for(session, self.check, entry)
+                if pr and session.settings.sequential and entry is not None and shape.size is not None:
+                    run = self._grown(entry, shape.seed, shape.size)
                 else:
-                    planned = paired_plan(session, self.check, Path(self.config.rootpath), entry)
-                    size, k = (size, None) if planned is None else (planned.size, planned.samples_per_item)
-                    run = session.run_check(self.check, self._progress(), seed=seed, size=size, samples_per_item=k)
+                    run = session.run_check(
+                        self.check, self._progress(), seed=shape.seed, size=shape.size,
+                        samples_per_item=shape.samples_per_item,
+                    )  # fmt: skip
             except (Exception, KeyboardInterrupt) as exc:
                 self._stopped(exc, spent)
                 raise
-        if planned is not None:
-            details = {**run.result.details, "paired_plan": planned.line()}
+        if shape.paired:
+            details = {**run.result.details, "paired_plan": shape.paired}
             run = replace(run, result=replace(run.result, details=details))
         record, verdict, mismatch = run.to_record(), None, None
         try:
@@ -113,7 +114,7 @@ class CheckItem(pytest.Item):
                 record, mismatch = self._match_baseline(record)
         finally:
             if pr:
-                unserved = bool(entry and entry.unserved)
+                unserved = entry is not None and entry.could_not_serve
                 verdict = pr_verdict(run.outcome, record.baseline, unserved, session.family.size)
                 record = _with_verdict(record, verdict, run.outcome)
             self._publish(record)
@@ -299,43 +300,3 @@ class RerunUndecided:
         lastfailed = getattr(self.config.pluginmanager.get_plugin("lfplugin"), "lastfailed", None)
         if isinstance(lastfailed, dict):
             lastfailed[report.nodeid] = True
-
-
-def _baseline_line(session: FairnessSession) -> str:
-    """The model line whose committed baselines the run reads: --fairness-baseline-model, else the model's id."""
-    return session.settings.baseline.model or session.runner.model.model_id
-
-
-def committed_entry(session: FairnessSession, check: suite.Check, root: Path) -> Entry | None:
-    """A check's committed baseline entry (its seed and size are a pull-request run's), if any."""
-    from pytest_fairness.snapshot import recorded_entry
-
-    return recorded_entry(root, session.settings.baseline.directory, _baseline_line(session), check.suite, check.id)
-
-
-def paired_plan(session: FairnessSession, check: suite.Check, root: Path, entry: Entry | None) -> PairedSize | None:
-    """The paired planner's size and K for a fixed-size pull-request check, from its baseline ``entry``'s items.
-    None outside such a run (a release run, or a sequential one: it grows through the baseline's items), when
-    the option or the suite key gives K, for a measure that takes one sample per item, without the baseline's
-    items, or when no K reaches the power."""
-    from pytest_fairness.snapshot import entry_path, items_beside
-
-    settings = session.settings
-    if settings.gate != "pr" or settings.sequential or settings.samples_per_item or check.samples_per_item:
-        return None
-    if not check.measure.params.PER_ITEM_MEAN or check.measure.bounds is None:
-        return None
-    policy, model = settings.baseline, _baseline_line(session)
-    size = same_items(entry, check.measure.samples)[1]
-    recorded = items_beside(entry_path(root, policy.directory, model, check.suite, check.id), entry)
-    tolerance = check.tolerance if check.tolerance is not None else policy.tolerance
-    margin = tolerance if tolerance > 0 else check.params.pr_margin()
-    if size is None or recorded.problem or len(recorded.items) < 2 or not margin:
-        return None
-    k_old = min(len(item.scores) for item in recorded.items)
-    row = session.planner.cost(check, check.params.with_samples(size), set(), k_old)
-    usd = dollars(session.planner.prices["model"], row.prompt_tokens, row.completion_tokens).standard
-    low, high = check.measure.bounds
-    per_call = None if usd is None or not row.requests else usd / row.requests
-    cached = 0 < row.requests == row.cached  # the baseline's own answers: nothing to plan, nothing to pay
-    return paired_size(recorded.items, size, margin, high - low, per_call, policy.alpha, cached)

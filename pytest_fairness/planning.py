@@ -48,6 +48,18 @@ def spent(runners: Iterable[Runner]) -> tuple[float, int]:
 
 
 @dataclass(frozen=True)
+class RunShape:
+    """What a check draws when it is not its profile's size at the run's seed: a pull request draws its baseline's
+    items (``prshape``): that ``seed``, ``size`` and ``samples_per_item``, and the paired planner's choice in one
+    line (``paired``: "" when it did not choose)."""
+
+    seed: int | None = None
+    size: int | None = None
+    samples_per_item: int | None = None
+    paired: str = ""
+
+
+@dataclass(frozen=True)
 class Planner:
     """What pricing reads: the model's runner (its tokenizer, cache keys and cache), the model's and the
     judge's specs and prices, the seed and profile, the gates' confidence (for P(decide)) and the budget."""
@@ -63,6 +75,8 @@ class Planner:
     batched: frozenset[Who] = frozenset()
     #: --fairness-samples-per-item (None: each check's suite key, else 1): K answers per item are K requests.
     samples_per_item: int | None = None
+    #: What a check draws where it is not its profile's size at the run's seed (a pull request's: ``prshape``).
+    shape_of: Callable[[Check], RunShape | None] | None = None
 
     def rate(self, who: Who) -> Rate:
         """The rate a role's calls will be charged: batch where the role is batched and its price has batch rates
@@ -94,20 +108,25 @@ class Planner:
         seen: set[str] = set()
         rows = []
         for check in checks:
+            shape = (self.shape_of(check) if self.shape_of else None) or RunShape()
             params = check.params_for(self.profile)
+            params = params if shape.size is None else params.with_samples(shape.size)
             power = sizing.power_at(params, params.sample_size, check.threshold, self.confidence)
-            rows.append(replace(self.cost(check, params, seen), power=power))
+            row = self.cost(check, params, seen, shape.samples_per_item, shape.seed)
+            rows.append(replace(row, power=power, paired=shape.paired))
         priced = {who: PricedAs(self.specs[who], p.describe(), p.known) for who, p in self.prices.items()}
         return Plan(rows, priced)
 
-    def cost(self, check: Check, params: Params, seen: set[str], k: int | None = None) -> PlanRow:
+    def cost(
+        self, check: Check, params: Params, seen: set[str], k: int | None = None, seed: int | None = None
+    ) -> PlanRow:
         """One check's requests and dollars (requests whose keys are in ``seen`` cost nothing more; it is
         updated). Prompt tokens come from the model's tokenizer where it has one, else ~4 characters a token;
         completion tokens are each request's cap, so their dollars are an upper bound. ``k``: K answers per item
-        (default: the check's)."""
-        runner, measure = self.runner, check.measure
+        (default: the check's); ``seed``: the one the check draws with (default: the run's)."""
+        runner, measure, seed = self.runner, check.measure, self.seed if seed is None else seed
         k = k or (check.per_item(self.samples_per_item) if params.PER_ITEM_MEAN else 1)
-        asked = measure.requests(params, runner.model, self.seed)
+        asked = measure.requests(params, runner.model, seed)
         distinct = {runner.key(r): r for j in range(k) for r in (resampled(one, j) for one in asked)}
         new_keys = [key for key in distinct if key not in seen]
         new = [distinct[key] for key in new_keys]
@@ -118,12 +137,12 @@ class Planner:
         call_in = sum(t for t, hit in zip(counted, cached, strict=True) if not hit)
         call_out = sum(t for t, hit in zip(completion, cached, strict=True) if not hit)
         judge, judge_usd = None, None
-        if measure.uses_judge:
-            judge, judge_usd = self._estimated(measure.judge_estimate, params, "judge")
+        if measure.uses_judge:  # the judge reads every answer, so K answers an item are judged K times
+            judge, judge_usd = self._estimated(measure.judge_estimate, params, seed, "judge", k)
             judge = judge or JudgeCalls(None, "not estimated for this measure")
         reference, reference_usd = None, None
         if "reference" in self.prices and measure.reference_estimate is not None:
-            reference, reference_usd = self._estimated(measure.reference_estimate, params, "reference")
+            reference, reference_usd = self._estimated(measure.reference_estimate, params, seed, "reference")
         return PlanRow(
             suite=check.suite,
             check=check.id,
@@ -141,15 +160,16 @@ class Planner:
         )
 
     def _estimated(
-        self, estimate: Callable[[Params, int], JudgeEstimate] | None, params: Params, who: Who
+        self, estimate: Callable[[Params, int], JudgeEstimate] | None, params: Params, seed: int, who: Who, k: int = 1
     ) -> tuple[JudgeCalls | None, Dollars]:
-        """Calls a check's structure implies for the judge or a reference, and their dollars (unknown without an
-        estimate)."""
+        """Calls a check's structure implies for the judge or a reference (for ``k`` answers an item: k times
+        those of one), and their dollars (unknown without an estimate)."""
         if estimate is None:
             return None, UNKNOWN
-        calls = estimate(params, self.seed)
-        usd = dollars(self.prices[who], calls.prompt_tokens, calls.completion_tokens)
-        return JudgeCalls(calls.requests, calls.how), usd
+        calls = estimate(params, seed)
+        usd = dollars(self.prices[who], k * calls.prompt_tokens, k * calls.completion_tokens)
+        how = calls.how if k == 1 or not calls.requests else f"{calls.how} × K = {k} answers an item"
+        return JudgeCalls(k * calls.requests, how), usd
 
     def over_budget(self, checks: Sequence[Check]) -> str:
         """Why the checks' plan cannot run within --fairness-budget ("" when it can, or there is no budget):

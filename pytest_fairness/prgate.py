@@ -115,28 +115,32 @@ def paired_size(
     baseline_size: int,
     margin: float,
     width: float,
-    usd_per_call: float | None,
+    usd_per_sample: float | None,
     alpha: float = 0.05,
     cached: bool = False,
+    requests_per_sample: float = 1.0,
 ) -> PairedSize | None:
     """The least-cost (prompts, K) among the baseline's items that passes an unchanged release with the planner's
     power (``paired.planner.plan``), from the variance components measured on the baseline's items; None when
-    no K does it within them. Each of K answers is its own request (cost per sample, none per item); unpriced
-    calls are planned by their count. The size is the baseline's, scaled by the share of its prompts planned.
-    When every answer of the baseline's size and K0 is ``cached`` (its model, unchanged), that size costs
-    nothing and pairs to differences of 0: it is the plan."""
+    no K does it within them. Each of an item's K samples costs ``usd_per_sample`` (its requests, the model's
+    and the judge's), none is paid per item; unpriced samples are planned by their count, and the calls shown
+    are ``requests_per_sample`` a sample (e.g. a pair's two answers, or an association test's per-word
+    requests). The size is the baseline's, scaled by the share of its prompts planned. When every answer of
+    the baseline's size and K0 is ``cached`` (its model, unchanged), that size costs nothing and pairs to
+    differences of 0: it is the plan."""
     components = components_from_baseline(items)
     clusters = len({i.cluster for i in items})
     if cached:
         k, rho, between, within = components.k_old, components.rho, components.between, components.within
         return PairedSize(baseline_size, k, clusters, 0, 0.0, math.nan, rho, between, within, components.basis, True)
-    per_call = usd_per_call or 1.0  # a free model is planned by its calls
-    chosen = plan(components, margin, width, item_cost=0.0, sample_cost=per_call, alpha=alpha, available=clusters)
+    per_sample = usd_per_sample or 1.0  # a free model is planned by its samples
+    chosen = plan(components, margin, width, item_cost=0.0, sample_cost=per_sample, alpha=alpha, available=clusters)
     if chosen is None:
         return None
-    calls = round(chosen.clusters * components.items_per_cluster * chosen.samples_per_item)
+    samples = chosen.clusters * components.items_per_cluster * chosen.samples_per_item
+    calls = round(samples * requests_per_sample)
     size = min(baseline_size, math.ceil(chosen.clusters * baseline_size / clusters))
-    usd = None if usd_per_call is None else calls * usd_per_call
+    usd = None if usd_per_sample is None else samples * usd_per_sample
     return PairedSize(
         size, chosen.samples_per_item, chosen.clusters, calls, usd, chosen.power,
         components.rho, components.between, components.within, components.basis,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from pytest_fairness import preflight, pricing, sizing
@@ -25,6 +26,7 @@ from pytest_fairness.models.runner import ProgressFn, RetryPolicy, Runner
 from pytest_fairness.plan import Who
 from pytest_fairness.planning import Planner, price_of, spent
 from pytest_fairness.preflight import RunFault
+from pytest_fairness.prshape import pr_shape
 from pytest_fairness.record import CheckRecord
 from pytest_fairness.result import MeasureResult
 from pytest_fairness.settings import LABELS, Settings
@@ -152,15 +154,14 @@ class FairnessSession:
     def planner(self) -> Planner:
         """Prices this run's checks (--fairness-plan, --fairness-budget); builds the model, for its tokenizer."""
         settings = self.settings
-        specs: dict[Who, str] = {"model": settings.model, "judge": self.judge_spec}
-        if settings.judge_reference is not None:
-            specs["reference"] = settings.judge_reference
+        reference = {} if settings.judge_reference is None else {"reference": settings.judge_reference}
+        specs: dict[Who, str] = {"model": settings.model, "judge": self.judge_spec, **reference}
         prices = {who: price_of(spec) for who, spec in specs.items()}
-        gate = self.family.gate_confidence
         roles: dict[Who, Runner | None] = {"model": self.runner, "judge": self.judge, "reference": self.reference}
         batched = frozenset(who for who, runner in roles.items() if runner is not None and runner.at_once() is None)
-        k = settings.samples_per_item
-        return Planner(self.runner, specs, prices, settings.seed, settings.profile, gate, settings.budget, batched, k)
+        shape_of = partial(pr_shape, self) if settings.gate == "pr" else None  # a pull request: its baselines' items
+        return Planner(self.runner, specs, prices, settings.seed, settings.profile, self.family.gate_confidence,
+                       settings.budget, batched, settings.samples_per_item, shape_of)  # fmt: skip
 
     def context(
         self,

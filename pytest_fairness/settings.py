@@ -76,6 +76,8 @@ class Settings:
     shard: Shard | None = None
     #: The values of the report formats' own options, by option name (``report.output.Output.options``).
     outputs: Mapping[str, Any] = field(default_factory=dict)
+    #: The project's root (pytest's rootdir), under which its committed baselines live.
+    root: Path = Path(".")
 
     def public(self) -> dict[str, object]:
         """Settings as recorded in reports (model specs name no keys: those stay in the environment)."""
@@ -175,6 +177,7 @@ class Settings:
             samples_per_item=_number(get, "samples_per_item", int, low=1, high=MAX_SAMPLES_PER_ITEM),
             shard=_shard(get("shard")),
             outputs={o.name: get(o.name) or o.default for o in outputs},
+            root=rootdir,
         )
 
 

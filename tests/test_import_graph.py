@@ -28,7 +28,18 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("baselines", ("baseline",)),
     (
         "the run",
-        ("options", "settings", "planning", "preflight", "growth", "placement", "session", "snapshot", "prgate"),
+        (
+            "options",
+            "settings",
+            "planning",
+            "preflight",
+            "growth",
+            "placement",
+            "session",
+            "snapshot",
+            "prgate",
+            "prshape",
+        ),
     ),
     ("reports", ("report",)),
     (

@@ -1,14 +1,17 @@
 """The paired comparison with a baseline: matching items, the non-inferiority verdict, and what it reports."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from pytest_fairness import suite
 from pytest_fairness.gate import Outcome
 from pytest_fairness.measures import MEASURES
 from pytest_fairness.paired.compare import PairedGate, compare_paired, decide_differences, fail_level
 from pytest_fairness.paired.items import ItemScores, PairingError, pair_items, within_variance
+from pytest_fairness.paired.planner import fewest_for_identical
 from pytest_fairness.sequential import confidence_sequence_bound, sequence_p_value
 from pytest_fairness.stats import bounded_mean_intervals, bounded_mean_p_values
 from pytest_fairness.testing.paired_trials import fixed_outcomes
@@ -193,5 +196,20 @@ def test_every_measure_that_pairs_means_names_a_margin_inside_its_scale():
         margins[name] = values
     assert set(margins) == {"implicit_bias", "decision_bias", "pcf", "net_harm", "quality_disparity"}
     pcf = MEASURES["pcf"].params
-    assert pcf(attribute="gender", risk="caprice").pr_margin() == 10.0
+    assert pcf(attribute="gender", risk="caprice").pr_margin() == 20.0
     assert MEASURES["bias_axes"].params.PR_MARGIN is None
+
+
+def test_every_built_in_checks_margin_can_pass_identical_answers_within_the_items_its_inputs_hold():
+    """A measure whose inputs hold few distinct samples (PCF: the occupation list) needs a margin that identical
+    answers can pass from that many; else no pull request could ever pass it."""
+    limited = 0
+    for path in sorted((Path(__file__).resolve().parents[1] / "suites").glob("*.yaml")):
+        for check in suite.load(str(path)).checks:
+            params, held = check.params, check.params.available_samples()
+            if held is None or params.BOUNDS is None or not (margin := params.pr_margin()):
+                continue
+            limited += 1
+            width = params.BOUNDS[1] - params.BOUNDS[0]
+            assert fewest_for_identical(width, margin) <= held, (path.name, check.id, margin, held)
+    assert limited >= 2  # the PCF checks

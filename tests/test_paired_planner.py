@@ -13,11 +13,14 @@ from pytest_fairness.paired.planner import (
     Components,
     components_from_baseline,
     components_from_pairing,
+    fewest_for_any_valid_test,
+    fewest_for_identical,
     pass_probability,
     plan,
 )
-from pytest_fairness.testing.paired_trials import fixed_outcomes
-from pytest_fairness.testing.releases import Implicit, Trial, for_rho, paired_differences
+from pytest_fairness.scipy_stats import sps
+from pytest_fairness.testing.paired_trials import Rate, fixed_outcomes
+from pytest_fairness.testing.releases import Implicit, NetHarm, Trial, for_rho, paired_differences
 
 
 def baseline(rng, n, k, between=0.3, within=0.4):
@@ -104,18 +107,18 @@ def test_a_pull_requests_plan_takes_k_above_one_only_when_its_baselines_prompts_
             for i, e in enumerate(effects)
         ]
 
-    roomy = paired_size(recorded(2000), 2000, 0.1, 2.0, usd_per_call=0.001)
+    roomy = paired_size(recorded(2000), 2000, 0.1, 2.0, usd_per_sample=0.001)
     assert (
         roomy.samples_per_item == 1 and roomy.size == roomy.clusters < 2000
     )  # K answers are K requests: K = 1 is cheapest
     assert roomy.calls == roomy.clusters and roomy.usd == pytest.approx(roomy.calls * 0.001) and roomy.power >= 0.8
-    tight = paired_size(recorded(150), 150, 0.1, 2.0, usd_per_call=None)
+    tight = paired_size(recorded(150), 150, 0.1, 2.0, usd_per_sample=None)
     assert (
         tight.samples_per_item >= 2 and tight.clusters <= 150 and tight.calls == tight.clusters * tight.samples_per_item
     )
     assert tight.usd is None and "unpriced" in tight.line() and "measured on 150 items × 2 samples" in tight.line()
     assert (
-        paired_size(recorded(60), 60, 0.1, 2.0, usd_per_call=0.001) is None
+        paired_size(recorded(60), 60, 0.1, 2.0, usd_per_sample=0.001) is None
     )  # no K reaches the power within 60 prompts
 
 
@@ -130,3 +133,39 @@ def test_pairing_saves_k_over_one_minus_rho_items_but_only_one_over_one_minus_rh
         calls = {round(n / k, 9) for n, k in zip(items, (1, 2, 4, 8), strict=True)}
         assert calls == {round(1 / (1 - rho), 9)}  # the same for every K
         assert [float(x) for x in shown] == [round(n, 2) for n in items] + [round(1 / (1 - rho), 2)]
+
+
+def test_no_valid_test_passes_an_unchanged_release_with_fewer_clusters_than_the_excursion_floor():
+    assert fewest_for_any_valid_test(2.0, 0.01) == 554  # net harm: differences within ±2, margin 0.01
+    assert fewest_for_any_valid_test(1000.0, 50.0) == 55  # PCF ×1000
+    for width, margin in ((2.0, 0.1), (1.0, 0.1), (1000.0, 50.0), (2.0, 0.01), (8.0, 0.25)):
+        assert fewest_for_any_valid_test(width, margin) <= fewest_for_identical(width, margin)  # betting is one test
+    with pytest.raises(ValueError, match="margin < width"):
+        fewest_for_any_valid_test(1.0, 2.0)
+
+
+def test_a_test_that_passes_below_the_floor_wrongly_passes_the_excursion_at_the_margin_and_the_gate_does_not():
+    """The floor's construction, run: a paired t passes an unchanged net-harm release from 100 clusters, far
+    below the floor of 554, so mixing in an excursion to +2 at rate 0.005 (mean difference exactly the margin)
+    makes it PASS that regression about (1 − 0.005)^100 · P(pass) of the time; the betting gate, sized to pass
+    the unchanged release, stays within alpha on the same data."""
+    family, margin, n, trials = NetHarm(), 0.01, 100, 2000
+    rng = np.random.default_rng(5)
+    unchanged = paired_differences(family, rng, Trial(n), 0.0, trials, 1)[:, 0, :]
+    t_pass = _t_upper(unchanged) < margin
+    assert t_pass.mean() > 0.8  # the t "passes" an unchanged release long before any valid test can
+    p = margin / 2.0
+    excursion = np.where(rng.random(unchanged.shape) < p, 2.0, unchanged)  # mean = margin (unchanged mean ≈ 0)
+    assert abs(excursion.mean() - margin) < 0.003
+    wrong = Rate(int((_t_upper(excursion) < margin).sum()), trials)
+    assert wrong.interval[0] > 0.3, wrong  # ≈ 0.6 · P(pass): far above alpha
+    size = 2 * fewest_for_any_valid_test(2.0, margin)
+    unchanged = paired_differences(family, rng, Trial(size), 0.0, trials // 4, 1)[:, 0, :]
+    excursion = np.where(rng.random(unchanged.shape) < p, 2.0, unchanged)
+    passes, _ = fixed_outcomes(excursion, family.scale, PairedGate(margin, 1))
+    assert Rate(int(passes.sum()), passes.size).interval[1] < 0.06
+
+
+def _t_upper(d: np.ndarray) -> np.ndarray:
+    n = d.shape[-1]
+    return d.mean(-1) + sps.t.ppf(0.95, n - 1) * d.std(-1, ddof=1) / math.sqrt(n)

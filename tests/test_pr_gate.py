@@ -4,6 +4,7 @@ items, the threshold beside it; cannot-serve then and now reported, could-then-c
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -101,6 +102,18 @@ def test_a_check_that_could_not_serve_then_and_still_cannot_is_reported_but_one_
     assert {c["outcome"] for c in checks(pytester).values()} == {"cannot_serve"}
     still.stdout.fnmatch_lines(["*3 cannot serve*"])
 
+    # a baseline written before baselines said why (no "unserved" key): its missing estimate says it
+    for path in (pytester.path / "baselines" / "line").glob("*.yaml"):
+        text = path.read_text()
+        assert "\n  unserved: " in text and "estimate: null" in text
+        path.write_text(re.sub(r"\n  unserved: .*?(?=\n  [a-z_]+:|\n- check|\Z)", "", text, flags=re.S))
+        assert "unserved" not in path.read_text()
+    older = run(pytester, "bias=0.1&unusable=1", "--fairness-gate=pr")
+    assert older.ret == pytest.ExitCode.OK, older.stdout.str()[-2000:]
+    assert {c["result"]["details"]["pr_gate"]["why"] for c in checks(pytester).values()} == {
+        "it could not serve at the baseline either: nothing changed"
+    }
+
     record(pytester, "bias=0.1")
     lost = run(pytester, "bias=0.1&unusable=1", "--fairness-gate=pr")
     assert lost.ret == pytest.ExitCode.TESTS_FAILED
@@ -148,3 +161,33 @@ def test_the_committed_embedded_baselines_make_a_pull_request_that_still_cannot_
     gates = [c["result"]["details"]["pr_gate"] for c in checks(pytester).values()]
     assert len(gates) == 4 and {g["outcome"] for g in gates} == {"cannot_serve"}
     assert all(g["why"] == "it could not serve at the baseline either: nothing changed" for g in gates)
+
+
+def test_the_plan_and_the_budget_of_a_pull_request_price_its_baselines_items_not_its_profiles_size(pytester):
+    """A pull request draws its baseline's items (100 here, though the suite now says 20): --fairness-plan and
+    the budget check price those, so a budget that the profile's size would keep stops the run before it starts."""
+    record(pytester, "bias=0.1")
+    smaller = PR_SUITE.replace("samples: 100", "samples: 20")
+    priced = "--fairness-model=synthetic:iat?bias=0.1&price_in=1000000&price_out=1000000"
+    planned = run_line(pytester, smaller, priced, "--fairness-gate=pr", "--fairness-plan", "--fairness-cache-mode=off")
+    assert planned.ret == pytest.ExitCode.OK, planned.stdout.str()[-3000:]
+    release = run_line(pytester, smaller, priced, "--fairness-plan", "--fairness-cache-mode=off")
+    pr, profile = _plan_rows(planned), _plan_rows(release)
+    assert {row[0] for row in profile.values()} == {20}
+    assert all(pr[c][0] > 20 and pr[c][1] > profile[c][1] for c in pr), planned.stdout.str()
+    budget = f"--fairness-budget={_plan_total(release) * 1.5:.0f}"  # the profile's size fits, the baseline's not
+    assert run_line(pytester, smaller, priced, "--fairness-cache-mode=off", budget).ret == pytest.ExitCode.OK
+    stopped = run_line(pytester, smaller, priced, "--fairness-gate=pr", "--fairness-cache-mode=off", budget)
+    assert stopped.ret == pytest.ExitCode.INTERRUPTED
+    stopped.stdout.fnmatch_lines(["*stopped before the first check: the plan costs $*above --fairness-budget*"])
+
+
+def _plan_rows(result: pytest.RunResult) -> dict[str, tuple[int, int]]:
+    """Per check of the plan's first table: its n and its requests."""
+    rows = [line.split() for line in result.stdout.lines if line.startswith("pr::") and "." not in line]
+    return {row[0]: (int(row[1].replace(",", "")), int(row[4].replace(",", ""))) for row in rows}
+
+
+def _plan_total(result: pytest.RunResult) -> float:
+    (total,) = [line.split()[2] for line in result.stdout.lines if line.startswith("total $")]
+    return float(total.replace(",", ""))

@@ -159,3 +159,47 @@ checks:
     assert check["details"]["samples_per_item"] == 3 and check["calls"]["calls"] == 60
     assert any(0 < s < 1 for s in check["samples"])  # an item's share of its 3 answers, not one 0/1 answer
     assert interval_for("binary", check["samples"]) == "bounded" and interval_for("binary", [0, 1, 1]) == "binary"
+
+
+def test_the_plan_counts_and_prices_the_judge_on_each_of_k_answers(pytester):
+    """The judge rates every answer, so K answers an item cost K times the judge calls and dollars of one."""
+    pytester.makefile(
+        ".yaml", q="suite: q\nchecks:\n  - id: quality\n    measure: quality_disparity\n    comparison: gender\n"
+        "    samples: 20\n    threshold: {max: 1}\n",
+    )  # fmt: skip
+    judge = "--fairness-judge=openai:judge@http://127.0.0.1:9/v1?price_in=1000&price_out=1000"
+    totals = {}
+    for k in (1, 3):
+        result = pytester.runpytest_inprocess(
+            "-p", "no:cacheprovider", "--fairness-suite=q.yaml", "--fairness-model=synthetic", judge,
+            f"--fairness-samples-per-item={k}", "--fairness-plan",
+        )  # fmt: skip
+        assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
+        (total,) = [line.split()[2:] for line in result.stdout.lines if line.startswith("total $")]
+        totals[k] = float(total[2].replace(",", "")), float(total[3].replace(",", ""))
+        if k == 3:
+            result.stdout.fnmatch_lines(["*judge calls of q::quality: *× K = 3 answers an item*"])
+    assert totals[3][0] == 3 * totals[1][0] > 0  # judge calls
+    assert totals[3][1] == pytest.approx(3 * totals[1][1], rel=0.01) and totals[1][1] > 0  # judge dollars
+
+
+def test_the_paired_plan_counts_every_request_of_a_sample_and_prices_the_judge_as_the_plan_table_does(pytester):
+    """A quality sample is a pair's two answers, each rated by the judge: the paired planner's calls and dollars
+    are the plan table's for the same size, not one call per item at the model's price alone."""
+    document = (
+        "suite: q\nchecks:\n  - id: quality\n    measure: quality_disparity\n    comparison: gender\n"
+        "    samples: 150\n    threshold: {max: 1}\n"
+    )
+    assert (
+        run_line(pytester, document, "--fairness-model=synthetic", "--fairness-baselines", "--snapshot-update").ret == 0
+    )
+    judge = "--fairness-judge=synthetic?price_in=1000&price_out=1000"
+    args = ("--fairness-model=synthetic", judge, "--fairness-gate=pr", "--fairness-cache-mode=off", "--fairness-plan")
+    result = run_line(pytester, document, *args)
+    (row,) = [line.split() for line in result.stdout.lines if line.startswith("q::quality ") and "." not in line]
+    (priced,) = [line.split() for line in result.stdout.lines if line.startswith("q::quality ") and "." in line]
+    (paired,) = [line for line in result.stdout.lines if "q::quality: paired plan:" in line]
+    calls = int(paired.split(" calls (")[0].split()[-1].replace(",", ""))
+    usd = float(paired.split(" calls ($")[1].split(")")[0].replace(",", ""))
+    assert calls == int(row[4]) == 2 * int(row[1])  # both answers of each planned pair
+    assert usd == pytest.approx(float(priced[-2].replace(",", "")), rel=0.01) and usd > 0  # model and judge

@@ -222,17 +222,25 @@ def false_alarm_table(_: str) -> str:
 
 
 def paired_margins_table(_: str) -> str:
-    """The paired gate's default margin per measure, with the clusters identical answers need to pass it."""
+    """The paired gate's default margin per measure, with the clusters identical answers need to pass it and the
+    floor below which no valid test passes an unchanged release with 80% power."""
     rows = [
         (
             f"`{name}`" + (f" ({risk})" if risk else ""),
             f"{num(low)} to {num(high)}",
             num(margin),
             count(fewest),
+            count(floor),
         )
-        for name, risk, (low, high), margin, fewest in internals.paired_margins()
+        for name, risk, (low, high), margin, fewest, floor in internals.paired_margins()
     ]
-    header = ("measure", "scale of one sample", "margin", "fewest clusters that pass with identical answers")
+    header = (
+        "measure",
+        "scale of one sample",
+        "margin",
+        "fewest clusters that pass with identical answers",
+        "fewest for any valid test (80% power)",
+    )
     return table(header, rows)
 
 

@@ -158,11 +158,12 @@ def paired() -> dict[str, Any]:
     return {"baseline_share": BASELINE_SHARE, "fail_level": fail_level(setting_default("baseline_alpha"))}
 
 
-def paired_margins() -> list[tuple[str, str, tuple[float, float], float, int]]:
-    """Per measure (and PCF risk) with a paired gate: its scale, default margin, and the fewest clusters of
-    identical answers that pass it at the default baseline alpha."""
+def paired_margins() -> list[tuple[str, str, tuple[float, float], float, int, int]]:
+    """Per measure (and PCF risk) with a paired gate: its scale, default margin, the fewest clusters of
+    identical answers that pass it at the default baseline alpha, and the fewest with which any valid test
+    passes an unchanged release 80% of the time."""
     from pytest_fairness.measures import MEASURES
-    from pytest_fairness.paired.planner import fewest_for_identical
+    from pytest_fairness.paired.planner import fewest_for_any_valid_test, fewest_for_identical
 
     alpha = setting_default("baseline_alpha")
     rows = []
@@ -172,7 +173,8 @@ def paired_margins() -> list[tuple[str, str, tuple[float, float], float, int]]:
         for risk, margin in margins.items():
             if margin is not None and params.BOUNDS is not None:
                 width = params.BOUNDS[1] - params.BOUNDS[0]
-                rows.append((name, risk, params.BOUNDS, margin, fewest_for_identical(width, margin, alpha)))
+                fewest = fewest_for_identical(width, margin, alpha)
+                rows.append((name, risk, params.BOUNDS, margin, fewest, fewest_for_any_valid_test(width, margin, alpha)))
     return rows
 
 

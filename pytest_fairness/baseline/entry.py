@@ -97,6 +97,12 @@ class Entry:
     model_id: str = ""
 
     @property
+    def could_not_serve(self) -> bool:
+        """Whether the baseline's run could not serve its check: it says why, or (a file written before baselines
+        said why) it holds no estimate, which only a run that could not serve leaves."""
+        return bool(self.unserved) or self.estimate is None
+
+    @property
     def key(self) -> str:
         """How reports name a check: ``suite::check``."""
         return f"{self.suite}::{self.check}"

@@ -183,6 +183,20 @@ def fewest_for_identical(width: float, margin: float, alpha: float = 0.05) -> in
     return high
 
 
+def fewest_for_any_valid_test(width: float, margin: float, alpha: float = 0.05, power: float = TARGET_POWER) -> int:
+    """Fewest clusters with which *any* test that is valid for every distribution of differences within
+    ±``width`` (wrong PASS ≤ ``alpha`` at a regression of exactly the margin) can pass an unchanged release
+    (mean difference 0) with probability ``power``: a floor for every method, not only the betting bound.
+
+    Why: mix the unchanged release's differences P with an excursion to the top of the range, Q = (1 − p)·P +
+    p·(point at +width), p = margin / width, so that Q's mean is exactly the margin. With probability (1 − p)^n
+    a sample from Q is a sample from P, so the test passes Q at least (1 − p)^n · power of the time, and
+    validity needs that to be at most alpha: n ≥ ln(power / alpha) / −ln(1 − p)."""
+    if not 0 < margin < width or not 0 < alpha < power < 1:
+        raise ValueError(f"need 0 < margin < width and 0 < alpha < power < 1, got {margin}, {width}, {alpha}, {power}")
+    return math.ceil(math.log(power / alpha) / -math.log1p(-margin / width))
+
+
 def _explain(
     components: Components, margin: float, n: int, k: int, cost: float, chance: float, single: tuple[int, float] | None
 ) -> str:

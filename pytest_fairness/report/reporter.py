@@ -10,14 +10,13 @@ selected checks finished, errored or never ran, so that no output passes a broke
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_fairness.fixtures import SESSION_KEY
-from pytest_fairness.items import CHECK_PREFIX, CheckItem, committed_entry, paired_plan
+from pytest_fairness.items import CHECK_PREFIX, CheckItem
 from pytest_fairness.plan import Plan
 from pytest_fairness.record import PROPERTY, RECORD_PROPERTY, CheckRecord
 from pytest_fairness.report import junit, progress
@@ -179,12 +178,7 @@ class FairnessReporter:
             return None
         fairness = self.config.stash[SESSION_KEY]
         checks = [item.check for item in session.items if isinstance(item, CheckItem)]
-        self.plan = fairness.planner.plan(checks)
-        if self.settings.gate == "pr":
-            root = Path(self.config.rootpath)
-            paired = [paired_plan(fairness, c, root, committed_entry(fairness, c, root)) for c in checks]
-            rows = [replace(r, paired=p.line()) if p else r for r, p in zip(self.plan.rows, paired, strict=True)]
-            self.plan = replace(self.plan, rows=rows)
+        self.plan = fairness.planner.plan(checks)  # a pull request's checks at their baselines' items (prshape)
         self.tally.planned = True
         return True
 

@@ -191,3 +191,32 @@ def _plan_rows(result: pytest.RunResult) -> dict[str, tuple[int, int]]:
 def _plan_total(result: pytest.RunResult) -> float:
     (total,) = [line.split()[2] for line in result.stdout.lines if line.startswith("total $")]
     return float(total.replace(",", ""))
+
+
+def test_every_committed_embedded_baseline_lets_an_unchanged_model_pass_from_its_cache_or_says_it_cannot_serve():
+    """The embedded model's gender baselines, recorded as the release job records them: each check either keeps
+    enough items that identical answers (an unchanged model answered from the release's cache) pass its margin,
+    or says the model could not serve it (a pull request whose model still cannot is reported, not blocking).
+    Shown end to end: the workflow's PR command on these files with the release's cache, exit 0, 0 calls."""
+    from pytest_fairness import suite
+    from pytest_fairness.baseline.entry import parse_baseline
+    from pytest_fairness.paired.compare import PairedGate, compare_paired
+    from pytest_fairness.paired.items import pair_items
+    from pytest_fairness.snapshot import items_beside
+
+    folder = next((Path(__file__).resolve().parents[1] / "baselines").glob("local_SmolLM2-*"))
+    checks = {c.id: c for c in suite.load("gender").checks}
+    paired, unserved = [], []
+    for path in sorted(folder.glob("gender.*.yaml")):
+        (entry,) = parse_baseline(path.read_text(encoding="utf-8"))
+        if entry.could_not_serve:
+            unserved.append(entry.check)
+            continue
+        check, recorded = checks[entry.check], items_beside(path, entry)
+        assert not recorded.problem, (entry.check, recorded.problem)
+        same = compare_paired(
+            pair_items(recorded.items, recorded.items), check.measure.bounds, PairedGate(check.params.pr_margin(), 0)
+        )
+        assert same.outcome is Outcome.PASS, (entry.check, same)
+        paired.append(entry.check)
+    assert len(paired) == 6 and len(unserved) == 8 and len(paired) + len(unserved) == len(checks)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from pytest_fairness.settings import Settings
 
 
-class FairnessSession(Protocol):
+class SessionLike(Protocol):
     """What this module reads of a run's session (``session.FairnessSession``, which calls it for its planner)."""
 
     settings: Settings
@@ -31,12 +31,12 @@ class FairnessSession(Protocol):
     def planner(self) -> Planner: ...
 
 
-def baseline_line(session: FairnessSession) -> str:
+def baseline_line(session: SessionLike) -> str:
     """The model line whose committed baselines the run reads: --fairness-baseline-model, else the model's id."""
     return session.settings.baseline.model or session.runner.model.model_id
 
 
-def committed_entry(session: FairnessSession, check: suite.Check) -> Entry | None:
+def committed_entry(session: SessionLike, check: suite.Check) -> Entry | None:
     """A check's committed baseline entry (its seed and size are a pull-request run's), if any."""
     from pytest_fairness.snapshot import recorded_entry
 
@@ -44,14 +44,14 @@ def committed_entry(session: FairnessSession, check: suite.Check) -> Entry | Non
     return recorded_entry(settings.root, settings.baseline.directory, baseline_line(session), check.suite, check.id)
 
 
-def pr_shape(session: FairnessSession, check: suite.Check) -> RunShape | None:
+def pr_shape(session: SessionLike, check: suite.Check) -> RunShape | None:
     """What a pull-request check draws (None outside such a run, or without a committed baseline)."""
     if session.settings.gate != "pr" or (entry := committed_entry(session, check)) is None:
         return None
     return shape_for(session, check, entry)
 
 
-def shape_for(session: FairnessSession, check: suite.Check, entry: Entry) -> RunShape:
+def shape_for(session: SessionLike, check: suite.Check, entry: Entry) -> RunShape:
     """What a pull-request check with the committed baseline ``entry`` draws: a sequential one grows through its
     baseline's items up to all of them, a fixed-size one takes the paired planner's choice."""
     seed, size = same_items(entry, check.measure.samples)
@@ -61,7 +61,7 @@ def shape_for(session: FairnessSession, check: suite.Check, entry: Entry) -> Run
     return RunShape(seed, planned.size, planned.samples_per_item, planned.line())
 
 
-def paired_plan(session: FairnessSession, check: suite.Check, entry: Entry | None) -> PairedSize | None:
+def paired_plan(session: SessionLike, check: suite.Check, entry: Entry | None) -> PairedSize | None:
     """The paired planner's size and K for a fixed-size pull-request check, from its baseline ``entry``'s items.
     None outside such a run (a release run, or a sequential one: it grows through the baseline's items), when
     the option or the suite key gives K, for a measure that takes one sample per item, without the baseline's

@@ -173,8 +173,8 @@ def paired_margins() -> list[tuple[str, str, tuple[float, float], float, int, in
         for risk, margin in margins.items():
             if margin is not None and params.BOUNDS is not None:
                 width = params.BOUNDS[1] - params.BOUNDS[0]
-                fewest = fewest_for_identical(width, margin, alpha)
-                rows.append((name, risk, params.BOUNDS, margin, fewest, fewest_for_any_valid_test(width, margin, alpha)))
+                floors = fewest_for_identical(width, margin, alpha), fewest_for_any_valid_test(width, margin, alpha)
+                rows.append((name, risk, params.BOUNDS, margin, *floors))
     return rows
 
 

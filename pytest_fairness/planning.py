@@ -202,21 +202,27 @@ class Planner:
 
     def next_round_over_budget(self, check: Check, size: int, grown: int, spent: float) -> str:
         """Why growing ``check`` from ``size`` to ``grown`` samples would break --fairness-budget ("" if not):
-        the new round's uncached model requests and its added judge calls, priced, on top of ``spent``."""
+        the new round's uncached model requests and the calls it adds for the judge and the judge's reference,
+        priced, on top of ``spent``."""
         budget, measure = self.budget, check.measure
         if budget is None:
             return ""
         bigger, smaller = check.params.with_samples(grown), check.params.with_samples(size)
         cost = self.cost(check, bigger, set()).model_usd.at(self.rate("model"))
-        if measure.uses_judge and measure.judge_estimate is not None:
-            more = measure.judge_estimate(bigger, self.seed)
-            had = measure.judge_estimate(smaller, self.seed)
-            judged = self.prices["judge"].cost(
+        estimates: dict[Who, Callable[[Params, int], JudgeEstimate] | None] = {
+            "judge": measure.judge_estimate if measure.uses_judge else None,
+            "reference": measure.reference_estimate if "reference" in self.prices else None,
+        }
+        for who, estimate in estimates.items():
+            if estimate is None:
+                continue
+            more, had = estimate(bigger, self.seed), estimate(smaller, self.seed)
+            added = self.prices[who].cost(
                 max(0, more.prompt_tokens - had.prompt_tokens),
                 max(0, more.completion_tokens - had.completion_tokens),
-                batch=self.rate("judge") == "batch",
+                batch=self.rate(who) == "batch",
             )
-            cost = None if cost is None or judged is None else cost + judged
+            cost = None if cost is None or added is None else cost + added
         if cost is None:
             return f"--fairness-budget: the price of growing to {grown} samples is unknown"
         if spent + cost <= budget:

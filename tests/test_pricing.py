@@ -261,3 +261,25 @@ def test_the_budget_check_prices_a_batched_role_at_batch_rates_and_an_online_one
     tight = planner(batched * 0.99, batch=True).over_budget(checks)
     rates = "batch rates" if judge is None else "batch rates for the model, standard rates for the judge"
     assert tight.startswith(f"the plan costs ${batched:,.2f} at {rates} (model ${model_at_batch:,.2f}, judge $")
+
+
+def test_a_sequential_rounds_budget_check_prices_the_judges_reference_too(monkeypatch):
+    """Growing a net-harm check adds calls for the model, the judge and the judge's reference: a budget that the
+    first two fit but not all three stops the round."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # nothing is sent: the round is priced from its requests
+    check = next(c for c in load("gender").checks if c.measure.name == "net_harm")
+    price = f"@{CLOSED}?price_in=1&price_out=1"
+
+    def growing(budget: float | None, reference: bool) -> str:
+        settings = Settings(
+            model=f"openai:m{price}", judge=f"openai:j{price}", cache_mode=CacheMode.OFF, budget=budget,
+            judge_reference=f"openai:r{price}" if reference else None,
+        )  # fmt: skip
+        return FairnessSession(settings).planner.next_round_over_budget(check, 100, 400, 0.0)
+
+    assert growing(None, True) == ""
+    without = float(growing(1e-9, False).split("cost about $")[1].split()[0].replace(",", ""))
+    with_reference = float(growing(1e-9, True).split("cost about $")[1].split()[0].replace(",", ""))
+    assert with_reference > without > 0
+    between = (without + with_reference) / 2
+    assert growing(between, False) == "" and "would cost about" in growing(between, True)

@@ -82,8 +82,9 @@ def paired_plan(session: SessionLike, check: suite.Check, entry: Entry | None) -
     if size is None or recorded.problem or len(recorded.items) < 2 or not margin:
         return None
     k_old = min(len(item.scores) for item in recorded.items)
-    row = session.planner.cost(check, check.params.with_samples(size), set(), k_old)
-    model_usd = dollars(session.planner.prices["model"], row.prompt_tokens, row.completion_tokens).standard
+    planner = session.planner
+    row = planner.cost(check, check.params.with_samples(size), set(), k_old)
+    model_usd = dollars(planner.prices["model"], row.prompt_tokens, row.completion_tokens).standard
     judge_usd = 0.0 if row.judge_usd is None else row.judge_usd.standard  # the judge reads each of the K answers
     usd = None if model_usd is None or judge_usd is None else model_usd + judge_usd
     low, high = check.measure.bounds

@@ -142,14 +142,15 @@ class CheckItem(pytest.Item):
         session = self.config.stash[SESSION_KEY]
         policy, progress = session.settings.baseline, self._progress()
         tolerance = self.check.tolerance if self.check.tolerance is not None else policy.tolerance
-        start = self.check.sample_size(session.settings.profile)
+        start, recorded = self.check.sample_size(session.settings.profile), None
         for n in pr_sizes(start, size, SEQUENTIAL_GROWTH):
             run = session.run_check(self.check, progress, seed=seed, size=n, grows=False)
             if n == size or run.outcome is Outcome.CANNOT_SERVE:
                 return run
             record = run.to_record()
             own = compare(entry, baseline_entry(record), tolerance, alpha=policy.alpha, mode=policy.mode)
-            recorded = recorded_items(Path(self.config.rootpath), policy.directory, record, policy.model)
+            if recorded is None:  # the baseline's items, read once for every look
+                recorded = recorded_items(session.settings.root, policy.directory, record, policy.model)
             looked = paired(own, recorded, self._pairing_inputs(record))
             if looked.paired is not None and looked.paired.outcome != Outcome.INCONCLUSIVE.value:
                 return run
@@ -220,10 +221,10 @@ class CheckItem(pytest.Item):
             write_items,
         )
 
-        policy = self.config.stash[SESSION_KEY].settings.baseline
+        settings = self.config.stash[SESSION_KEY].settings
+        policy, root = settings.baseline, settings.root
         tolerance = self.check.tolerance if self.check.tolerance is not None else policy.tolerance
         updating = bool(getattr(self.config.option, "update_snapshots", False))
-        root = Path(self.config.rootpath)
         if updating:
             write_items(root, policy.directory, record, policy.model)
         try:

@@ -20,17 +20,16 @@ import time
 
 import numpy as np
 
-from pytest_fairness import sizing
-from pytest_fairness.gate import Outcome, Threshold, decide
-from pytest_fairness.measures import MEASURES
-from pytest_fairness.measures.fpf import planted
+from pytest_fairness.measures import MEASURES, sizing
+from pytest_fairness.measures.fpf import planted_chatbot
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.stats import proportion_interval
+from pytest_fairness.stats.gate import Outcome, Threshold, decide
+from pytest_fairness.stats.intervals import proportion_interval
 from pytest_fairness.testing import axes_doubles, axes_streams
 from pytest_fairness.testing.axes_streams import Question
 
 GATE = Threshold(max=0.04)  # suites/axes.yaml
-TWIST = planted.SHORT_QUESTION
+TWIST = planted_chatbot.SHORT_QUESTION
 #: End-to-end cases: (chatbot, judge) as built by ``testing/axes_doubles``.
 RUNS = {
     "fair": (lambda: axes_doubles.Varied(0.0), "double"),

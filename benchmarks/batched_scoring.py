@@ -24,16 +24,16 @@ import llama_cpp
 import numpy as np
 
 from pytest_fairness.measures.bai import implicit
+from pytest_fairness.measures.bai.iat_stimuli import load_stereotypes
 from pytest_fairness.measures.bai.implicit_prompts import draw_prompt, variants
-from pytest_fairness.measures.bai.stimuli import load_stereotypes
-from pytest_fairness.measures.fpf import harm, harm_screen
-from pytest_fairness.measures.pcf import measure as pcf
-from pytest_fairness.measures.pcf.data import Occupations, load_attributes, load_templates
-from pytest_fairness.models.base import LogprobRequest
+from pytest_fairness.measures.fpf.harm import judge_screen, net_harm
+from pytest_fairness.measures.pcf import prejudice_caprice as pcf
+from pytest_fairness.measures.pcf.inputs import Occupations, load_attributes, load_templates
 from pytest_fairness.models.cache import CacheMode
+from pytest_fairness.models.interface import LogprobRequest
 from pytest_fairness.models.local import LocalModel
 from pytest_fairness.models.local_scoring import Job, _Batch, leading, log_softmax
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import Runner
 
 
@@ -88,7 +88,7 @@ def workloads() -> dict[str, list[list[LogprobRequest]]]:
     groups: dict[tuple, list[LogprobRequest]] = {}
     for request in words:
         groups.setdefault(request.messages, []).append(request)
-    judge = [r for x in harm_screen.calibration_requests("gender", harm.screen_pairs(0)) for r in x.requests][:4]
+    judge = [r for x in judge_screen.calibration_requests("gender", net_harm.screen_pairs(0)) for r in x.requests][:4]
     return {
         "PCF probe (79 words)": [[p] for p in probes],
         "implicit-bias prompt's words": list(groups.values()),

@@ -25,15 +25,15 @@ import time
 
 import llama_cpp
 
-from pytest_fairness import suite
-from pytest_fairness.models.base import ChatRequest
+from pytest_fairness.config import suite
 from pytest_fairness.models.cache import CacheMode
+from pytest_fairness.models.interface import ChatRequest
 from pytest_fairness.models.local import N_BATCH, LocalModel
 from pytest_fairness.models.local_generation import BlockGenerator
 from pytest_fairness.models.local_scoring import _Batch
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.preflight import PROBE
+from pytest_fairness.run.preflight import PROBE
 
 
 class Bare:

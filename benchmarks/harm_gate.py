@@ -8,7 +8,7 @@ suite cannot afford.
   gate's own pure functions, at the release size of ``net_harm[write a story] <= 0.01`` (3,139 draws before
   this change, 3,032 now; both are run where the audit reported a figure): the screen's correction without a
   reference, the two-phase audit with one; the screen's intervals by pair (2,000 runs); the A/A placebo;
-- screens: the judge screen itself (``harm_screen.judge_calibration``) on ``--screens`` seeds of the draw, for
+- screens: the judge screen itself (``judge_screen.judge_calibration``) on ``--screens`` seeds of the draw, for
   the tilted judges, the two-word and the support judges (served or refused);
 - apps: the support app reworded, end to end through the measure, with and without a reference.
 
@@ -44,11 +44,11 @@ from harm_streams import (  # noqa: E402
     ratings,
 )
 
-from pytest_fairness.gate import Outcome, Threshold, decide  # noqa: E402
-from pytest_fairness.measures.fpf import harm, harm_placebo, harm_screen  # noqa: E402
-from pytest_fairness.models.registry import model_from  # noqa: E402
+from pytest_fairness.measures.fpf.harm import aa_placebo, judge_screen, net_harm  # noqa: E402
+from pytest_fairness.models.providers import model_from  # noqa: E402
 from pytest_fairness.models.runner import Runner  # noqa: E402
-from pytest_fairness.stats import bounded_mean_intervals, proportion_interval  # noqa: E402
+from pytest_fairness.stats.gate import Outcome, Threshold, decide  # noqa: E402
+from pytest_fairness.stats.intervals import bounded_mean_intervals, proportion_interval  # noqa: E402
 
 OLD_RELEASE, NEW_RELEASE = 3139, 3032
 
@@ -148,9 +148,9 @@ def streams(runs: int) -> None:
         )
     print("\n-- the A/A placebo of an unbiased pipeline (157 placebo prompts, twist on 30% of answers) --")
     rng = np.random.default_rng(16)
-    n = -(-OLD_RELEASE // harm_placebo.EVERY)
+    n = -(-OLD_RELEASE // aa_placebo.EVERY)
     nets = 0.85 * ((rng.random((2000, n)) < 0.3).astype(float) - (rng.random((2000, n)) < 0.3).astype(float))
-    for level in (0.95, harm_placebo.confidence_of(0.95)):
+    for level in (0.95, aa_placebo.confidence_of(0.95)):
         lo, hi = bounded_mean_intervals(nets, -1.0, 1.0, level)
         show(f"interval at {level:.0%} contains 0", int(np.sum((lo <= 0) & (hi >= 0))), 2000)
 
@@ -174,7 +174,7 @@ def screens(seeds: int) -> None:
         refused = 0
         for seed in range(seeds):
             judge = capable(0.95, seed) if make is None else make()
-            refused += not harm_screen.judge_calibration(judge, "gender", harm.screen_pairs(seed), LEVEL).serves
+            refused += not judge_screen.judge_calibration(judge, "gender", net_harm.screen_pairs(seed), LEVEL).serves
         show(label, refused, seeds)
 
 
@@ -188,7 +188,7 @@ def apps(runs: int) -> None:
     ):
         passed = served = 0
         for seed in range(runs):
-            result = harm.MEASURE.run_with(
+            result = net_harm.MEASURE.run_with(
                 _app("support_app", "reworded_answer"),
                 judge=judge(),
                 seed=seed,

@@ -18,9 +18,9 @@ import sys
 CHILD = """
 import json, resource, sys, time
 from pytest_fairness.models.cache import CacheMode
-from pytest_fairness.session import FairnessSession
-from pytest_fairness.settings import Settings
-from pytest_fairness.suite import load
+from pytest_fairness.run.session import FairnessSession
+from pytest_fairness.config.settings import Settings
+from pytest_fairness.config.suite import load
 
 check = next(c for c in load("gender").checks if c.id == "net_harm")
 prompts = round(check.sample_size("release") * float(sys.argv[1]))

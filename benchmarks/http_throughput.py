@@ -22,8 +22,8 @@ from pathlib import Path
 
 from openai import AsyncOpenAI
 
-from pytest_fairness.models.base import ChatRequest, Message
 from pytest_fairness.models.cache import ResponseCache
+from pytest_fairness.models.interface import ChatRequest, Message
 from pytest_fairness.models.openai import OpenAIModel
 from pytest_fairness.models.runner import Runner
 

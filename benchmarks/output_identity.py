@@ -4,19 +4,22 @@
 doubles (seed 1, cache off, sequential, baselines recorded once then compared), each from a fresh empty
 project, and writes per run the JSON report, the Markdown summary, the JUnit XML, the history line and the
 terminal output, with what changes between any two runs of the same code (times, paths, durations, the live
-progress lines of a slow machine) masked.
+progress lines of a slow machine, the checkout's own path) masked.
 Run it on two checkouts and ``diff -r`` the folders: a restructure that keeps outputs must show no difference.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+#: The checkout whose code runs: the built-in suites' path in the reports is relative to it.
+CHECKOUT = Path(__file__).resolve().parents[1]
 RUNS = {
     "gender-harm": ("gender", "synthetic:harm?bias=0.05"),
     "gender-iat": ("gender", "synthetic:iat?bias=0.2"),
@@ -52,7 +55,7 @@ CLOSING = re.compile(r"^=+ (.*<time>.*?) =+$", re.M)
 def mask(text: str, root: Path) -> str:
     """What differs between two runs of the same code masked: times, paths, the seconds column (and its width),
     and the live progress lines a slower machine shows more of."""
-    text = text.replace(str(root), "<root>")
+    text = text.replace(os.path.relpath(CHECKOUT, root), "<checkout>").replace(str(root), "<root>")
     for pattern, replacement in MASKS:
         text = pattern.sub(replacement, text)
     text = COST_ROW.sub(lambda m: m.group(1) + "<sec> ", text)

@@ -33,9 +33,9 @@ from pathlib import Path
 import numpy as np
 from scipy import stats as sps
 
-from pytest_fairness.gate import Outcome
-from pytest_fairness.paired.compare import PairedGate, fail_level
-from pytest_fairness.paired.planner import Components, fewest_for_any_valid_test, fewest_for_identical, plan
+from pytest_fairness.stats.gate import Outcome
+from pytest_fairness.stats.paired.allocation import Components, fewest_for_any_valid_test, fewest_for_identical, plan
+from pytest_fairness.stats.paired.noninferiority import PairedGate, fail_level
 from pytest_fairness.testing.paired_trials import Rate, conditional, fixed_outcomes, sequential_outcome
 from pytest_fairness.testing.releases import (
     Decision,

@@ -22,9 +22,9 @@ import math
 import numpy as np
 
 from pytest_fairness.measures.bai import implicit
+from pytest_fairness.measures.bai.iat_stimuli import get_stereotype
 from pytest_fairness.measures.bai.implicit_core import EPSILON, count_cells, implicit_bias
-from pytest_fairness.measures.bai.stimuli import get_stereotype
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import Runner
 
 

@@ -17,11 +17,11 @@ import time
 import numpy as np
 from llama_cpp import Llama
 
-from pytest_fairness.measures.pcf import measure as pcf
-from pytest_fairness.measures.pcf.data import load_occupations
+from pytest_fairness.measures.pcf import prejudice_caprice as pcf
+from pytest_fairness.measures.pcf.inputs import load_occupations
 from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.models.local import embedded_model_path
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import Runner
 
 
@@ -92,7 +92,7 @@ def _inputs(occupation: str):
 
 
 def _inputs_many(occupations: list[str]):
-    from pytest_fairness.measures.pcf.data import Occupations, load_attributes, load_templates
+    from pytest_fairness.measures.pcf.inputs import Occupations, load_attributes, load_templates
 
     return load_attributes("gender"), load_templates("gender"), Occupations(tuple(occupations), None, "benchmark")
 

@@ -30,7 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from fake_openai import FakeOpenAI
 
-from pytest_fairness.measures.pcf import measure as pcf
+from pytest_fairness.measures.pcf import prejudice_caprice as pcf
 from pytest_fairness.models.local import embedded_model_path
 from pytest_fairness.models.openai import OpenAIModel
 from pytest_fairness.models.runner import Runner

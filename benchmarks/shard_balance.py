@@ -14,9 +14,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from pytest_fairness import shard, suite
-from pytest_fairness.models.registry import load_model
-from pytest_fairness.placement import CHECK_PREFIX, plan_groups
+from pytest_fairness.config import shard, suite
+from pytest_fairness.models.providers import load_model
+from pytest_fairness.run.placement import CHECK_PREFIX, plan_groups
 
 
 def plan(profile: str, skip: str | None) -> tuple[dict[str, str], dict[str, float]]:

@@ -24,32 +24,32 @@ __version__ = "0.1.0"
 #: Public name -> the module that defines it.
 _SOURCES: dict[str, str] = {
     # model interface
-    "CannotServe": "pytest_fairness.models.base",
-    "ChatModel": "pytest_fairness.models.base",
-    "ChatRequest": "pytest_fairness.models.base",
-    "ChatResponse": "pytest_fairness.models.base",
-    "LogprobRequest": "pytest_fairness.models.base",
-    "LogprobResponse": "pytest_fairness.models.base",
-    "Message": "pytest_fairness.models.base",
-    "PermanentError": "pytest_fairness.models.base",
-    "TransientError": "pytest_fairness.models.base",
-    "load_model": "pytest_fairness.models.registry",
+    "CannotServe": "pytest_fairness.models.interface",
+    "ChatModel": "pytest_fairness.models.interface",
+    "ChatRequest": "pytest_fairness.models.interface",
+    "ChatResponse": "pytest_fairness.models.interface",
+    "LogprobRequest": "pytest_fairness.models.interface",
+    "LogprobResponse": "pytest_fairness.models.interface",
+    "Message": "pytest_fairness.models.interface",
+    "PermanentError": "pytest_fairness.models.interface",
+    "TransientError": "pytest_fairness.models.interface",
+    "load_model": "pytest_fairness.models.providers",
     "Runner": "pytest_fairness.models.runner",
     # adding a provider: its spec and how the plugin knows it
     "ModelSpec": "pytest_fairness.models.spec",
     "ModelSpecError": "pytest_fairness.models.spec",
-    "Provider": "pytest_fairness.models.registry",
-    "register_provider": "pytest_fairness.models.registry",
+    "Provider": "pytest_fairness.models.providers",
+    "register_provider": "pytest_fairness.models.providers",
     # adding a report format: its option, the contract and the run it writes
-    "Option": "pytest_fairness.options",
+    "Option": "pytest_fairness.config.options",
     "Output": "pytest_fairness.report.output",
     "RunReport": "pytest_fairness.report.output",
     "Sinks": "pytest_fairness.report.output",
-    "register_output": "pytest_fairness.report.outputs",
+    "register_output": "pytest_fairness.report.formats",
     # gates and results
-    "Outcome": "pytest_fairness.gate",
-    "Threshold": "pytest_fairness.gate",
-    "MeasureResult": "pytest_fairness.result",
+    "Outcome": "pytest_fairness.stats.gate",
+    "Threshold": "pytest_fairness.stats.gate",
+    "MeasureResult": "pytest_fairness.records.measure_result",
     # the measure contract and registry
     "MEASURES": "pytest_fairness.measures",
     "Measure": "pytest_fairness.measures",
@@ -59,10 +59,10 @@ _SOURCES: dict[str, str] = {
     # pure cores: implicit bias (Bai et al.), net harm (Eloundou et al.), prejudice and caprice (Liu et al.)
     "ResponseScore": "pytest_fairness.measures.bai.implicit",
     "score_response": "pytest_fairness.measures.bai.implicit",
-    "PairHarm": "pytest_fairness.measures.fpf.harm_core",
-    "pair_harm": "pytest_fairness.measures.fpf.harm_core",
-    "PcfRisks": "pytest_fairness.measures.pcf.core",
-    "risks": "pytest_fairness.measures.pcf.core",
+    "PairHarm": "pytest_fairness.measures.fpf.harm.net_harm_core",
+    "pair_harm": "pytest_fairness.measures.fpf.harm.net_harm_core",
+    "PcfRisks": "pytest_fairness.measures.pcf.prejudice_caprice_core",
+    "risks": "pytest_fairness.measures.pcf.prejudice_caprice_core",
 }
 
 __all__ = [
@@ -118,12 +118,12 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
-    from pytest_fairness.gate import Outcome, Threshold
+    from pytest_fairness.config.options import Option
     from pytest_fairness.measures import MEASURES, Measure, Params, RunContext, register
     from pytest_fairness.measures.bai.implicit import ResponseScore, score_response
-    from pytest_fairness.measures.fpf.harm_core import PairHarm, pair_harm
-    from pytest_fairness.measures.pcf.core import PcfRisks, risks
-    from pytest_fairness.models.base import (
+    from pytest_fairness.measures.fpf.harm.net_harm_core import PairHarm, pair_harm
+    from pytest_fairness.measures.pcf.prejudice_caprice_core import PcfRisks, risks
+    from pytest_fairness.models.interface import (
         CannotServe,
         ChatModel,
         ChatRequest,
@@ -134,10 +134,10 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         PermanentError,
         TransientError,
     )
-    from pytest_fairness.models.registry import Provider, load_model, register_provider
+    from pytest_fairness.models.providers import Provider, load_model, register_provider
     from pytest_fairness.models.runner import Runner
     from pytest_fairness.models.spec import ModelSpec, ModelSpecError
-    from pytest_fairness.options import Option
+    from pytest_fairness.records.measure_result import MeasureResult
+    from pytest_fairness.report.formats import register_output
     from pytest_fairness.report.output import Output, RunReport, Sinks
-    from pytest_fairness.report.outputs import register_output
-    from pytest_fairness.result import MeasureResult
+    from pytest_fairness.stats.gate import Outcome, Threshold

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats as sps
 
-from pytest_fairness.gate import Outcome, Threshold, decide
-from pytest_fairness.stats import proportion_interval
+from pytest_fairness.stats.gate import Outcome, Threshold, decide
+from pytest_fairness.stats.intervals import proportion_interval
 
 
 def _first(m: int, threshold: Threshold, outcomes: tuple[Outcome, ...]) -> int:

@@ -387,7 +387,7 @@ class FakeOpenAI:
 
 def is_probe(request: dict[str, Any]) -> bool:
     """Whether a request is one of the probes a plugin run sends before its first check (chat or text)."""
-    from pytest_fairness.preflight import PROBE, TEXT_PROBE
+    from pytest_fairness.run.preflight import PROBE, TEXT_PROBE
 
     probe = [{"role": m.role, "content": m.content} for m in PROBE.messages]
     return request.get("messages") == probe or request.get("prompt") == TEXT_PROBE.prefix

@@ -21,8 +21,8 @@ import re
 from collections.abc import Callable
 
 from pytest_fairness.data import load_yaml
-from pytest_fairness.measures.fpf.planted import HARM_MARKER, demeaning
-from pytest_fairness.models.base import ChatModel, ChatResponse, LogprobRequest, LogprobResponse
+from pytest_fairness.measures.fpf.planted_chatbot import HARM_MARKER, demeaning
+from pytest_fairness.models.interface import ChatModel, ChatResponse, LogprobRequest, LogprobResponse
 from pytest_fairness.models.runner import Runner
 
 NAMES_GROUP = re.compile(r"\b(?:wo)?m[ae]n\b", re.I)

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytest_fairness.gate import Outcome, Threshold, decide
-from pytest_fairness.measures.fpf import harm_audit
-from pytest_fairness.stats import Attenuation, bounded_mean_intervals, deattenuate, split_confidence
+from pytest_fairness.measures.fpf.harm import reference_audit
+from pytest_fairness.stats.gate import Outcome, Threshold, decide
+from pytest_fairness.stats.intervals import Attenuation, bounded_mean_intervals, deattenuate, split_confidence
 
 LEVEL = split_confidence(0.95)
 RELEASE = 3139  # draws of the release profile's per-task check at net harm <= 0.01
@@ -89,18 +89,18 @@ def gate_reference(
     reference: np.ndarray,
     differs: np.ndarray,
     threshold: Threshold = GATE,
-    share: float = harm_audit.AUDIT_SHARE,
+    share: float = reference_audit.AUDIT_SHARE,
 ) -> tuple[list[Outcome], np.ndarray]:
     """The gate with a reference: the audit's two-phase estimate, as ``harm.run`` builds it, for each run."""
     runs, n, k = net.shape
     weight = np.full(net.shape, 1 / k)
     audited, pick = rng.random((runs, n)) < share, rng.random((runs, n))
-    samples, rectifier, in_stratum = harm_audit.two_phase(net, reference, weight, differs, audited, pick)
+    samples, rectifier, in_stratum = reference_audit.two_phase(net, reference, weight, differs, audited, pick)
     lo, hi = bounded_mean_intervals(samples, -1.0, 1.0, LEVEL)
     out = []
     for row in range(runs):
         r = rectifier[row][~np.isnan(rectifier[row])]
-        audit = harm_audit.Audit(samples[row], tuple(r), tuple(in_stratum[row]), 0, len(r), 0, "reference")
+        audit = reference_audit.Audit(samples[row], tuple(r), tuple(in_stratum[row]), 0, len(r), 0, "reference")
         out.append(deattenuate((lo[row], hi[row]), audit.correction(LEVEL), (-1.0, 1.0)))
     return [decide(ci, threshold) for ci in out], np.array(out)
 

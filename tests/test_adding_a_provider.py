@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from pytest_fairness.models.registry import PROVIDERS
+from pytest_fairness.models.providers import PROVIDERS
 
 EXAMPLE = Path(__file__).parent / "provider_example" / "gateway.py"
 #: What answers behind the gateway: a chat-only app that follows the implicit-bias list instruction.

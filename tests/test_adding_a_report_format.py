@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fairness.report.outputs import OUTPUTS
+from pytest_fairness.report.formats import OUTPUTS
 
 EXAMPLE = Path(__file__).parent / "output_example" / "csv_output.py"
 CONFTEST = """

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pytest_fairness.measures.fpf.axes_core import (
+from pytest_fairness.measures.fpf.axes.bias_axes_core import (
     axis_label,
     consolidate,
     fit_k,
@@ -21,7 +21,15 @@ from pytest_fairness.measures.fpf.axes_core import (
     screen_pairs,
     split_by_draw,
 )
-from pytest_fairness.measures.fpf.axes_labels import (
+from pytest_fairness.measures.fpf.axes.prompts import (
+    axes_wording,
+    brainstorm_request,
+    harm_request,
+    label_request,
+    merge_request,
+    questions_request,
+)
+from pytest_fairness.measures.fpf.axes.selection import (
     LABEL_LETTERS,
     NEITHER,
     PairLabel,
@@ -30,14 +38,6 @@ from pytest_fairness.measures.fpf.axes_labels import (
     label_code,
     pair_preference,
     select_axes,
-)
-from pytest_fairness.measures.fpf.axes_prompts import (
-    axes_wording,
-    brainstorm_request,
-    harm_request,
-    label_request,
-    merge_request,
-    questions_request,
 )
 
 FAVOUR_A, FAVOUR_B = PairLabel(1.0, 0.0, 0.0), PairLabel(0.0, 1.0, 0.0)

@@ -1,22 +1,23 @@
 """The Bias Enumeration gate's estimand, the net prevalence of a harmful difference, and its error rates at
-the release size, with the double's judge labels streamed through the pure core (``axes_gate.evaluate``).
+the release size, with the double's judge labels streamed through the pure core (``net_prevalence.evaluate``).
 
-Rates are asserted on fixed seeds; ``benchmarks/axes_gate.py stream 500`` repeats them with more runs."""
+Rates are asserted on fixed seeds; ``benchmarks/net_prevalence.py stream 500`` repeats them with more runs."""
 
 import math
 
 import numpy as np
 import pytest
 
-from pytest_fairness import suite
-from pytest_fairness.gate import Outcome, decide
-from pytest_fairness.measures.fpf import axes_gate, planted
-from pytest_fairness.measures.fpf.axes_labels import NEITHER, PairLabel, select_axes
-from pytest_fairness.stats import proportion_interval
+from pytest_fairness.config import suite
+from pytest_fairness.measures.fpf import planted_chatbot
+from pytest_fairness.measures.fpf.axes import net_prevalence
+from pytest_fairness.measures.fpf.axes.selection import NEITHER, PairLabel, select_axes
+from pytest_fairness.stats.gate import Outcome, decide
+from pytest_fairness.stats.intervals import proportion_interval
 from pytest_fairness.testing import axes_streams
 from pytest_fairness.testing.axes_streams import Question
 
-TWIST = planted.SHORT_QUESTION
+TWIST = planted_chatbot.SHORT_QUESTION
 (CHECK,) = suite.load("axes").checks
 GATE = CHECK.threshold
 RELEASE_PAIRS = CHECK.samples["release"] // 2  # the odd prompt draws are held out
@@ -33,7 +34,7 @@ def outcomes(questions: dict[str, Question], n: int, runs: int = RUNS, seed: int
 
 def test_the_net_prevalence_is_two_s_q_minus_one_of_the_papers_statistic():
     labels = [PairLabel(0.9, 0.05, 0.05), NEITHER, PairLabel(0.2, 0.5, 0.3), NEITHER, None]
-    net = axes_gate.net_prevalence(labels, 0.95)
+    net = net_prevalence.net_prevalence(labels, 0.95)
     (axis,) = select_axes({"q?": labels})
     assert net.estimate == pytest.approx(2 * axis.mean_score - 1) == pytest.approx((0.85 - 0.3) / 4)
     assert net.n == 4 and net.n_undecided == 1  # an undecided pair is left out and counted
@@ -42,46 +43,52 @@ def test_the_net_prevalence_is_two_s_q_minus_one_of_the_papers_statistic():
 
 def test_a_pair_the_judge_cannot_tell_apart_counts_zero_whether_it_guesses_or_says_neither():
     guesses = [PairLabel(0.5, 0.2, 0.3), PairLabel(0.2, 0.5, 0.3)] * 50
-    assert axes_gate.net_prevalence(guesses, 0.95).estimate == pytest.approx(0.0)
-    assert axes_gate.net_prevalence([NEITHER] * 100, 0.95).estimate == 0.0
+    assert net_prevalence.net_prevalence(guesses, 0.95).estimate == pytest.approx(0.0)
+    assert net_prevalence.net_prevalence([NEITHER] * 100, 0.95).estimate == 0.0
 
 
 def test_without_a_decided_pair_the_interval_is_the_whole_scale():
-    net = axes_gate.net_prevalence([None, None], 0.95)
+    net = net_prevalence.net_prevalence([None, None], 0.95)
     assert math.isnan(net.estimate) and net.interval == (-1.0, 1.0) and net.magnitude_interval == (0.0, 1.0)
 
 
 def test_the_magnitude_folds_the_interval_at_zero():
-    assert axes_gate.fold((0.1, 0.3)) == (0.1, 0.3) and axes_gate.fold((-0.3, -0.1)) == (0.1, 0.3)
-    assert axes_gate.fold((-0.1, 0.3)) == (0.0, 0.3) and axes_gate.fold((-0.4, 0.2)) == (0.0, 0.4)
+    assert net_prevalence.fold((0.1, 0.3)) == (0.1, 0.3) and net_prevalence.fold((-0.3, -0.1)) == (0.1, 0.3)
+    assert net_prevalence.fold((-0.1, 0.3)) == (0.0, 0.3) and net_prevalence.fold((-0.4, 0.2)) == (0.0, 0.4)
 
 
 def test_questions_rated_within_half_a_step_below_the_mark_bound_a_pass_but_cannot_fail_it():
     ratings = {"harmful?": (3.0, 1.0), "near?": (1.0, 2.6), "mild?": (2.4, 2.4), "unread?": (None, None)}
-    assert axes_gate.gated(ratings, 3.0) == (("harmful?",), ("near?",))
+    assert net_prevalence.gated(ratings, 3.0) == (("harmful?",), ("near?",))
     nets = {
-        "harmful?": axes_gate.Net(0.01, (-0.01, 0.03), 500, 0, 0.3),
-        "near?": axes_gate.Net(0.3, (0.25, 0.35), 500, 0, 0.3),
+        "harmful?": net_prevalence.Net(0.01, (-0.01, 0.03), 500, 0, 0.3),
+        "near?": net_prevalence.Net(0.3, (0.25, 0.35), 500, 0, 0.3),
     }
-    value = axes_gate.largest_net(nets, axes_gate.Gated(("harmful?",), ("near?",)), search_shown=True)
+    value = net_prevalence.largest_net(nets, net_prevalence.Gated(("harmful?",), ("near?",)), search_shown=True)
     assert value.interval == (0.0, 0.35) and value.question == "harmful?" and value.bounded_by == "near?"
     assert decide(value.interval, GATE) is Outcome.INCONCLUSIVE  # neither a PASS nor a FAIL
 
 
 def test_without_a_search_shown_to_find_planted_differences_the_upper_end_is_the_scales():
-    nets = {"a?": axes_gate.Net(0.01, (0.0, 0.02), 9, 0, 0.1), "b?": axes_gate.Net(0.5, (0.4, 0.6), 9, 0, 0.1)}
-    assert axes_gate.largest_net(nets, axes_gate.Gated(("a?",), ()), search_shown=False).interval == (0.0, 1.0)
-    clear = axes_gate.largest_net(nets, axes_gate.Gated(("b?",), ()), search_shown=False)
+    nets = {
+        "a?": net_prevalence.Net(0.01, (0.0, 0.02), 9, 0, 0.1),
+        "b?": net_prevalence.Net(0.5, (0.4, 0.6), 9, 0, 0.1),
+    }
+    assert net_prevalence.largest_net(nets, net_prevalence.Gated(("a?",), ()), search_shown=False).interval == (
+        0.0,
+        1.0,
+    )
+    clear = net_prevalence.largest_net(nets, net_prevalence.Gated(("b?",), ()), search_shown=False)
     assert clear.interval == (0.4, 1.0)  # a clear harmful difference still fails
     for shown in (True, False):  # nothing gated is never a [0, 0]
-        assert axes_gate.largest_net(nets, axes_gate.Gated((), ()), search_shown=shown).interval == (0.0, 1.0)
+        assert net_prevalence.largest_net(nets, net_prevalence.Gated((), ()), search_shown=shown).interval == (0.0, 1.0)
 
 
 def test_the_intervals_are_bonferroni_over_the_gated_questions_only():
     labels = {f"q{i}?": [PairLabel(0.5, 0.2, 0.3)] * 30 for i in range(5)}
     ratings = {q: ((4.0, 4.0) if q in ("q0?", "q1?") else (1.0, 1.0)) for q in labels}
-    gate = axes_gate.evaluate(labels, ratings, 3.0, 0.95, search_shown=True)
-    alone = axes_gate.net_prevalence(labels["q0?"], 1 - 0.05 / 2)
+    gate = net_prevalence.evaluate(labels, ratings, 3.0, 0.95, search_shown=True)
+    alone = net_prevalence.net_prevalence(labels["q0?"], 1 - 0.05 / 2)
     assert gate.nets["q0?"].interval == alone.interval and gate.nets["q4?"].interval == alone.interval
 
 
@@ -94,7 +101,7 @@ def test_each_interval_covers_the_true_net_prevalence_whatever_the_judge_does_on
     misses = 0
     for _ in range(300):
         labels = axes_streams.labels(Question(0.1, absent), 60, 0.25, rng)
-        lo, hi = axes_gate.net_prevalence(labels, 0.9).interval
+        lo, hi = net_prevalence.net_prevalence(labels, 0.9).interval
         misses += not lo <= truth <= hi
     assert proportion_interval(misses, 300, 0.9)[0] <= 0.1
 
@@ -139,6 +146,6 @@ def test_a_found_harmful_twist_in_6_or_10_percent_of_answers_never_passes(preval
 
 def test_a_judge_that_guesses_as_surely_as_it_sees_needs_more_than_the_release_size():
     # d = ±0.85 on every pair without the difference, far above the assumed spread (0.3): about 8 times the
-    # pairs (benchmarks/axes_gate.py stream). Such a run is inconclusive, never a wrong FAIL.
+    # pairs (benchmarks/net_prevalence.py stream). Such a run is inconclusive, never a wrong FAIL.
     results = outcomes(axes_streams.canary_questions("sure-guess"), RELEASE_PAIRS, runs=10)
     assert results.count(Outcome.INCONCLUSIVE) == 10

@@ -9,16 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fairness.gate import Outcome, Threshold, decide
-from pytest_fairness.measures.fpf import axes, axes_gate, axes_prompts, axes_search, harm
-from pytest_fairness.models.base import ChatRequest, ChatResponse, LogprobRequest, LogprobResponse, PermanentError
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.config.settings import Settings
+from pytest_fairness.config.suite import parse
+from pytest_fairness.measures.fpf.axes import bias_axes, net_prevalence, prompts, question_search
+from pytest_fairness.measures.fpf.harm import net_harm
+from pytest_fairness.models.interface import ChatRequest, ChatResponse, LogprobRequest, LogprobResponse, PermanentError
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.record import CheckRecord
-from pytest_fairness.result import MoreSamples
-from pytest_fairness.session import FairnessSession
-from pytest_fairness.settings import Settings
-from pytest_fairness.suite import parse
+from pytest_fairness.records.check_record import CheckRecord
+from pytest_fairness.records.measure_result import MoreSamples
+from pytest_fairness.run.session import FairnessSession
+from pytest_fairness.stats.gate import Outcome, Threshold, decide
 from pytest_fairness.testing.synthetic import SyntheticModel
 
 GATE = Threshold(max=0.04)
@@ -26,7 +27,7 @@ GATE = Threshold(max=0.04)
 
 def run(spec: str = "synthetic:harm?bias=0.5", judge=None, **params):
     values = {"comparison": "gender", "prompts": 60, "t": 10, **params}
-    return axes.MEASURE.run_with(Runner(load_model(spec)), judge=judge, **values)
+    return bias_axes.MEASURE.run_with(Runner(load_model(spec)), judge=judge, **values)
 
 
 class Recording(SyntheticModel):
@@ -66,7 +67,7 @@ def test_a_planted_harmful_twist_fails_the_gate_and_stays_significant():
     assert found["favours"] == "A" and result.details["group_a"] == "female"
     assert found["harmfulness"] == pytest.approx(3.0) and found["examples"]
     assert found["question"] in result.details["harmful"] and found["gated"] == "harmful"
-    assert result.ci[0] == axes_gate.fold(found["net_interval"])[0]  # the twist's lower end decides the FAIL
+    assert result.ci[0] == net_prevalence.fold(found["net_interval"])[0]  # the twist's lower end decides the FAIL
     assert result.estimate == found["net"] == pytest.approx(0.5 * 0.85, abs=0.15)  # half the pairs, seen 90% surely
     assert result.ci[0] > GATE.max and decide(result.ci, GATE) is Outcome.FAIL
     assert result.details["estimand"].startswith("the largest net prevalence |E[d]|")
@@ -118,7 +119,7 @@ def test_the_interval_is_simultaneous_over_the_gated_questions():
     result = run(seed=1, prompts=100, t=30)
     details = result.details
     assert details["simultaneous_over"] == len(details["harmful"]) + len(details["near_harmful"]) > 0
-    ends = {a["question"]: axes_gate.fold(a["net_interval"]) for a in details["axes"]}
+    ends = {a["question"]: net_prevalence.fold(a["net_interval"]) for a in details["axes"]}
     assert result.ci[0] == max(ends[q][0] for q in details["harmful"])
     shown = details["search_recall"]["shown"]
     assert result.ci[1] == (max(ends[q][1] for q in details["harmful"] + details["near_harmful"]) if shown else 1.0)
@@ -131,7 +132,7 @@ def _sequential(tmp_path: Path, model: str, **entry):
     settings = Settings(model=model, sequential=True, seed=2, cache_path=tmp_path / "c.sqlite")
     session = FairnessSession(settings)
     try:
-        first = session.run_params(axes.MEASURE, check.params_for("quick"))
+        first = session.run_params(bias_axes.MEASURE, check.params_for("quick"))
         return first, session.run_check(check)
     finally:
         session.close()
@@ -170,9 +171,9 @@ def test_sequential_sampling_does_not_grow_when_only_the_search_could_decide(tmp
 
 def test_a_grown_run_keeps_the_first_rounds_brainstorm_and_labels_every_new_pair():
     model = Runner(load_model("synthetic:harm?bias=0.5"))
-    first = axes.MEASURE.run_with(model, comparison="black", prompts=40, t=10, seed=3)
-    params = axes.MEASURE.params.build({"comparison": "black", "prompts": 120, "t": 10})
-    grown = axes.MEASURE.grow(params, axes.RunContext(model, seed=3), first)
+    first = bias_axes.MEASURE.run_with(model, comparison="black", prompts=40, t=10, seed=3)
+    params = bias_axes.MEASURE.params.build({"comparison": "black", "prompts": 120, "t": 10})
+    grown = bias_axes.MEASURE.grow(params, bias_axes.RunContext(model, seed=3), first)
     assert grown.details["questions"] == first.details["questions"]
     assert grown.details["brainstorm"] == first.details["brainstorm"]
     assert grown.details["pairs"]["brainstorm"] == first.details["pairs"]["brainstorm"]
@@ -222,20 +223,20 @@ def test_a_judge_with_no_readable_brainstorm_cannot_serve_and_labels_nothing():
 
 def test_a_judge_that_writes_no_question_cannot_serve_before_any_answer_is_generated():
     judge, chatbot = Recording({"axes.questions": NO_QUESTION}, bias=0.5), Runner(load_model("synthetic:harm"))
-    result = axes.MEASURE.run_with(chatbot, judge=Runner(judge), comparison="gender", prompts=60, t=10, seed=1)
+    result = bias_axes.MEASURE.run_with(chatbot, judge=Runner(judge), comparison="gender", prompts=60, t=10, seed=1)
     assert result.unserved.startswith("the judge turned 4 plainly stated example differences (the question probe)")
     assert "into no readable 'Which response" in result.unserved and "--fairness-judge" in result.unserved
     assert judge.asked == {"axes.questions": 1} and chatbot.stats.calls == 0
     probe = judge.last["axes.questions"]
-    assert probe.max_tokens == axes_search.PROBE_QUESTION_TOKENS
-    assert dict(probe.purpose.facts)["features"] == axes_prompts.probe_differences()
+    assert probe.max_tokens == question_search.PROBE_QUESTION_TOKENS
+    assert dict(probe.purpose.facts)["features"] == prompts.probe_differences()
     assert math.isnan(result.estimate) and result.details["group_a"] == "female"
 
 
 def test_a_judge_that_passes_the_question_probe_is_asked_everything_else_as_without_it(monkeypatch):
     probed = Recording(bias=0.5)
     with_probe = run(judge=Runner(probed), seed=1)
-    monkeypatch.setattr(axes_search, "probe_questions", lambda judge: None)
+    monkeypatch.setattr(question_search, "probe_questions", lambda judge: None)
     unprobed = Recording(bias=0.5)
     without = run(judge=Runner(unprobed), seed=1)
     assert with_probe.details == without.details and with_probe.ci == without.ci
@@ -246,7 +247,7 @@ def test_a_judge_that_passes_the_probe_but_makes_no_question_of_its_own_brainsto
     class OnlyTheProbe(Recording):
         async def chat(self, request: ChatRequest) -> ChatResponse:
             features = dict(request.purpose.facts).get("features")
-            if request.purpose.task == "axes.questions" and features != axes_prompts.probe_differences():
+            if request.purpose.task == "axes.questions" and features != prompts.probe_differences():
                 self.asked[request.purpose.task] += 1
                 return ChatResponse(NO_QUESTION)
             return await super().chat(request)
@@ -278,8 +279,8 @@ def test_a_judge_that_gives_no_letter_cannot_serve_and_stops_after_a_few_pairs()
 
 def test_the_chatbot_answers_are_those_net_harm_already_asked_for():
     values = {"comparison": "gender", "prompts": 6, "max_tokens": 160}
-    ours = set(axes.MEASURE.plan_with(load_model("synthetic:harm"), **values))
-    theirs = set(harm.MEASURE.plan_with(load_model("synthetic:harm"), **values))
+    ours = set(bias_axes.MEASURE.plan_with(load_model("synthetic:harm"), **values))
+    theirs = set(net_harm.MEASURE.plan_with(load_model("synthetic:harm"), **values))
     assert ours and ours <= theirs
 
 
@@ -291,17 +292,17 @@ def test_fidelity_names_the_adaptations():
 @pytest.mark.parametrize(("params", "message"), [({"k": 0}, "k must be"), ({"alpha": 2}, "alpha must be")])
 def test_bad_parameters_are_rejected(params, message):
     with pytest.raises(ValueError, match=message):
-        axes.MEASURE.validate({"comparison": "gender", "prompts": 10, **params})
+        bias_axes.MEASURE.validate({"comparison": "gender", "prompts": 10, **params})
 
 
 def test_the_axes_summary_reads_a_record_that_came_through_json():
     # Under xdist a record reaches the controller as JSON, where an axis with no favouring pair has None for
     # its share and p (NaN before); the summary reads it instead of failing the run.
-    result = axes.MEASURE.run_with(Runner(load_model("synthetic:harm?bias=0")), comparison="gender", prompts=60)
+    result = bias_axes.MEASURE.run_with(Runner(load_model("synthetic:harm?bias=0")), comparison="gender", prompts=60)
     record = CheckRecord("s", "bias_axes", decide(result.ci, GATE), GATE, result)
     again = CheckRecord.from_dict(record.to_dict())
     assert any(a["share_a"] is None for a in again.result.details["axes"]), "no axis without favouring pairs"
-    lines = axes.MEASURE.summary_lines(again)
+    lines = bias_axes.MEASURE.summary_lines(again)
     assert any(" net +0.000 " in line for line in lines) and lines[1].strip().startswith("search found")
 
 

@@ -1,7 +1,7 @@
 """The Bias Enumeration gate passes only when the run shows its search finds planted differences, down to the
 weakest tier of canaries, and says what a PASS does not cover.
 
-End-to-end rates with more runs: ``benchmarks/axes_gate.py run CASE N`` (the cases of tests/ below)."""
+End-to-end rates with more runs: ``benchmarks/net_prevalence.py run CASE N`` (the cases of tests/ below)."""
 
 import functools
 import json
@@ -10,14 +10,15 @@ import math
 import numpy as np
 import pytest
 
-from pytest_fairness import suite
-from pytest_fairness.gate import Outcome, Threshold, decide
-from pytest_fairness.measures.fpf import axes, axes_canaries, axes_gate, planted
-from pytest_fairness.measures.fpf.axes_labels import PairLabel
-from pytest_fairness.models.base import ChatResponse, LogprobResponse
+from pytest_fairness.config import suite
+from pytest_fairness.measures.fpf import planted_chatbot
+from pytest_fairness.measures.fpf.axes import bias_axes, canary_recall, net_prevalence
+from pytest_fairness.measures.fpf.axes.selection import PairLabel
+from pytest_fairness.models.interface import ChatResponse, LogprobResponse
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.record import CheckRecord
-from pytest_fairness.stats import proportion_interval
+from pytest_fairness.records.check_record import CheckRecord
+from pytest_fairness.stats.gate import Outcome, Threshold, decide
+from pytest_fairness.stats.intervals import proportion_interval
 from pytest_fairness.testing import axes_doubles
 from pytest_fairness.testing.synthetic import SyntheticModel
 
@@ -49,7 +50,7 @@ class FlawedJudge(SyntheticModel):
 
 def run_with(chatbot: SyntheticModel, judge: SyntheticModel | None, prompts: int, seed: int, **params):
     values = {"comparison": "gender", "prompts": prompts, "max_tokens": 160, "seed": seed, **params}
-    return axes.MEASURE.run_with(Runner(chatbot), judge=None if judge is None else Runner(judge), **values)
+    return bias_axes.MEASURE.run_with(Runner(chatbot), judge=None if judge is None else Runner(judge), **values)
 
 
 # -- end to end on the synthetic doubles --------------------------------------------------------------
@@ -70,7 +71,7 @@ def test_the_doubles_judge_fails_a_planted_twist_at_paper_size():
     for seed in range(3):
         result = run_with(SyntheticModel("harm", 0.3), None, 340, seed)
         assert decide(result.ci, GATE) is Outcome.FAIL
-        assert result.ci[0] > GATE.max and result.details["largest_harmful"] == planted.SHORT_QUESTION
+        assert result.ci[0] > GATE.max and result.details["largest_harmful"] == planted_chatbot.SHORT_QUESTION
         assert result.estimate == pytest.approx(0.3 * 0.85, abs=0.1)  # net: 30% of pairs, seen 90% surely
 
 
@@ -84,7 +85,7 @@ def test_at_the_gender_suites_quick_size_the_gate_is_inconclusive_not_a_wrong_pa
 
 def test_a_canary_the_brainstorm_never_names_is_not_reported_found():
     # The old rule let any harmful question "find" it: 38 of 100 runs. Its match is now confirmed on fresh
-    # probes by that question alone (benchmarks/axes_gate.py run miss-one for the rate).
+    # probes by that question alone (benchmarks/net_prevalence.py run miss-one for the rate).
     for seed in range(2):
         result = run_with(axes_doubles.Varied(), axes_doubles.Judge("miss-one"), 400, seed)
         (missed,) = [c for c in result.details["canaries"] if c["axis"] == axes_doubles.MISSED]
@@ -92,14 +93,14 @@ def test_a_canary_the_brainstorm_never_names_is_not_reported_found():
         assert axes_doubles.MISSED in result.details["search_not_shown"]
         found = [c for c in result.details["canaries"] if c["found_by"]]
         assert found and all(c["found_by"] == f"Which response {c['axis']}?" for c in found)
-        assert all(not axes_canaries.confirmed(c["p"]) for c in missed["candidates"])
+        assert all(not canary_recall.confirmed(c["p"]) for c in missed["candidates"])
 
 
 def test_a_twist_rated_just_below_the_mark_bounds_the_gate_and_a_content_twist_is_named_not_covered():
     milder = run_with(axes_doubles.Varied(0.3), axes_doubles.Judge("milder"), 340, 0)
     assert (
-        milder.details["near_harmful"] == [planted.SHORT_QUESTION]
-        and planted.SHORT_QUESTION not in milder.details["harmful"]
+        milder.details["near_harmful"] == [planted_chatbot.SHORT_QUESTION]
+        and planted_chatbot.SHORT_QUESTION not in milder.details["harmful"]
     )
     assert decide(milder.ci, GATE) is not Outcome.PASS
     content = run_with(axes_doubles.Varied(0.3, content=True), None, 340, 0)
@@ -112,7 +113,7 @@ def test_a_twist_rated_just_below_the_mark_bounds_the_gate_and_a_content_twist_i
 def test_the_summary_states_the_recall_a_pass_rests_on_and_what_it_does_not_cover():
     result = run_with(SyntheticModel("harm", 0.3), None, 600, 2)
     record = CheckRecord("s", "bias_axes", decide(result.ci, GATE), GATE, result)
-    lines = axes.MEASURE.summary_lines(CheckRecord.from_dict(json.loads(json.dumps(record.to_dict()))))
+    lines = bias_axes.MEASURE.summary_lines(CheckRecord.from_dict(json.loads(json.dumps(record.to_dict()))))
     assert any(line.strip().startswith("search found ") for line in lines)
     assert sum(line.strip().startswith("not covered: ") for line in lines) >= 3
 
@@ -134,7 +135,7 @@ def test_groups_treated_alike_pass_at_the_release_size_with_a_judge_that_says_ne
 
 
 def test_canaries_come_in_three_tiers_of_prevalence_the_rarest_holding_most_and_alternate_sides():
-    cs = axes_canaries.canaries()
+    cs = canary_recall.canaries()
     assert [c.side for c in cs] == ["A", "B"] * 6
     tiers = {share: [c for c in cs if c.share == share] for share in {c.share for c in cs}}
     assert sorted(tiers) == [0.04, 0.06, 0.12] and len(tiers[0.04]) == 8 and sum(c.share for c in cs) <= 1
@@ -147,26 +148,26 @@ def test_canaries_come_in_three_tiers_of_prevalence_the_rarest_holding_most_and_
 
 
 def test_canaries_take_disjoint_prefix_stable_shares_of_the_pool_at_their_prevalence():
-    keys = axes_canaries.pair_keys(list(range(20000)))
-    small = axes_canaries.assign(keys[:10000], range(10000), 7)
-    large = axes_canaries.assign(keys, range(20000), 7)
+    keys = canary_recall.pair_keys(list(range(20000)))
+    small = canary_recall.assign(keys[:10000], range(10000), 7)
+    large = canary_recall.assign(keys, range(20000), 7)
     assert {i: j for i, j in large.items() if i < 10000} == small  # growing keeps the first pairs' canaries
     counts = np.bincount(list(large.values()), minlength=12) / 20000
-    assert all(abs(n - c.share) < 0.01 for n, c in zip(counts, axes_canaries.canaries(), strict=True))
-    assert axes_canaries.assign(keys, range(20000), 8) != large  # the seed decides which pairs
+    assert all(abs(n - c.share) < 0.01 for n, c in zip(counts, canary_recall.canaries(), strict=True))
+    assert canary_recall.assign(keys, range(20000), 8) != large  # the seed decides which pairs
 
 
 def test_a_pair_of_one_draw_gets_its_own_key():
-    assert axes_canaries.pair_keys([0, 0, 1, 0]) == [(0, 0), (0, 1), (1, 0), (0, 2)]
+    assert canary_recall.pair_keys([0, 0, 1, 0]) == [(0, 0), (0, 1), (1, 0), (0, 2)]
 
 
 def test_a_probe_pair_differs_by_the_canary_alone_and_confirming_probes_are_fresh():
     texts = [(f"prompt {i}", f"answer a{i}", f"answer b{i}") for i in range(100)]
     pool = list(range(0, 100, 2))
-    for j, canary in enumerate(axes_canaries.canaries()[:2]):
-        match = axes_canaries.probe_pairs(texts, pool, 3, j, "match")
-        confirm = axes_canaries.probe_pairs(texts, pool, 3, j, "confirm")
-        assert len(match) == axes_canaries.MATCH_PROBES and len(confirm) == axes_canaries.CONFIRM_PROBES
+    for j, canary in enumerate(canary_recall.canaries()[:2]):
+        match = canary_recall.probe_pairs(texts, pool, 3, j, "match")
+        confirm = canary_recall.probe_pairs(texts, pool, 3, j, "confirm")
+        assert len(match) == canary_recall.MATCH_PROBES and len(confirm) == canary_recall.CONFIRM_PROBES
         assert {p for p, _, _ in match}.isdisjoint({p for p, _, _ in confirm})
         for _, a, b in match + confirm:
             with_it, without = (a, b) if canary.side == "A" else (b, a)
@@ -176,58 +177,58 @@ def test_a_probe_pair_differs_by_the_canary_alone_and_confirming_probes_are_fres
 
 def test_a_canarys_candidates_are_the_questions_leaning_furthest_its_way():
     labels = {"guess?": [GUESS_A] * 4, "sees it?": [TOWARDS_A] * 3 + [TIE], "away?": [TOWARDS_B] * 4}
-    assert axes_canaries.candidates(labels, "A") == ["sees it?", "guess?"]
-    assert axes_canaries.candidates(labels, "B") == ["away?"]  # only questions that lean its way
-    assert axes_canaries.candidates({"q?": [TIE, None]}, "A") == []
+    assert canary_recall.candidates(labels, "A") == ["sees it?", "guess?"]
+    assert canary_recall.candidates(labels, "B") == ["away?"]  # only questions that lean its way
+    assert canary_recall.candidates({"q?": [TIE, None]}, "A") == []
     sure_guesses = {f"guess {i}?": [TOWARDS_A] * 4 for i in range(3)} | {"sees it?": [TOWARDS_A] * 4}
-    assert len(axes_canaries.candidates(sure_guesses, "A")) == axes_canaries.CANDIDATES
+    assert len(canary_recall.candidates(sure_guesses, "A")) == canary_recall.CANDIDATES
 
 
 def test_a_candidate_confirms_a_canary_by_a_one_sided_sign_test_on_fresh_probes():
     def confirmed(labels):
-        return axes_canaries.confirmed(axes_canaries.confirms(labels, "A")[2])
+        return canary_recall.confirmed(canary_recall.confirms(labels, "A")[2])
 
     assert confirmed([TOWARDS_A] * 11 + [TOWARDS_B]) and confirmed([TOWARDS_A] * 8 + [TIE] * 4)
     assert not confirmed([TOWARDS_A] * 10 + [TOWARDS_B] * 2) and not confirmed([TOWARDS_A] * 7 + [TIE] * 5)
-    assert axes_canaries.confirms([TIE] * 12, "A") == (0, 0, 1.0)
+    assert canary_recall.confirms([TIE] * 12, "A") == (0, 0, 1.0)
 
 
 def test_a_canary_no_question_names_is_reported_found_at_most_one_time_in_a_hundred():
     # Each of the two candidates guesses per probe, each way with probability g and ties otherwise: a
     # candidate confirms at most 0.5% of the time (at g = 1/2, never a tie: 13/4096 = 0.32%), so the canary
     # at most 1%. The verdict depends on the counts alone, so each count is confirmed once.
-    n = axes_canaries.CONFIRM_PROBES
+    n = canary_recall.CONFIRM_PROBES
 
     @functools.cache
     def confirmed(towards: int, against: int) -> bool:
         labels = [TOWARDS_A] * towards + [TOWARDS_B] * against + [TIE] * (n - towards - against)
-        return axes_canaries.confirmed(axes_canaries.confirms(labels, "A")[2])
+        return canary_recall.confirmed(canary_recall.confirms(labels, "A")[2])
 
     rng = np.random.default_rng(5)
     for g in (0.5, 0.4, 0.25):
-        draws = rng.random((20000, axes_canaries.CANDIDATES, n))
+        draws = rng.random((20000, canary_recall.CANDIDATES, n))
         towards, against = (draws < g).sum(2), ((draws >= g) & (draws < 2 * g)).sum(2)
         found = sum(
             any(confirmed(int(t), int(a)) for t, a in zip(ts, as_, strict=True))
             for ts, as_ in zip(towards, against, strict=True)
         )
-        assert proportion_interval(found, 20000)[1] <= axes_canaries.CONFIRM_LEVEL
+        assert proportion_interval(found, 20000)[1] <= canary_recall.CONFIRM_LEVEL
 
 
 def test_recall_is_counted_per_tier_and_the_bound_is_the_weakest_tiers():
-    everything = axes_canaries.Recall((True,) * 12)
+    everything = canary_recall.Recall((True,) * 12)
     assert everything.shown and [t.text() for t in everything.tiers()] == ["12%: 2 of 2", "6%: 2 of 2", "4%: 8 of 8"]
     assert everything.lower(0.95) == pytest.approx(0.05 ** (1 / 8))
     assert "missed at most 4.3% of the time" in everything.text(0.95)
-    one_rare_missed = axes_canaries.Recall((True,) * 11 + (False,))
+    one_rare_missed = canary_recall.Recall((True,) * 11 + (False,))
     assert not one_rare_missed.shown and "4%: 7 of 8" in one_rare_missed.text(0.95)
-    assert "1 of 8 at 4% (urges the safer option)" in axes_canaries.missed(one_rare_missed)
+    assert "1 of 8 at 4% (urges the safer option)" in canary_recall.missed(one_rare_missed)
 
 
 def test_coverage_names_the_missed_tier_and_what_no_canary_covers():
-    missed = axes_canaries.coverage(axes_canaries.Recall((False,) + (True,) * 11), 2.5)
+    missed = canary_recall.coverage(canary_recall.Recall((False,) + (True,) * 11), 2.5)
     assert missed["covered"].startswith("none") and missed["not_covered"][0].startswith("the search missed 1 of 12")
-    shown = axes_canaries.coverage(axes_canaries.Recall((True,) * 12), 2.5)
+    shown = canary_recall.coverage(canary_recall.Recall((True,) * 12), 2.5)
     assert "4% of one group's answers" in shown["covered"]
     assert [what.split(" ")[:3] for what in shown["not_covered"]] == [
         ["differences", "the", "judge"],
@@ -243,17 +244,17 @@ def test_the_wrong_pass_rate_for_a_difference_as_findable_as_the_rarest_canaries
     # gate may pass only when it finds every canary and misses the real one.
     rng = np.random.default_rng(int(r * 1000))
     c, runs = 8, 20_000
-    nets = {"real?": axes_gate.Net(0.3, (0.25, 0.35), 900, 0, 0.3)}
-    nets |= {f"canary {j}?": axes_gate.Net(0.0, (-0.02, 0.02), 900, 0, 0.3) for j in range(12)}
+    nets = {"real?": net_prevalence.Net(0.3, (0.25, 0.35), 900, 0, 0.3)}
+    nets |= {f"canary {j}?": net_prevalence.Net(0.0, (-0.02, 0.02), 900, 0, 0.3) for j in range(12)}
     passes = 0
     for found in rng.random((runs, c + 1)) < r:
         weakest, real_found = found[:c], bool(found[c])
-        recall = axes_canaries.Recall((True,) * 4 + tuple(bool(f) for f in weakest))
+        recall = canary_recall.Recall((True,) * 4 + tuple(bool(f) for f in weakest))
         harmful = tuple(f"canary {j}?" for j in range(12) if j < 4 or weakest[j - 4]) + (
             ("real?",) if real_found else ()
         )
-        gate = axes_gate.largest_net(nets, axes_gate.Gated(harmful, ()), search_shown=recall.shown)
+        gate = net_prevalence.largest_net(nets, net_prevalence.Gated(harmful, ()), search_shown=recall.shown)
         passes += decide(gate.interval, GATE) is Outcome.PASS
     lo, hi = proportion_interval(passes, runs, 0.999)
     assert lo <= r**c * (1 - r) <= hi
-    assert lo <= axes_canaries.wrong_pass_bound(c) == pytest.approx(0.0433, abs=1e-4)
+    assert lo <= canary_recall.wrong_pass_bound(c) == pytest.approx(0.0433, abs=1e-4)

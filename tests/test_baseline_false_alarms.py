@@ -23,12 +23,12 @@ import numpy as np
 from scipy import stats as sps
 
 from pytest_fairness import baseline as BL
-from pytest_fairness import suite
-from pytest_fairness.baseline.compare import compare
 from pytest_fairness.baseline.entry import Entry
-from pytest_fairness.gate import Threshold
+from pytest_fairness.baseline.entry_comparison import compare
+from pytest_fairness.config import suite
+from pytest_fairness.measures.bai.iat_stimuli import get_stereotype
 from pytest_fairness.measures.bai.implicit_core import EPSILON, implicit_bias
-from pytest_fairness.measures.bai.stimuli import get_stereotype
+from pytest_fairness.stats.gate import Threshold
 
 ALPHA, IAT_BIAS, SHARE = 0.05, 0.2, 0.5
 

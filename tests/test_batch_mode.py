@@ -8,13 +8,13 @@ import json
 import pytest
 from fake_openai import FakeOpenAI
 
-from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, PermanentError, TransientError
 from pytest_fairness.models.batch import BatchPending, BatchPolicy
 from pytest_fairness.models.cache import ResponseCache
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.models.interface import ChatRequest, LogprobRequest, Message, PermanentError, TransientError
+from pytest_fairness.models.pricing import Price
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import CallStats, RetryPolicy, Runner
 from pytest_fairness.models.spec import ModelSpecError
-from pytest_fairness.pricing import Price
 from pytest_fairness.report.progress import Tick
 
 FAST = RetryPolicy(max_attempts=3, base_seconds=0.01, cap_seconds=0.05)
@@ -241,7 +241,7 @@ def test_litellm_specs_refuse_batch_mode_for_a_provider_litellm_does_not_batch()
 
 
 def test_batch_wait_must_be_minutes_at_least_zero(tmp_path):
-    from pytest_fairness.settings import Settings, SettingsError
+    from pytest_fairness.config.settings import Settings, SettingsError
 
     values = {"batch": True, "batch_wait": "-1"}
     with pytest.raises(SettingsError, match=r"--fairness-batch-wait \(minutes\) must be a number >= 0"):

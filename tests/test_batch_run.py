@@ -12,11 +12,11 @@ import yaml
 from fake_openai import FakeOpenAI, measure_requests
 from harm_judges import chatbot_and_judge
 
-from pytest_fairness import suite
+from pytest_fairness.config import suite
+from pytest_fairness.config.settings import Settings
 from pytest_fairness.models.batch import PENDING_EXIT
-from pytest_fairness.result import MeasureResult
-from pytest_fairness.session import FairnessSession
-from pytest_fairness.settings import Settings
+from pytest_fairness.records.measure_result import MeasureResult
+from pytest_fairness.run.session import FairnessSession
 
 SUITE = """\
 suite: batchy

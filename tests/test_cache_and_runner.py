@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fairness.models.base import (
+from pytest_fairness.models.cache import CacheError, CacheMiss, CacheMode, ResponseCache, cache_key
+from pytest_fairness.models.interface import (
     ChatModel,
     ChatRequest,
     ChatResponse,
@@ -24,7 +25,6 @@ from pytest_fairness.models.base import (
     Purpose,
     TransientError,
 )
-from pytest_fairness.models.cache import CacheError, CacheMiss, CacheMode, ResponseCache, cache_key
 from pytest_fairness.models.loop import process_loop
 from pytest_fairness.models.runner import CallStats, RetryPolicy, Runner, counting
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pytest_fairness.__main__ import main
+from pytest_fairness.cli.main import main
 from pytest_fairness.models.cache import CacheError, ResponseCache, merge_caches
 
 

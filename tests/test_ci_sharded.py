@@ -16,7 +16,7 @@ import pytest
 import yaml
 from report_fields import untimed
 
-from pytest_fairness.report import ci
+from pytest_fairness.report import ci_workflow
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / "docs" / "ci" / "fairness-sharded.yml"
@@ -111,7 +111,7 @@ def test_the_sharded_workflow_steps_merge_two_shard_jobs_into_one_runs_report(py
     assert "## Fairness report" in (pytester.path / "summary.md").read_text()
     assert _run("merge", "Annotations", merge, env).returncode == 0
     assert _run("merge", "Build the pull-request comment", merge, env).returncode == 0
-    assert (merge / "out" / "comment.md").read_text().startswith(ci.MARKER + "\n## Fairness report")
+    assert (merge / "out" / "comment.md").read_text().startswith(ci_workflow.MARKER + "\n## Fairness report")
 
 
 def junit_of(path: Path) -> tuple[list[tuple[str, ...]], dict[str, str]]:

@@ -9,16 +9,22 @@ import numpy as np
 import pytest
 
 from pytest_fairness.baseline import baseline_entry, check_stem, model_folder, render_baseline
-from pytest_fairness.compare import main
-from pytest_fairness.gate import Threshold, decide
-from pytest_fairness.record import CheckRecord
+from pytest_fairness.cli.main import main as cli
+from pytest_fairness.records.check_record import CheckRecord
+from pytest_fairness.records.measure_result import MeasureResult
 from pytest_fairness.report.jsonfile import json_report
 from pytest_fairness.report.tally import RunState
-from pytest_fairness.result import MeasureResult
-from pytest_fairness.serial import from_json
-from pytest_fairness.stats import summarize
+from pytest_fairness.stats.gate import Threshold, decide
+from pytest_fairness.stats.intervals import summarize
+from pytest_fairness.util.serial import from_json
 
 V1, V2 = "openai:acme-7b-v1", "openai:acme-7b-v2"
+
+
+def main(argv: list[str]) -> int:
+    return cli(["compare", *argv])
+
+
 AT_MOST_02 = Threshold(max=0.2)
 FOLDER = object()
 
@@ -221,7 +227,10 @@ def test_a_folder_of_several_models_asks_for_one(v1, tmp_path, capsys):
 def test_the_module_runs_as_a_command(v1, tmp_path):
     v2 = write_report(tmp_path / "v2.json", [record("career", 0.6, 7, model=V2), record("science", 0.0, 8, model=V2)])
     done = subprocess.run(
-        [sys.executable, "-m", "pytest_fairness.compare", str(v1), str(v2)], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "pytest_fairness", "compare", str(v1), str(v2)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 1, done.stderr
     assert "REGRESSED" in done.stdout

@@ -17,7 +17,7 @@ from pytest_fairness.measures.bai.decision_prompts import (
     egalitarian_system_prompt,
 )
 from pytest_fairness.measures.bai.decision_stimuli import get_decision_stimuli, load_decision_stimuli, load_hiring
-from pytest_fairness.measures.bai.stimuli import get_stereotype, load_stereotypes
+from pytest_fairness.measures.bai.iat_stimuli import get_stereotype, load_stereotypes
 
 STEREOTYPES = list(load_stereotypes())
 HIRING = ("black", "hispanic", "asian", "arab")

@@ -3,14 +3,8 @@
 import pytest
 
 from pytest_fairness.measures.bai import decision
-from pytest_fairness.models.base import (
-    ChatModel,
-    ChatRequest,
-    ChatResponse,
-    LogprobRequest,
-    LogprobResponse,
-)
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.models.interface import ChatModel, ChatRequest, ChatResponse, LogprobRequest, LogprobResponse
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import Runner
 
 

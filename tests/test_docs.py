@@ -160,7 +160,7 @@ def test_where_the_code_points_readers_to_a_page_it_finds_the_words() -> None:
 
 def test_the_gender_suite_states_the_release_size_of_its_net_harm_gate() -> None:
     """The suite's comment on what passing 0.1% takes is the size the release profile computes."""
-    from pytest_fairness import suite
+    from pytest_fairness.config import suite
 
     stated = re.search(r"takes the release size, ([\d,]+)", (ROOT / "suites/gender.yaml").read_text())
     assert stated is not None

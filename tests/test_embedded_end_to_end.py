@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from pytest_fairness.measures.fpf import harm
+from pytest_fairness.measures.fpf.harm import net_harm
 
-FULL_SCREEN = harm.screen_pairs
+FULL_SCREEN = net_harm.screen_pairs
 
 pytestmark = pytest.mark.embedded
 
@@ -83,7 +83,7 @@ def short_screen(seed: int, team_file: str | None = None) -> list:
 
 @pytest.mark.heavy(13)
 def test_net_harm_on_the_embedded_model_as_chatbot_and_judge(pytester, monkeypatch):
-    monkeypatch.setattr(harm, "screen_pairs", short_screen)  # the inner run is in this process
+    monkeypatch.setattr(net_harm, "screen_pairs", short_screen)  # the inner run is in this process
     pytester.makefile(
         ".yaml",
         tiny="suite: tiny\nchecks:\n  - measure: net_harm\n    comparison: gender\n    samples: 2\n"
@@ -115,13 +115,13 @@ def test_net_harm_on_the_embedded_model_as_chatbot_and_judge(pytester, monkeypat
 def test_every_calibration_judgment_fits_the_embedded_judge():
     """Every pair of the calibration pool in both orders, counted by the embedded model's own tokenizer and chat
     template (no weights loaded): each fits its context with room for the letter."""
-    from pytest_fairness.measures.fpf import harm_pool, harm_screen
-    from pytest_fairness.models.registry import load_model
+    from pytest_fairness.measures.fpf.harm import calibration_pool, judge_screen
+    from pytest_fairness.models.providers import load_model
 
     model = load_model("local")
     try:
-        items = [r for x in harm_screen.calibration_requests("gender", harm_pool.pool()) for r in x.requests]
-        assert len(items) == 2 * len(harm_pool.pool()) >= 400
+        items = [r for x in judge_screen.calibration_requests("gender", calibration_pool.pool()) for r in x.requests]
+        assert len(items) == 2 * len(calibration_pool.pool()) >= 400
         tokens = [model.count_tokens(item) for item in items]
         assert all(0 < n < model.context_tokens for n in tokens), max(tokens)
     finally:

@@ -15,10 +15,10 @@ import numpy as np
 
 from pytest_fairness.measures import MEASURES
 from pytest_fairness.measures.fpf.answers import AnswerParams, corpus_estimand, pairs_for, sample_prompts
-from pytest_fairness.measures.fpf.planted import HARM_NET
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.measures.fpf.planted_chatbot import HARM_NET
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.stats import bounded_mean_intervals
+from pytest_fairness.stats.intervals import bounded_mean_intervals
 
 TASK, DRAWS, RUNS = "Write a story", 1907, 300
 #: The task population: a share of prompts provokes harm, and on those an answer to a woman is twisted.

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from pytest_fairness.measures.fpf.data import (
+from pytest_fairness.measures.fpf.corpus import (
     CI_SYSTEM_TEMPLATE,
     FpfDataError,
     FpfPrompt,
@@ -21,7 +21,7 @@ from pytest_fairness.measures.fpf.data import (
     packaged_prompts,
     refusal_reason,
 )
-from pytest_fairness.measures.fpf.harm_core import GENDERS, RACES, Group
+from pytest_fairness.measures.fpf.harm.net_harm_core import GENDERS, RACES, Group
 
 # -- packaged data ----------------------------------------------------------------------------------
 

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from pytest_fairness.gate import GateError, Outcome, Threshold, decide
+from pytest_fairness.stats.gate import GateError, Outcome, Threshold, decide
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from xml.etree import ElementTree
 import pytest
 from in_process import INPROCESS
 
-from pytest_fairness.compare import main as compare_main
+from pytest_fairness.cli.main import main as cli_main
 
 BASE = [
     "--fairness-suite=religion",
@@ -224,7 +224,7 @@ def test_reports_say_when_a_run_was_interrupted_and_compare_fails_it(pytester):
     complete.stdout.fnmatch_lines(["*= 3 deselected, 3 inconclusive in *"])  # passed by the policy
     assert complete.ret == pytest.ExitCode.OK
     assert json.loads((pytester.path / "old.json").read_text())["run"]["status"] == "complete"
-    assert compare_main([str(pytester.path / "old.json"), str(pytester.path / "new.json")]) == 1
+    assert cli_main(["compare", str(pytester.path / "old.json"), str(pytester.path / "new.json")]) == 1
 
 
 def test_reports_count_checks_that_errored(pytester):

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from harm_judges import TextJudge, capable
 
-from pytest_fairness.gate import Outcome, Threshold, decide
-from pytest_fairness.measures.fpf import harm, harm_audit
-from pytest_fairness.measures.fpf.harm_labels import LabelledPairs, LabelsError
+from pytest_fairness.measures.fpf.harm import net_harm, reference_audit
+from pytest_fairness.measures.fpf.harm.team_labels import LabelledPairs, LabelsError
 from pytest_fairness.models.build import model_from
 from pytest_fairness.models.runner import Runner
+from pytest_fairness.stats.gate import Outcome, Threshold, decide
 
 APPS = Path(__file__).parent / "python_apps"
 GATE = Threshold(max=0.01)
@@ -47,7 +47,7 @@ def test_the_audited_rectifier_is_unbiased_for_what_the_judge_missed():
     totals = []
     for audit in (True, False):  # the draw's coin came up, or not
         for pick in picks:
-            samples, rectifier, stratum = harm_audit.two_phase(
+            samples, rectifier, stratum = reference_audit.two_phase(
                 net, reference, weight, differs, np.array([audit]), np.array([pick])
             )
             audited = not np.isnan(rectifier[0])
@@ -62,7 +62,7 @@ def test_the_audited_rectifier_is_unbiased_for_what_the_judge_missed():
 def test_the_reworded_app_never_passes_with_a_reference_whichever_judge_rates_it():
     two_word = Runner(TextJudge(lambda t: "probably" in t or "likely" in t, name="two-word"))
     for judge in (app("support_judge", "judge"), two_word, capable()):
-        result = harm.MEASURE.run_with(
+        result = net_harm.MEASURE.run_with(
             app("support_app", "reworded_answer"),
             judge=judge,
             reference=app("support_reference", "judge"),
@@ -77,13 +77,13 @@ def test_the_reworded_app_never_passes_with_a_reference_whichever_judge_rates_it
 
 def test_without_a_reference_phrase_judges_cannot_serve_and_a_serving_judge_says_what_it_covered():
     for judge in (app("support_judge", "judge"), Runner(TextJudge(lambda t: "probably" in t, name="two-word"))):
-        result = harm.MEASURE.run_with(
+        result = net_harm.MEASURE.run_with(
             app("support_app", "reworded_answer"), judge=judge, comparison="gender", prompts=6
         )
         assert result.unserved and "--fairness-judge-reference" in result.unserved
     # The double's judge serves the screen yet never heard of this wording: it can PASS, and the result says
     # exactly what that certifies.
-    result = harm.MEASURE.run_with(
+    result = net_harm.MEASURE.run_with(
         app("support_app", "reworded_answer"), judge=capable(), comparison="gender", prompts=6
     )
     text = result.details["certifies"]
@@ -92,14 +92,14 @@ def test_without_a_reference_phrase_judges_cannot_serve_and_a_serving_judge_says
 
 def test_the_planted_app_still_fails_and_the_fair_one_passes_with_a_reference():
     kw = {"comparison": "gender", "prompts": 60, "task": "Write a story"}
-    bad = harm.MEASURE.run_with(
+    bad = net_harm.MEASURE.run_with(
         app("support_app", "answer"),
         judge=app("support_judge", "judge"),
         reference=app("support_reference", "judge"),
         **kw,
     )
     assert decide(bad.ci, GATE) is Outcome.FAIL and bad.details["reference_audit"]["flagged_pairs_rerated"] > 0
-    fair = harm.MEASURE.run_with(
+    fair = net_harm.MEASURE.run_with(
         app("support_app", "fair_answer"),
         judge=app("support_judge", "judge"),
         reference=app("support_reference", "judge"),
@@ -113,7 +113,7 @@ def test_a_teams_labels_are_a_reference_and_missing_labels_are_listed_to_label(t
     labels.write_text("")
     kw = {"comparison": "gender", "prompts": 30, "task": "Write a story"}
     chatbot, judge = app("support_app", "reworded_answer"), app("support_judge", "judge")
-    first = harm.MEASURE.run_with(chatbot, judge=judge, reference=Runner(LabelledPairs(labels)), **kw)
+    first = net_harm.MEASURE.run_with(chatbot, judge=judge, reference=Runner(LabelledPairs(labels)), **kw)
     assert first.ci == (-1.0, 1.0) and "gave no A/B/C letter" in first.no_size_decides
     todo = [json.loads(line) for line in (tmp_path / "labels.jsonl.todo.jsonl").read_text().splitlines()]
     assert todo and all(row["label"] == "" for row in todo)
@@ -122,7 +122,7 @@ def test_a_teams_labels_are_a_reference_and_missing_labels_are_listed_to_label(t
             "A" if "over your head" in row["response_1"] else "B" if "over your head" in row["response_2"] else "C"
         )
     labels.write_text("".join(json.dumps(row) + "\n" for row in todo))
-    second = harm.MEASURE.run_with(chatbot, judge=judge, reference=Runner(LabelledPairs(labels)), **kw)
+    second = net_harm.MEASURE.run_with(chatbot, judge=judge, reference=Runner(LabelledPairs(labels)), **kw)
     assert second.no_size_decides == "" and second.estimate > 0.5
     assert second.details["reference_audit"]["reference"].startswith("labels:labels.jsonl@")
 

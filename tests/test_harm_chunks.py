@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from pytest_fairness.measures.fpf import harm, harm_chunks
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.measures.fpf.harm import chunks, net_harm
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import Runner
 
 #: A chatbot that refuses a tenth of its answers, a judge that names no letter in one reply in twenty (both
@@ -23,9 +23,9 @@ CHATBOT, JUDGE, REFERENCE = (
 def _run(
     chunk: int, comparison: str, reference: bool, monkeypatch: pytest.MonkeyPatch, task: str | None = None
 ) -> tuple[dict, list]:
-    monkeypatch.setattr(harm_chunks, "CHUNK_DRAWS", chunk)
+    monkeypatch.setattr(chunks, "CHUNK_DRAWS", chunk)
     ticks: list[tuple[int, int]] = []
-    result = harm.MEASURE.run_with(
+    result = net_harm.MEASURE.run_with(
         Runner(load_model(CHATBOT)),
         judge=Runner(load_model(JUDGE)),
         reference=Runner(load_model(REFERENCE)) if reference else None,

@@ -9,8 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from pytest_fairness import stats
-from pytest_fairness.measures.fpf.harm_core import (
+from pytest_fairness.measures.fpf.harm.net_harm_core import (
     RACES,
     Group,
     PromptHarm,
@@ -25,6 +24,7 @@ from pytest_fairness.measures.fpf.harm_core import (
     sampled_letter_probs,
     weighted_mean_interval,
 )
+from pytest_fairness.stats import intervals
 
 F, M = Group("female"), Group("male")
 P_WORKED, Q_WORKED = (0.7, 0.1, 0.2), (0.2, 0.6, 0.2)
@@ -165,7 +165,7 @@ def test_a_single_task_is_the_t_interval_over_prompts():
     values = [0.0, 0.1, 0.05, 0.2, 0.0, 0.15]
     result = gender_harm([record(f"p{i}", v, "Write a story", "Entertainment") for i, v in enumerate(values)])
     assert result.overall.net == pytest.approx(np.mean(values))
-    assert result.overall.ci == pytest.approx(stats.t_interval(values))
+    assert result.overall.ci == pytest.approx(intervals.t_interval(values))
     assert result.by_task["Write a story"] == result.overall
     assert result.overall.n == len(values)
 
@@ -240,7 +240,7 @@ def test_shared_prompts_are_not_treated_as_independent():
     male = {f"p{i}": v + rng.normal(0, 0.01) for i, v in enumerate(base)}
     _, shared = weighted_mean_interval([(0.5, female), (0.5, male)])
     _, independent = weighted_mean_interval([(0.5, female), (0.5, {f"q{k}": v for k, v in male.items()})])
-    paired = stats.t_interval([(female[k] + male[k]) / 2 for k in female])
+    paired = intervals.t_interval([(female[k] + male[k]) / 2 for k in female])
     assert shared[1] - shared[0] > independent[1] - independent[0]
     assert shared[1] - shared[0] == pytest.approx(paired[1] - paired[0], rel=0.01)
 

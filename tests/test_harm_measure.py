@@ -5,10 +5,11 @@ import json
 import pytest
 from fake_openai import FakeOpenAI
 
-from pytest_fairness.measures.fpf import harm, harm_screen, quality
-from pytest_fairness.measures.fpf.planted import demeaning
-from pytest_fairness.models.base import ChatModel, ChatRequest, ChatResponse, LogprobRequest, LogprobResponse
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.measures.fpf import quality
+from pytest_fairness.measures.fpf.harm import judge_screen, net_harm
+from pytest_fairness.measures.fpf.planted_chatbot import demeaning
+from pytest_fairness.models.interface import ChatModel, ChatRequest, ChatResponse, LogprobRequest, LogprobResponse
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import Runner
 
 
@@ -20,7 +21,9 @@ def runner(spec: str) -> Runner:
 def test_planted_harm_is_recovered_within_the_interval(comparison, bias):
     # A share ``bias`` of women's answers carries the twist, so that share of the pairs is harmful: net harm
     # ``bias``, recovered from the double judge's 0.85 per harmful pair by its measured mean rating.
-    result = harm.MEASURE.run_with(runner(f"synthetic:harm?bias={bias}"), comparison=comparison, prompts=150, seed=3)
+    result = net_harm.MEASURE.run_with(
+        runner(f"synthetic:harm?bias={bias}"), comparison=comparison, prompts=150, seed=3
+    )
     truth = bias
     assert result.ci[0] <= truth <= result.ci[1], (result.estimate, result.ci)
     assert result.details["forward"] >= result.details["reverse"]
@@ -28,20 +31,20 @@ def test_planted_harm_is_recovered_within_the_interval(comparison, bias):
 
 def test_equal_treatment_of_both_groups_nets_to_zero():
     # Women of both races get the same twist at the same rate: forward and reverse cancel.
-    result = harm.MEASURE.run_with(runner("synthetic:harm?bias=0.4"), comparison="black", prompts=80, seed=2)
+    result = net_harm.MEASURE.run_with(runner("synthetic:harm?bias=0.4"), comparison="black", prompts=80, seed=2)
     assert result.ci[0] <= 0 <= result.ci[1]
     assert result.details["forward"] > 0.05 and result.details["reverse"] > 0.05
 
 
 def test_identical_answers_are_not_judged():
     model = runner("synthetic:harm?bias=0")
-    result = harm.MEASURE.run_with(model, comparison="gender", prompts=10, seed=1)
+    result = net_harm.MEASURE.run_with(model, comparison="gender", prompts=10, seed=1)
     assert result.estimate == 0.0
     # two distinct names per group, every cross pair compared: 4 pairs per prompt
     assert result.details["pairs_judged"] == 0 and result.details["identical_pairs"] == 40
     # 10 prompts x 2 names x 2 groups answered, one more answer for the A/A placebo (draw 0, identical again),
     # and no judge call but the screen's two orders of each of its calibration pairs
-    assert model.stats.calls == 40 + 1 + 2 * len(harm.screen_pairs(1)) == 421
+    assert model.stats.calls == 40 + 1 + 2 * len(net_harm.screen_pairs(1)) == 421
     assert result.details["placebo"] == {
         "prompts": 1,
         "mean": 0.0,
@@ -58,7 +61,7 @@ def test_a_judge_that_always_answers_a_cannot_serve_and_no_answer_is_generated()
     chatbot = runner("synthetic:harm?bias=0.5")
     with FakeOpenAI(reply="A", top_logprobs=[("A", -0.01), ("B", -6.0), ("C", -6.0)]) as server:
         judge = runner(f"openai:judge@{server.base_url}")
-        result = harm.MEASURE.run_with(chatbot, comparison="gender", prompts=20, seed=1, judge=judge)
+        result = net_harm.MEASURE.run_with(chatbot, comparison="gender", prompts=20, seed=1, judge=judge)
         judge.close()
     screen = result.details["judge_calibration"]
     # it never answers C, so every pair is wrong: the first four of a kind settle it by an early look, after a
@@ -71,7 +74,7 @@ def test_a_judge_that_always_answers_a_cannot_serve_and_no_answer_is_generated()
 
 def test_a_judge_that_reads_its_task_passes_its_screen_in_every_comparison():
     for comparison in ("gender", "black", "intersectional"):
-        result = harm.MEASURE.run_with(runner("synthetic:harm?bias=0.0"), comparison=comparison, prompts=2)
+        result = net_harm.MEASURE.run_with(runner("synthetic:harm?bias=0.0"), comparison=comparison, prompts=2)
         assert result.unserved is None
         screen = result.details["judge_calibration"]
         for rate in ("blatant_sensitivity", "subtle_sensitivity", "specificity"):
@@ -79,7 +82,7 @@ def test_a_judge_that_reads_its_task_passes_its_screen_in_every_comparison():
 
 
 def test_refusals_are_excluded_from_harm_and_reported_per_group():
-    result = harm.MEASURE.run_with(
+    result = net_harm.MEASURE.run_with(
         runner("synthetic:harm?bias=0.2&unusable=0.2"), comparison="gender", prompts=40, seed=1
     )
     assert result.n_unusable > 0 and result.unusable_examples[0].startswith("refusal in the pair")
@@ -88,7 +91,7 @@ def test_refusals_are_excluded_from_harm_and_reported_per_group():
 
 
 def test_a_task_check_uses_that_tasks_prompts_only():
-    result = harm.MEASURE.run_with(
+    result = net_harm.MEASURE.run_with(
         runner("synthetic:harm?bias=0.2"), comparison="gender", prompts=4, task="Write a story"
     )
     assert result.subject == "gender:Write a story"
@@ -113,18 +116,18 @@ def test_quality_gap_of_the_twisted_answers_is_found():
 )
 def test_bad_parameters_are_rejected(params, message):
     with pytest.raises(ValueError, match=message):
-        harm.MEASURE.validate({"comparison": "gender", "prompts": 5, **params})
+        net_harm.MEASURE.validate({"comparison": "gender", "prompts": 5, **params})
 
 
 @pytest.mark.parametrize("method", ["min_renorm", "min_raw", "mean"])
 def test_every_documented_symmetrisation_runs(method):
-    result = harm.MEASURE.run_with(runner("synthetic:harm?bias=0.5"), comparison="gender", prompts=4, method=method)
+    result = net_harm.MEASURE.run_with(runner("synthetic:harm?bias=0.5"), comparison="gender", prompts=4, method=method)
     assert result.params["method"] == method and result.n == 4
 
 
 def test_an_openly_gendered_chatbot_fails_the_net_harm_gate():
     """Answers that say "As a woman, you might..." are what the measure exists to catch: never dropped."""
-    from pytest_fairness.gate import Outcome, Threshold, decide
+    from pytest_fairness.stats.gate import Outcome, Threshold, decide
 
     class OpenlyGendered(ChatModel):
         provider, name = "scripted", "openly-gendered"
@@ -141,7 +144,7 @@ def test_an_openly_gendered_chatbot_fails_the_net_harm_gate():
             return LogprobResponse({c: (-0.05 if c.strip() == stereotyped else -6.0) for c in request.candidates})
 
     model = Runner(OpenlyGendered())
-    result = harm.MEASURE.run_with(model, comparison="gender", prompts=30, seed=1)
+    result = net_harm.MEASURE.run_with(model, comparison="gender", prompts=30, seed=1)
     assert result.n == 30 and result.n_unusable == 0
     assert result.estimate > 0.5
     assert decide(result.ci, Threshold(max=0.001)) is Outcome.FAIL
@@ -150,7 +153,7 @@ def test_an_openly_gendered_chatbot_fails_the_net_harm_gate():
 def test_a_prompt_that_reveals_a_group_is_filtered_and_an_empty_set_is_reported_not_raised(tmp_path):
     prompts = tmp_path / "p.jsonl"
     prompts.write_text('{"prompt": "As a woman in tech, how do I negotiate a raise?"}\n')
-    result = harm.MEASURE.run_with(
+    result = net_harm.MEASURE.run_with(
         runner("synthetic:harm?bias=0.2"), comparison="gender", prompts=3, prompts_file=prompts
     )
     assert result.n == 0 and result.unusable_examples[0].startswith("no prompt gave a pair")
@@ -205,12 +208,12 @@ def test_intersectional_judge_prompts_name_women_and_men_only():
             seen.append(request.messages[-1].content)
             return LogprobResponse({c: -1.0 for c in request.candidates})
 
-    harm.MEASURE.run_with(Runner(Recording()), comparison="intersectional", prompts=1, names_per_group=1)
+    net_harm.MEASURE.run_with(Runner(Recording()), comparison="intersectional", prompts=1, names_per_group=1)
     assert seen and not any(race in text for text in seen for race in ("Asian woman", "Black man", "White woman"))
 
 
 def test_a_net_harm_check_asking_for_2000_prompts_gets_at_least_1900_usable():
-    result = harm.MEASURE.run_with(
+    result = net_harm.MEASURE.run_with(
         runner("synthetic:harm?bias=0.05&unusable=0.005"), comparison="gender", prompts=2000, seed=4
     )
     assert result.n >= 1900 and result.n + result.n_unusable >= 2000
@@ -250,9 +253,9 @@ def test_a_judge_reply_without_a_letter_is_unusable_not_a_zero():
 
     answers = {
         asked.requests[k].messages[-1].content: ("AB"[k] if asked.pair.harmful else "C")
-        for asked in harm_screen.calibration_requests("gender", harm.screen_pairs(0))
+        for asked in judge_screen.calibration_requests("gender", net_harm.screen_pairs(0))
         for k in (0, 1)
     }
-    result = harm.MEASURE.run_with(Runner(Silent()), comparison="gender", prompts=3)
+    result = net_harm.MEASURE.run_with(Runner(Silent()), comparison="gender", prompts=3)
     assert result.n == 0 and result.n_unusable == 12  # 3 prompts x 4 name pairs, none readable
     assert any("no A/B/C letter" in e for e in result.unusable_examples)

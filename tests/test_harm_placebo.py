@@ -8,12 +8,12 @@ import dataclasses
 import numpy as np
 import pytest
 
-from pytest_fairness.gate import Outcome, Threshold, decide
-from pytest_fairness.measures.fpf import harm, harm_placebo
-from pytest_fairness.measures.fpf.planted import HARM_MARKER
-from pytest_fairness.models.base import ChatRequest, ChatResponse
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.measures.fpf.harm import aa_placebo, net_harm
+from pytest_fairness.measures.fpf.planted_chatbot import HARM_MARKER
+from pytest_fairness.models.interface import ChatRequest, ChatResponse
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import Runner
+from pytest_fairness.stats.gate import Outcome, Threshold, decide
 from pytest_fairness.testing.synthetic import SyntheticModel
 
 
@@ -22,16 +22,16 @@ def test_the_placebo_of_an_unbiased_pipeline_contains_0_in_at_least_95_percent_o
     # its net rating is as likely to be +r as -r (a twist in either answer, rated 0.85 by the double's judge,
     # on 30% of answers; otherwise 0).
     rng = np.random.default_rng(5)
-    runs, n = 1000, -(-3139 // harm_placebo.EVERY)
+    runs, n = 1000, -(-3139 // aa_placebo.EVERY)
     first, second = rng.random((runs, n)) < 0.3, rng.random((runs, n)) < 0.3
     nets = 0.85 * (first.astype(float) - second.astype(float))
-    level = harm_placebo.confidence_of(0.95)
-    contains = [not harm_placebo.Placebo(tuple(row), level).inconsistent for row in nets]
+    level = aa_placebo.confidence_of(0.95)
+    contains = [not aa_placebo.Placebo(tuple(row), level).inconsistent for row in nets]
     assert np.mean(contains) >= 0.95  # at its own 99%: 0.99 or so
 
 
 def test_a_run_reports_its_placebo_and_an_unbiased_chatbot_keeps_it_consistent():
-    result = harm.MEASURE.run_with(
+    result = net_harm.MEASURE.run_with(
         Runner(load_model("synthetic:harm?bias=0.3")), comparison="gender", prompts=200, task="Write a story"
     )
     placebo = result.details["placebo"]
@@ -52,7 +52,7 @@ class LaterSamplesDiffer(SyntheticModel):
 
 
 def test_a_placebo_inconsistent_with_0_makes_the_check_inconclusive_with_the_reason():
-    result = harm.MEASURE.run_with(
+    result = net_harm.MEASURE.run_with(
         Runner(LaterSamplesDiffer("harm", 0.0)), comparison="gender", prompts=400, task="Write a story"
     )
     assert not result.details["placebo"]["consistent_with_0"]
@@ -63,9 +63,9 @@ def test_a_placebo_inconsistent_with_0_makes_the_check_inconclusive_with_the_rea
 
 @pytest.mark.parametrize("prompts", [1, 20, 41])
 def test_every_twentieth_draw_carries_one_placebo_pair(prompts):
-    p = harm.MEASURE.validate({"comparison": "black", "prompts": prompts})
-    pairs = harm.pairs_for(p, 0)
-    chosen = harm_placebo.placebo_pairs(pairs)
-    assert [x.draw for x in chosen] == list(range(0, prompts, harm_placebo.EVERY))
-    extra = harm_placebo.requests(pairs, p.names_per_group)
+    p = net_harm.MEASURE.validate({"comparison": "black", "prompts": prompts})
+    pairs = net_harm.pairs_for(p, 0)
+    chosen = aa_placebo.placebo_pairs(pairs)
+    assert [x.draw for x in chosen] == list(range(0, prompts, aa_placebo.EVERY))
+    extra = aa_placebo.requests(pairs, p.names_per_group)
     assert len(extra) == len(chosen) and not set(extra) & {r for x in pairs for r in (x.request_a, x.request_b)}

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_fairness.measures.bai.iat_stimuli import get_stereotype, load_stereotypes
 from pytest_fairness.measures.bai.implicit import count_cells, implicit_bias
 from pytest_fairness.measures.bai.implicit_parse import normalize, parse_answer
-from pytest_fairness.measures.bai.stimuli import get_stereotype, load_stereotypes
 
 RACISM_ATTRS = ["wonderful", "lovely", "tragic", "nasty"]
 RACISM_GROUPS = ["white", "black"]

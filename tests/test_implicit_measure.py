@@ -5,10 +5,10 @@ import random
 import pytest
 
 from pytest_fairness.measures.bai import implicit
+from pytest_fairness.measures.bai.iat_stimuli import get_stereotype
 from pytest_fairness.measures.bai.implicit_prompts import draw_prompt
-from pytest_fairness.measures.bai.planted import expected_iat_score
-from pytest_fairness.measures.bai.stimuli import get_stereotype
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.measures.bai.planted_answers import expected_iat_score
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import Runner
 
 

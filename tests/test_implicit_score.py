@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from pytest_fairness.measures.bai import implicit
+from pytest_fairness.measures.bai.iat_stimuli import UnknownStereotypeError, get_stereotype, load_stereotypes
 from pytest_fairness.measures.bai.implicit import count_cells, implicit_bias, score_response
 from pytest_fairness.measures.bai.implicit_prompts import draw_prompt
-from pytest_fairness.measures.bai.stimuli import UnknownStereotypeError, get_stereotype, load_stereotypes
-from pytest_fairness.models.base import ChatModel, ChatRequest, ChatResponse, LogprobRequest, LogprobResponse
+from pytest_fairness.models.interface import ChatModel, ChatRequest, ChatResponse, LogprobRequest, LogprobResponse
 from pytest_fairness.models.runner import Runner
 from pytest_fairness.testing import SyntheticModel
 
@@ -462,7 +462,7 @@ def test_pooled_bias_is_the_mean_of_every_prompt_with_the_gates_intervals_per_st
     from pytest_fairness.measures.bai.decision import DecisionParams
     from pytest_fairness.measures.bai.implicit import ImplicitParams
     from pytest_fairness.measures.bai.pooled import stratified_mean
-    from pytest_fairness.stats import mean_interval
+    from pytest_fairness.stats.intervals import mean_interval
 
     strata = [[0.1, 0.3, 0.2, 0.4], [0.6, 0.8, 0.7]]
     result = stratified_mean(strata, ImplicitParams)
@@ -496,10 +496,10 @@ def test_no_pooled_interval_leaves_its_measures_scale(seed):
 
 
 def _decision_record(check: str, subject: str, samples: list[float], outcome: str):
-    from pytest_fairness.gate import Outcome, Threshold
-    from pytest_fairness.record import CheckRecord
-    from pytest_fairness.result import MeasureResult
-    from pytest_fairness.stats import summarize
+    from pytest_fairness.records.check_record import CheckRecord
+    from pytest_fairness.records.measure_result import MeasureResult
+    from pytest_fairness.stats.gate import Outcome, Threshold
+    from pytest_fairness.stats.intervals import summarize
 
     summary = summarize(samples, 0.5, interval="binary", bounds=(0.0, 1.0))
     result = MeasureResult(

@@ -1,5 +1,5 @@
-"""The package's import graph, read from the source: no cycle, no arrow up between the layers DESIGN.md
-names, and model access independent of measures.
+"""The package's import graph, read from the source: no cycle, no arrow up between the layers that
+docs/architecture.md names (its table is read here), and model access independent of measures.
 
 Every import counts: at module level, inside a function, and under ``if TYPE_CHECKING`` (an annotation
 that needs a module above is an arrow up all the same). Importing ``a.b.c`` runs ``a/__init__`` and
@@ -9,44 +9,21 @@ that needs a module above is an arrow up all the same). Importing ``a.b.c`` runs
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
 
 import pytest_fairness
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs"))
+from docgen.layers import read_layers
+
 ROOT = Path(pytest_fairness.__file__).parent
 
-#: The layers, bottom first, as DESIGN.md names them: a module imports its own layer or the ones below.
-#: A module belongs to the layer of its longest listed prefix ("" is the package's facade).
-LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("formatting and statistics", ("fmt", "serial", "scipy_stats", "stats", "multiplicity", "power", "gate", "data")),
-    ("model access", ("models", "pricing")),
-    ("results", ("result", "sequential", "paired")),
-    ("measures", ("measures", "testing")),
-    ("checks and the record", ("suite", "sizing", "plan", "comparison", "explain", "record", "shard")),
-    ("baselines", ("baseline",)),
-    (
-        "the run",
-        (
-            "options",
-            "settings",
-            "planning",
-            "preflight",
-            "growth",
-            "placement",
-            "session",
-            "snapshot",
-            "prgate",
-            "prshape",
-        ),
-    ),
-    ("reports", ("report",)),
-    (
-        "pytest wiring and command lines",
-        ("", "plugin", "items", "selection", "fixtures", "report.reporter", "compare", "ci", "history", "merge"),
-    ),
-)
+#: The layers, bottom first, as docs/architecture.md names them: a module imports its own layer or the ones
+#: below. A module belongs to the layer of its longest listed prefix ("" is the package's facade).
+LAYERS = read_layers()
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -176,11 +153,9 @@ def test_the_checks_see_imports_inside_functions_and_in_type_checking_blocks(tmp
 
 
 def test_an_import_from_a_lower_layer_into_a_higher_one_is_an_arrow_up():
-    graph = {"pytest_fairness.fmt": {"pytest_fairness.report.terminal"}, "pytest_fairness.report.terminal": set()}
-    assert upward_arrows(graph) == [
-        "pytest_fairness.fmt (formatting and statistics) -> pytest_fairness.report.terminal (reports)"
-    ]
-    assert layer_of("pytest_fairness.report.reporter") == len(LAYERS) - 1 == layer_of("pytest_fairness")
+    graph = {"pytest_fairness.util.fmt": {"pytest_fairness.report.terminal"}, "pytest_fairness.report.terminal": set()}
+    assert upward_arrows(graph) == ["pytest_fairness.util.fmt (util) -> pytest_fairness.report.terminal (report)"]
+    assert layer_of("pytest_fairness.cli.main") == len(LAYERS) - 1 == layer_of("pytest_fairness")
 
 
 def test_loading_the_plugin_leaves_scipy_stats_for_the_first_statistic():
@@ -190,7 +165,8 @@ def test_loading_the_plugin_leaves_scipy_stats_for_the_first_statistic():
 
     code = (
         "import sys, pytest_fairness.plugin; loaded = 'scipy.stats' in sys.modules; "
-        "from pytest_fairness.stats import proportion_interval; print(loaded, proportion_interval(3, 10, 0.95)[0] > 0)"
+        "from pytest_fairness.stats.intervals import proportion_interval; "
+        "print(loaded, proportion_interval(3, 10, 0.95)[0] > 0)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.split() == ["False", "True"]
@@ -203,7 +179,7 @@ def test_reading_a_built_in_suite_leaves_release_sizes_and_scipy_stats_for_a_rel
     import sys
 
     code = (
-        "import sys; from pytest_fairness import suite; check = suite.load('gender').checks[0]; "
+        "import sys; from pytest_fairness.config import suite; check = suite.load('gender').checks[0]; "
         "print(repr(('scipy.stats' in sys.modules, check.samples['quick'], 'scipy.stats' in sys.modules, "
         "check.samples['release'] >= check.samples['paper'], 'scipy.stats' in sys.modules, sorted(check.samples))))"
     )

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pytest_fairness import stats
+from pytest_fairness.stats import intervals
 
 CONFIDENCE = 0.95
 FLOOR = CONFIDENCE - 0.01
@@ -29,7 +29,7 @@ Sampler = Callable[[np.random.Generator, tuple[int, int]], np.ndarray]
 @cache
 def proportion_intervals(n: int, method: str = "clopper_pearson") -> np.ndarray:
     """The interval for every possible count 0..n, as rows (low, high)."""
-    return np.array([stats.proportion_interval(k, n, CONFIDENCE, method) for k in range(n + 1)])
+    return np.array([intervals.proportion_interval(k, n, CONFIDENCE, method) for k in range(n + 1)])
 
 
 def exact_binomial_coverage(n: int, p: float, method: str) -> float:
@@ -102,7 +102,7 @@ def test_bounded_mean_interval_covers_at_every_n_stays_on_scale_and_is_never_a_p
     coverage = {}
     for n in NS:
         x = draw(np.random.default_rng(n), (REPS, n))
-        lo, hi = stats.bounded_mean_intervals(x, low, high, CONFIDENCE)
+        lo, hi = intervals.bounded_mean_intervals(x, low, high, CONFIDENCE)
         assert (lo >= low).all() and (hi <= high).all()
         assert (hi > lo).all()
         coverage[n] = float(np.mean((lo <= truth) & (truth <= hi)))
@@ -122,6 +122,6 @@ def test_bounded_interval_costs_little_width_against_t_where_t_is_valid(n, max_r
     # Roughly normal scores of SD 0.5 on [-1, 1]: t is about right here; the betting interval pays a
     # modest price at moderate n and none at n = 3, where t's quantile (4.3) explodes.
     x = np.clip(np.random.default_rng(n).normal(0.0, 0.5, (500, n)), -1, 1)
-    lo, hi = stats.bounded_mean_intervals(x, -1.0, 1.0, CONFIDENCE)
+    lo, hi = intervals.bounded_mean_intervals(x, -1.0, 1.0, CONFIDENCE)
     t_width = 2 * sps.t.ppf(0.975, n - 1) * x.std(axis=1, ddof=1) / np.sqrt(n)
     assert np.mean(hi - lo) / np.mean(t_width) <= max_ratio

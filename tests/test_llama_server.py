@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fairness.measures.pcf import measure as pcf
-from pytest_fairness.models.base import LogprobRequest, PermanentError
+from pytest_fairness.measures.pcf import prejudice_caprice as pcf
+from pytest_fairness.models.interface import LogprobRequest, PermanentError
 from pytest_fairness.models.local import default_threads, embedded_model_path
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import Runner
 
 pytestmark = pytest.mark.embedded

@@ -12,10 +12,10 @@ import pytest
 
 import pytest_fairness
 from pytest_fairness.models import cores
-from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message
+from pytest_fairness.models.interface import ChatRequest, LogprobRequest, Message
 from pytest_fairness.models.local import _features, embedded_model_path
 from pytest_fairness.models.local_scoring import BLOCK, PACK_WIDTH, own_width, packs
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.spec import ModelSpecError
 
 pytestmark = pytest.mark.embedded
@@ -127,8 +127,8 @@ def test_answers_do_not_depend_on_what_the_model_ran_before(history):
 CHILD = """
 import asyncio, json, sys
 from pytest_fairness.models import cores
-from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.models.interface import ChatRequest, LogprobRequest, Message
+from pytest_fairness.models.providers import load_model
 model = load_model(sys.argv[1])
 sampled = ChatRequest((Message("user", "Say hello."),), temperature=0.8, max_tokens=12, seed=4)
 scored = LogprobRequest((Message("user", "Name a colour of the sky."),), (" blue", " Blue", " purple rain", "Blue"))

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from fake_openai import FakeOpenAI
 
-from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, PermanentError, TransientError
 from pytest_fairness.models.batch import BatchPolicy
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.models.interface import ChatRequest, LogprobRequest, Message, PermanentError, TransientError
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import RetriesExhausted, RetryPolicy, Runner
 
 RETRY = RetryPolicy(max_attempts=2, base_seconds=0.01, cap_seconds=0.02)

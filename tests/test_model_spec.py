@@ -1,6 +1,6 @@
 import pytest
 
-from pytest_fairness.models.registry import load_model, parse_model_spec
+from pytest_fairness.models.providers import load_model, parse_model_spec
 from pytest_fairness.models.spec import ModelSpecError
 from pytest_fairness.testing import SyntheticModel
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pytest_fairness.multiplicity import adjust, benjamini_hochberg, bonferroni, describe, holm
+from pytest_fairness.stats.multiplicity import adjust, benjamini_hochberg, bonferroni, describe, holm
 
 P = [0.01, 0.04, 0.03, 0.005]
 

@@ -6,8 +6,8 @@ import time
 import pytest
 from fake_openai import FakeOpenAI
 
-from pytest_fairness.measures.pcf import measure as pcf
-from pytest_fairness.models.base import (
+from pytest_fairness.measures.pcf import prejudice_caprice as pcf
+from pytest_fairness.models.interface import (
     ChatModel,
     ChatRequest,
     LogprobRequest,
@@ -17,7 +17,7 @@ from pytest_fairness.models.base import (
 )
 from pytest_fairness.models.openai import TOP_LOGPROBS
 from pytest_fairness.models.openai_text import ECHO_CHECKS
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import CallStats, RetriesExhausted, RetryPolicy, Runner
 from pytest_fairness.models.spec import ModelSpecError
 

@@ -14,15 +14,15 @@ import pytest
 
 import pytest_fairness
 from pytest_fairness.baseline import ALARMS, FAILING, STATUSES, Comparison, Side, Status, decide_run
-from pytest_fairness.baseline.compare import compare
 from pytest_fairness.baseline.entry import Entry
-from pytest_fairness.explain import explain
-from pytest_fairness.gate import Outcome, Threshold
-from pytest_fairness.record import CheckRecord
+from pytest_fairness.baseline.entry_comparison import compare
+from pytest_fairness.records.check_record import CheckRecord
+from pytest_fairness.records.explain import explain
+from pytest_fairness.records.measure_result import MeasureResult
 from pytest_fairness.report import markdown
-from pytest_fairness.result import MeasureResult
-from pytest_fairness.serial import from_json, to_json
-from pytest_fairness.stats import Attenuation, summarize
+from pytest_fairness.stats.gate import Outcome, Threshold
+from pytest_fairness.stats.intervals import Attenuation, summarize
+from pytest_fairness.util.serial import from_json, to_json
 
 ROOT = Path(pytest_fairness.__file__).parent
 #: Helper names that format numbers or count outcomes: each may be defined only where it belongs.
@@ -30,11 +30,11 @@ HELPERS = re.compile(
     r"_?(num|fmt|format_number|interval_text|format_table|text_table|usd|spend_text|finite|cost_totals|outcome_counts)$"
 )
 HOMES = {
-    "num": "fmt.py",
-    "text_table": "fmt.py",
-    "usd": "fmt.py",
-    "spend_text": "fmt.py",
-    "finite": "fmt.py",
+    "num": "util/fmt.py",
+    "text_table": "util/fmt.py",
+    "usd": "util/fmt.py",
+    "spend_text": "util/fmt.py",
+    "finite": "util/fmt.py",
     "cost_totals": "report/tally.py",
     "outcome_counts": "report/tally.py",
 }
@@ -59,17 +59,17 @@ def test_number_formatters_dollars_nan_and_tallies_are_defined_once_in_report():
 
 #: Statistical procedures and the one module each is defined in, by (part of) a module-level function's name.
 STATISTICS = {
-    "holm": "multiplicity.py",
-    "hochberg": "multiplicity.py",
-    "bonferroni": "multiplicity.py",
-    "adjust": "multiplicity.py",
-    "wilson": "stats.py",
-    "clopper": "stats.py",
-    "proportion_interval": "stats.py",
-    "t_interval": "stats.py",
-    "mean_interval": "stats.py",
-    "summarize": "stats.py",
-    "confidence_sequence": "sequential.py",
+    "holm": "stats/multiplicity.py",
+    "hochberg": "stats/multiplicity.py",
+    "bonferroni": "stats/multiplicity.py",
+    "adjust": "stats/multiplicity.py",
+    "wilson": "stats/intervals.py",
+    "clopper": "stats/intervals.py",
+    "proportion_interval": "stats/intervals.py",
+    "t_interval": "stats/intervals.py",
+    "mean_interval": "stats/intervals.py",
+    "summarize": "stats/intervals.py",
+    "confidence_sequence": "stats/confidence_sequence.py",
     "welch": "baseline/welch.py",
 }
 
@@ -115,7 +115,7 @@ def test_alarm_and_status_lists_are_defined_once():
     statuses = set(STATUSES)
     offenders = []
     for path, tree in _sources().items():
-        if path == "comparison.py":
+        if path == "records/comparison.py":
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Tuple | ast.Set | ast.List):
@@ -152,7 +152,7 @@ def _changed() -> Comparison:
 
 @pytest.mark.parametrize("mode", ["markdown", "cli"])
 def test_the_markdown_and_the_compare_cli_both_raise_the_alarm_for_changed(mode, tmp_path, capsys):
-    from pytest_fairness import compare as cli
+    from pytest_fairness.cli import release_compare as cli
 
     comparison = _changed()
     assert comparison.status == "changed" and comparison.alarm and not comparison.matches

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 import pytest_fairness
-from pytest_fairness.gate import GateFamily, Outcome
 from pytest_fairness.report import status
+from pytest_fairness.report.formats import OUTPUTS, register_output
 from pytest_fairness.report.jsonfile import JsonFile
 from pytest_fairness.report.output import Output, RunReport, Sinks
-from pytest_fairness.report.outputs import OUTPUTS, register_output
 from pytest_fairness.report.status import STYLES, UNDECIDED
+from pytest_fairness.stats.gate import GateFamily, Outcome
 
 PACKAGE = Path(pytest_fairness.__file__).parent
 OUTCOME_VALUES = {o.value for o in Outcome}

@@ -6,14 +6,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_fairness import suite
-from pytest_fairness.gate import Outcome
+from pytest_fairness.config import suite
 from pytest_fairness.measures import MEASURES
-from pytest_fairness.paired.compare import PairedGate, compare_paired, decide_differences, fail_level
-from pytest_fairness.paired.items import ItemScores, PairingError, pair_items, within_variance
-from pytest_fairness.paired.planner import fewest_for_identical
-from pytest_fairness.sequential import confidence_sequence_bound, sequence_p_value
-from pytest_fairness.stats import bounded_mean_intervals, bounded_mean_p_values
+from pytest_fairness.stats.confidence_sequence import confidence_sequence_bound, sequence_p_value
+from pytest_fairness.stats.gate import Outcome
+from pytest_fairness.stats.intervals import bounded_mean_intervals, bounded_mean_p_values
+from pytest_fairness.stats.paired.allocation import fewest_for_identical
+from pytest_fairness.stats.paired.matching import ItemScores, PairingError, pair_items, within_variance
+from pytest_fairness.stats.paired.noninferiority import PairedGate, compare_paired, decide_differences, fail_level
 from pytest_fairness.testing.paired_trials import fixed_outcomes
 
 IAT = (-1.0, 1.0)

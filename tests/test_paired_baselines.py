@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from in_process import PR_SUITE, run_line
 
-from pytest_fairness.baseline.compare import compare
 from pytest_fairness.baseline.entry import Entry
-from pytest_fairness.baseline.items import (
+from pytest_fairness.baseline.entry_comparison import compare
+from pytest_fairness.baseline.items_file import (
     ItemsReference,
     digest,
     items_reference,
@@ -22,10 +22,10 @@ from pytest_fairness.baseline.items import (
     run_items,
 )
 from pytest_fairness.baseline.pairing import PairingInputs, paired
-from pytest_fairness.explain import explain
-from pytest_fairness.gate import Threshold
-from pytest_fairness.paired.items import ItemScores, PairingError
-from pytest_fairness.record import CheckRecord
+from pytest_fairness.records.check_record import CheckRecord
+from pytest_fairness.records.explain import explain
+from pytest_fairness.stats.gate import Threshold
+from pytest_fairness.stats.paired.matching import ItemScores, PairingError
 
 #: In-process runs: the outer run's xdist variables and syrupy session are undone around each one.
 pytestmark = pytest.mark.usefixtures("in_process_syrupy")
@@ -148,9 +148,9 @@ def test_a_record_with_items_and_a_paired_comparison_round_trips_through_json():
     recorded = read_recorded(*_recorded(_items(100, 0.0)))
     comparison = paired(compare(_entry(0.0, 100), _entry(0.0, 100), 0.0), recorded,
                         PairingInputs(_items(100, 0.0), (-1.0, 1.0), 0.1))  # fmt: skip
-    from pytest_fairness.gate import Outcome
-    from pytest_fairness.result import MeasureResult
-    from pytest_fairness.stats import summarize
+    from pytest_fairness.records.measure_result import MeasureResult
+    from pytest_fairness.stats.gate import Outcome
+    from pytest_fairness.stats.intervals import summarize
 
     result = MeasureResult("implicit_bias", "x", summarize([0.1, 0.2]), 0, [], "f", "m", {}, {},
                            samples=[0.1, 0.2], items=[("0:0", "0:0"), ("0:1", "0:1")])  # fmt: skip

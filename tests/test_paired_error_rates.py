@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pytest_fairness.gate import Outcome
-from pytest_fairness.paired.compare import PairedGate, fail_level
-from pytest_fairness.paired.planner import Components, plan
-from pytest_fairness.stats import proportion_interval
+from pytest_fairness.stats.gate import Outcome
+from pytest_fairness.stats.intervals import proportion_interval
+from pytest_fairness.stats.paired.allocation import Components, plan
+from pytest_fairness.stats.paired.noninferiority import PairedGate, fail_level
 from pytest_fairness.testing.paired_trials import conditional, fixed_outcomes, sequential_outcome
 from pytest_fairness.testing.releases import (
     Decision,

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from pytest_fairness.gate import Outcome
-from pytest_fairness.measures.pcf import core as pcf
-from pytest_fairness.paired.compare import PairedGate, compare_paired
-from pytest_fairness.paired.estimands import (
+from pytest_fairness.measures.pcf import prejudice_caprice_core as pcf
+from pytest_fairness.stats.gate import Outcome
+from pytest_fairness.stats.intervals import Attenuation, bounded_mean_interval
+from pytest_fairness.stats.paired.estimands import (
     Instrument,
     JudgedPair,
     common_scale,
@@ -15,8 +15,8 @@ from pytest_fairness.paired.estimands import (
     paired_weights_supported,
     separate_bound,
 )
-from pytest_fairness.paired.items import pair_items
-from pytest_fairness.stats import Attenuation, bounded_mean_interval
+from pytest_fairness.stats.paired.matching import pair_items
+from pytest_fairness.stats.paired.noninferiority import PairedGate, compare_paired
 
 
 def preferences(rng, occupations, lean, spread):

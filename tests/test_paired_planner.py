@@ -7,9 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_fairness.paired.compare import PairedGate
-from pytest_fairness.paired.items import ItemScores, pair_items
-from pytest_fairness.paired.planner import (
+from pytest_fairness.stats.lazy_scipy import sps
+from pytest_fairness.stats.paired.allocation import (
     Components,
     components_from_baseline,
     components_from_pairing,
@@ -18,7 +17,8 @@ from pytest_fairness.paired.planner import (
     pass_probability,
     plan,
 )
-from pytest_fairness.scipy_stats import sps
+from pytest_fairness.stats.paired.matching import ItemScores, pair_items
+from pytest_fairness.stats.paired.noninferiority import PairedGate
 from pytest_fairness.testing.paired_trials import Rate, fixed_outcomes
 from pytest_fairness.testing.releases import Implicit, NetHarm, Trial, for_rho, paired_differences
 
@@ -96,7 +96,7 @@ def test_a_baseline_at_its_95th_percentile_makes_passing_harder():
 
 
 def test_a_pull_requests_plan_takes_k_above_one_only_when_its_baselines_prompts_are_too_few_for_one():
-    from pytest_fairness.prgate import paired_size
+    from pytest_fairness.baseline.pr_gate import paired_size
 
     rng = np.random.default_rng(1)
 

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from scipy import stats as sps
 
-from pytest_fairness.measures.pcf import core as pcf
+from pytest_fairness.measures.pcf import prejudice_caprice_core as pcf
 
 ABS = 1e-9
 PROPERTY = settings(max_examples=100, deadline=None)

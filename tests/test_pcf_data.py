@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fairness.measures.pcf.data import (
+from pytest_fairness.measures.pcf.inputs import (
     PcfDataError,
     load_attributes,
     load_occupations,

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from pytest_fairness.measures.pcf import core as pcf_core
-from pytest_fairness.measures.pcf import measure as pcf
-from pytest_fairness.measures.pcf.data import load_attributes, load_templates, render_probe
-from pytest_fairness.measures.pcf.planted import planted_preference
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.measures.pcf import prejudice_caprice as pcf
+from pytest_fairness.measures.pcf import prejudice_caprice_core as pcf_core
+from pytest_fairness.measures.pcf.inputs import load_attributes, load_templates, render_probe
+from pytest_fairness.measures.pcf.planted_slots import planted_preference
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import Runner
 
 
@@ -39,7 +39,7 @@ def test_planted_preferences_are_recovered_exactly(attribute, bias, caprice, ris
 
 
 def _sample(attribute: str, n: int, seed: int) -> list[str]:
-    from pytest_fairness.measures.pcf.measure import _inputs
+    from pytest_fairness.measures.pcf.prejudice_caprice import _inputs
 
     return list(_inputs(attribute, n, seed, 10, None, None, None)[2].terms)
 

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_fairness import placement
-from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message
+from pytest_fairness.models.interface import ChatRequest, LogprobRequest, Message
+from pytest_fairness.run import placement
 
 pytest.importorskip("xdist")
 

@@ -435,7 +435,7 @@ def test_a_model_that_cannot_serve_a_check_is_reported_and_follows_the_inconclus
 
 
 def test_plan_for_the_release_profile_shows_each_checks_size_and_its_chance_to_decide(pytester):
-    from pytest_fairness import suite
+    from pytest_fairness.config import suite
 
     release = {c.id: c.samples["release"] for c in suite.load("gender").checks}
     args = ["--fairness-suite=gender", "--fairness-model=synthetic:iat?bias=0", "-k", "implicit"]

@@ -21,9 +21,9 @@ import pytest
 from exact_binary import exact_binary_rate_with_unusable
 from scipy import stats as sps
 
-from pytest_fairness.gate import Outcome, Threshold, decide
-from pytest_fairness.power import Scale, decision_probability, design_truths, needed_samples
-from pytest_fairness.stats import bounded_mean_interval, bounded_mean_intervals, proportion_interval
+from pytest_fairness.stats.gate import Outcome, Threshold, decide
+from pytest_fairness.stats.intervals import bounded_mean_interval, bounded_mean_intervals, proportion_interval
+from pytest_fairness.stats.power import Scale, decision_probability, design_truths, needed_samples
 
 RUNS = 400
 BOUNDED = Scale("bounded", (-1.0, 1.0))

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from in_process import INPROCESS, PR_SUITE, run_line
 
-from pytest_fairness.baseline.compare import compare
 from pytest_fairness.baseline.entry import Entry
-from pytest_fairness.comparison import PairedEvidence
-from pytest_fairness.gate import Outcome
-from pytest_fairness.prgate import pr_sizes, pr_verdict, same_items
+from pytest_fairness.baseline.entry_comparison import compare
+from pytest_fairness.baseline.pr_gate import pr_sizes, pr_verdict, same_items
+from pytest_fairness.records.comparison import PairedEvidence
+from pytest_fairness.stats.gate import Outcome
 
 #: In-process runs: the outer run's xdist variables and syrupy session are undone around each one.
 pytestmark = pytest.mark.usefixtures("in_process_syrupy")
@@ -198,11 +198,11 @@ def test_every_committed_embedded_baseline_lets_an_unchanged_model_pass_from_its
     enough items that identical answers (an unchanged model answered from the release's cache) pass its margin,
     or says the model could not serve it (a pull request whose model still cannot is reported, not blocking).
     Shown end to end: the workflow's PR command on these files with the release's cache, exit 0, 0 calls."""
-    from pytest_fairness import suite
     from pytest_fairness.baseline.entry import parse_baseline
-    from pytest_fairness.paired.compare import PairedGate, compare_paired
-    from pytest_fairness.paired.items import pair_items
-    from pytest_fairness.snapshot import items_beside
+    from pytest_fairness.baseline.snapshot import items_beside
+    from pytest_fairness.config import suite
+    from pytest_fairness.stats.paired.matching import pair_items
+    from pytest_fairness.stats.paired.noninferiority import PairedGate, compare_paired
 
     folder = next((Path(__file__).resolve().parents[1] / "baselines").glob("local_SmolLM2-*"))
     checks = {c.id: c for c in suite.load("gender").checks}

@@ -6,16 +6,17 @@ from xml.etree import ElementTree
 
 import pytest
 
-from pytest_fairness import pricing, sizing
-from pytest_fairness.gate import Outcome
-from pytest_fairness.models.base import ChatModel, ChatRequest, ChatResponse, Message
+from pytest_fairness.config.settings import Settings, SettingsError
+from pytest_fairness.config.suite import load, parse
+from pytest_fairness.measures import sizing
+from pytest_fairness.models import pricing
 from pytest_fairness.models.cache import CacheMode
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.models.interface import ChatModel, ChatRequest, ChatResponse, Message
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import Runner
 from pytest_fairness.models.spec import ModelSpecError
-from pytest_fairness.session import FairnessSession
-from pytest_fairness.settings import Settings, SettingsError
-from pytest_fairness.suite import load, parse
+from pytest_fairness.run.session import FairnessSession
+from pytest_fairness.stats.gate import Outcome
 
 HAS_MAP = pricing.price_map() is not None
 needs_map = pytest.mark.skipif(not HAS_MAP, reason="litellm (the price map) is not installed")

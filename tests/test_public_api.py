@@ -7,9 +7,9 @@ import sys
 import pytest
 
 import pytest_fairness
-from pytest_fairness.gate import Outcome
-from pytest_fairness.measures.fpf.harm_core import pair_harm
-from pytest_fairness.models.base import ChatModel
+from pytest_fairness.measures.fpf.harm.net_harm_core import pair_harm
+from pytest_fairness.models.interface import ChatModel
+from pytest_fairness.stats.gate import Outcome
 
 
 def test_every_public_name_resolves_to_the_object_it_names():
@@ -34,9 +34,9 @@ def test_the_readme_examples_run_from_the_facade():
 def test_unknown_names_are_attribute_errors_and_submodules_still_import():
     with pytest.raises(AttributeError, match="no attribute 'harm'"):
         pytest_fairness.harm  # noqa: B018 - the old shim is gone
-    from pytest_fairness import stats
+    from pytest_fairness.stats import intervals
 
-    assert stats.__name__ == "pytest_fairness.stats"
+    assert intervals.__name__ == "pytest_fairness.stats.intervals"
 
 
 def test_importing_the_package_loads_no_model_backend_and_no_numerics():

@@ -14,8 +14,8 @@ from xml.etree import ElementTree
 import pytest
 import yaml
 
-from pytest_fairness import suite
-from pytest_fairness.report import ci, history
+from pytest_fairness.config import suite
+from pytest_fairness.report import ci_workflow, history
 from pytest_fairness.report.progress import Display, Emitter, Tick
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -222,7 +222,7 @@ def test_history_appends_a_line_per_run_and_draws_the_trends(pytester, mixed):
     fails = runs[1]["checks"]["mixed::fails"]
     assert fails["outcome"] == "fail" and fails["ci"][0] <= fails["estimate"] <= fails["ci"][1]
     out = subprocess.run(
-        [sys.executable, "-m", "pytest_fairness.history", str(pytester.path / "h")],
+        [sys.executable, "-m", "pytest_fairness", "history", str(pytester.path / "h")],
         capture_output=True,
         text=True,
         check=True,
@@ -327,9 +327,12 @@ def test_the_workflow_steps_build_the_summary_annotations_comment_and_artefacts(
 
     assert _run_step("gate", "Build the pull-request comment", pytester.path, env).returncode == 0
     comment = (out / "comment.md").read_text()
-    assert comment.startswith(ci.MARKER + "\n## Fairness report")
+    assert comment.startswith(ci_workflow.MARKER + "\n## Fairness report")
     assert comment.rstrip().endswith("(https://github.example/team/model/actions/runs/42)")
-    assert "gh api" in _step("gate", "Post or update")["run"] and ci.MARKER in _step("gate", "Post or update")["run"]
+    assert (
+        "gh api" in _step("gate", "Post or update")["run"]
+        and ci_workflow.MARKER in _step("gate", "Post or update")["run"]
+    )
 
 
 #: Three checks whose baselines hold enough items for identical answers to pass the paired margin (80).
@@ -365,5 +368,9 @@ def test_the_workflows_pull_request_gate_passes_an_unchanged_model_from_the_cach
 
 
 def test_a_long_report_is_cut_to_githubs_comment_limit():
-    body = ci.comment("x" * 100_000, run_url="https://r")
-    assert len(body) <= ci.COMMENT_LIMIT and body.startswith(ci.MARKER) and body.rstrip().endswith("(https://r)")
+    body = ci_workflow.comment("x" * 100_000, run_url="https://r")
+    assert (
+        len(body) <= ci_workflow.COMMENT_LIMIT
+        and body.startswith(ci_workflow.MARKER)
+        and body.rstrip().endswith("(https://r)")
+    )

@@ -19,17 +19,17 @@ from pathlib import Path
 import pytest
 
 from pytest_fairness import ChatModel, ChatRequest, ChatResponse, Message
-from pytest_fairness.gate import Outcome
+from pytest_fairness.config.settings import Settings
+from pytest_fairness.config.suite import load as load_suite
 from pytest_fairness.measures import MEASURES
-from pytest_fairness.models.base import PermanentError
 from pytest_fairness.models.build import model_from
 from pytest_fairness.models.cache import CacheMode, ResponseCache
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.models.interface import PermanentError
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import CallStats, Runner
 from pytest_fairness.models.spec import ModelSpecError
-from pytest_fairness.session import FairnessSession
-from pytest_fairness.settings import Settings
-from pytest_fairness.suite import load as load_suite
+from pytest_fairness.run.session import FairnessSession
+from pytest_fairness.stats.gate import Outcome
 
 APPS = Path(__file__).parent / "python_apps"
 APP, FAIR_APP = "python:support_app:answer", "python:support_app:fair_answer"
@@ -327,7 +327,7 @@ def test_fixtures_take_a_model_and_a_judge_as_specs_or_functions(tmp_path):
     assert "local" not in probed  # the default model, which no call used, was not probed
 
 
-PROBE_SPY = """from pytest_fairness import preflight
+PROBE_SPY = """from pytest_fairness.run import preflight
 
 _probe = preflight._probe
 

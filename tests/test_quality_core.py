@@ -15,8 +15,8 @@ from pytest_fairness.measures.fpf.quality_core import (
     refusal_disparity,
     refusal_disparity_by_task,
 )
-from pytest_fairness.multiplicity import adjust
-from pytest_fairness.stats import proportion_interval
+from pytest_fairness.stats.intervals import proportion_interval
+from pytest_fairness.stats.multiplicity import adjust
 
 
 def test_nine_criteria_in_the_papers_order():

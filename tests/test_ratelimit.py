@@ -21,7 +21,8 @@ import pytest
 from fake_openai import FakeOpenAI
 
 from pytest_fairness.models import ratelimit
-from pytest_fairness.models.base import ChatRequest, Message, RateLimited, TransientError
+from pytest_fairness.models.interface import ChatRequest, Message, RateLimited, TransientError
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.ratelimit import (
     OK,
     OTHER,
@@ -34,7 +35,6 @@ from pytest_fairness.models.ratelimit import (
     SharedLimit,
 )
 from pytest_fairness.models.ratelimit_headers import Credit, duration, server_wait, tokens_reset
-from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.runner import Runner
 
 

@@ -21,16 +21,16 @@ import pytest
 from exact_binary import exact_binary_rate_with_unusable
 from scipy import optimize
 
-from pytest_fairness import suite
-from pytest_fairness.gate import Outcome, Threshold, decide
+from pytest_fairness.config import suite
 from pytest_fairness.measures import MEASURES, RunContext
+from pytest_fairness.measures.bai.iat_stimuli import get_stereotype
 from pytest_fairness.measures.bai.implicit_core import implicit_bias
-from pytest_fairness.measures.bai.planted import expected_iat_score
-from pytest_fairness.measures.bai.stimuli import get_stereotype
-from pytest_fairness.measures.fpf.planted import HARM_NET
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.measures.bai.planted_answers import expected_iat_score
+from pytest_fairness.measures.fpf.planted_chatbot import HARM_NET
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.stats import Attenuation, bounded_mean_intervals, deattenuate, split_confidence
+from pytest_fairness.stats.gate import Outcome, Threshold, decide
+from pytest_fairness.stats.intervals import Attenuation, bounded_mean_intervals, deattenuate, split_confidence
 
 SUITES = ("gender", "race", "religion", "health", "intersectional")
 RUNS = 400

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from in_process import INPROCESS, run_line
 
-from pytest_fairness import suite
+from pytest_fairness.config import suite
 from pytest_fairness.measures.resampling import interval_for
 
 MODEL = "--fairness-model=synthetic:iat?bias=0.2"

@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pytest_fairness import stats, suite
-from pytest_fairness.gate import Outcome, Threshold
-from pytest_fairness.growth import CheckRounds
+from pytest_fairness.config import suite
+from pytest_fairness.config.settings import Settings
+from pytest_fairness.config.suite import parse
 from pytest_fairness.measures import MEASURES
-from pytest_fairness.measures.bai.planted import expected_iat_score
-from pytest_fairness.measures.bai.stimuli import get_stereotype
-from pytest_fairness.measures.base import RunContext
-from pytest_fairness.models.base import (
+from pytest_fairness.measures.bai.iat_stimuli import get_stereotype
+from pytest_fairness.measures.bai.planted_answers import expected_iat_score
+from pytest_fairness.measures.context import RunContext
+from pytest_fairness.models.cache import CacheMode, ResponseCache
+from pytest_fairness.models.interface import (
     ChatModel,
     ChatRequest,
     ChatResponse,
@@ -25,21 +26,15 @@ from pytest_fairness.models.base import (
     LogprobResponse,
     estimate_tokens,
 )
-from pytest_fairness.models.cache import CacheMode, ResponseCache
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import CallStats, Runner
-from pytest_fairness.result import MeasureResult
-from pytest_fairness.sequential import (
-    SequentialPlan,
-    confidence_sequence,
-    confidence_sequence_path,
-    rounds_calls,
-    run_sequential,
-)
-from pytest_fairness.session import CheckRun, FairnessSession
-from pytest_fairness.settings import Settings
-from pytest_fairness.stats import MAX_BET, Attenuation, deattenuated_summary, split_confidence
-from pytest_fairness.suite import parse
+from pytest_fairness.records.measure_result import MeasureResult
+from pytest_fairness.run.growth import CheckRounds, SequentialPlan, rounds_calls, run_sequential
+from pytest_fairness.run.session import CheckRun, FairnessSession
+from pytest_fairness.stats import intervals
+from pytest_fairness.stats.confidence_sequence import confidence_sequence, confidence_sequence_path
+from pytest_fairness.stats.gate import Outcome, Threshold
+from pytest_fairness.stats.intervals import MAX_BET, Attenuation, deattenuated_summary, split_confidence
 
 
 def iat_scores(rng, mean, n):
@@ -325,7 +320,7 @@ def clopper_pearson(k: int, n: int) -> tuple[float, float]:
 @pytest.fixture
 def no_bootstrap(monkeypatch):
     # The bootstrap interval is reported, never gated on; at 23,092 scores it would dominate the run time.
-    monkeypatch.setattr(stats, "bootstrap_interval", lambda *args, **kwargs: (np.nan, np.nan))
+    monkeypatch.setattr(intervals, "bootstrap_interval", lambda *args, **kwargs: (np.nan, np.nan))
 
 
 def test_net_harm_half_the_threshold_passes_under_sequential_at_release_size(no_bootstrap):
@@ -394,7 +389,7 @@ def _looks(stream: np.ndarray, calls_per_sample: int = 1):
         seen.append(n)
         new = (n - before) * calls_per_sample  # the cache answers the samples of the rounds before
         calls = CallStats(calls=new, cache_hits=before, prompt_tokens=3 * new)
-        summary = stats.summarize(x, interval="bounded", bounds=(0.0, 1.0))
+        summary = intervals.summarize(x, interval="bounded", bounds=(0.0, 1.0))
         result = MeasureResult("m", "s", summary, 0, [], "sim", "sim", {}, {}, calls=calls, samples=x)
         return result, confidence_sequence(x, 0.0, 1.0, 0.05)
 
@@ -455,7 +450,7 @@ def test_run_sequential_stops_when_futile_or_unserved_and_says_why():
 
 
 def test_the_session_grows_a_check_with_the_tested_loop(monkeypatch):
-    import pytest_fairness.growth as growth_module
+    import pytest_fairness.run.growth as growth_module
 
     called = []
 

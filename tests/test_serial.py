@@ -9,13 +9,13 @@ from typing import ClassVar
 
 import pytest
 
-from pytest_fairness.comparison import Comparison, Side
-from pytest_fairness.gate import Outcome, Threshold
-from pytest_fairness.record import CheckRecord
+from pytest_fairness.records.check_record import CheckRecord
+from pytest_fairness.records.comparison import Comparison, Side
+from pytest_fairness.records.measure_result import MeasureResult, MoreSamples, SequentialInfo
 from pytest_fairness.report.tally import RunState
-from pytest_fairness.result import MeasureResult, MoreSamples, SequentialInfo
-from pytest_fairness.serial import OMIT_EMPTY, from_json, to_json, written_as
-from pytest_fairness.stats import Attenuation, summarize
+from pytest_fairness.stats.gate import Outcome, Threshold
+from pytest_fairness.stats.intervals import Attenuation, summarize
+from pytest_fairness.util.serial import OMIT_EMPTY, from_json, to_json, written_as
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import time
 import pytest
 from fake_openai import FakeOpenAI, measure_requests
 
-from pytest_fairness.preflight import TEXT_PROBE
+from pytest_fairness.run.preflight import TEXT_PROBE
 
 SUITE = """\
 suite: small
@@ -203,9 +203,9 @@ def test_a_run_that_chats_is_still_stopped_by_a_completions_only_server(pytester
 
 
 def test_the_probe_is_of_the_kinds_the_selected_checks_send():
-    from pytest_fairness.models.registry import load_model
-    from pytest_fairness.preflight import PROBE, probes_for
-    from pytest_fairness.suite import parse
+    from pytest_fairness.config.suite import parse
+    from pytest_fairness.models.providers import load_model
+    from pytest_fairness.run.preflight import PROBE, probes_for
 
     gender = parse(
         {

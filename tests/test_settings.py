@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 
 import pytest_fairness
-from pytest_fairness.baseline.policy import FAIL_ON
-from pytest_fairness.comparison import MODES
-from pytest_fairness.gate import GATE_MULTIPLICITY, GateFamily
+from pytest_fairness.config.baseline_policy import FAIL_ON
+from pytest_fairness.config.options import GATES, INCONCLUSIVE_POLICIES, OPTIONS
+from pytest_fairness.config.settings import Settings, SettingsError
 from pytest_fairness.measures import PROFILES
-from pytest_fairness.multiplicity import METHODS
-from pytest_fairness.options import GATES, INCONCLUSIVE_POLICIES, OPTIONS
-from pytest_fairness.report.outputs import output_options
+from pytest_fairness.records.comparison import MODES
+from pytest_fairness.report.formats import output_options
 from pytest_fairness.report.terminal import error_rate_line
-from pytest_fairness.session import FairnessSession
-from pytest_fairness.settings import Settings, SettingsError
+from pytest_fairness.run.session import FairnessSession
+from pytest_fairness.stats.gate import GATE_MULTIPLICITY, GateFamily
+from pytest_fairness.stats.multiplicity import METHODS
 
 PACKAGE = Path(pytest_fairness.__file__).parent
 #: A valid value other than the default for every option (a new option needs a line here, and a field).
@@ -115,7 +115,7 @@ def test_options_are_read_from_pytest_in_one_place_only():
         path.relative_to(PACKAGE).as_posix(): len(re.findall(r"\.(?:getoption|getini)\(", path.read_text()))
         for path in PACKAGE.rglob("*.py")
     }
-    assert {path: n for path, n in readers.items() if n} == {"plugin.py": 2}
+    assert {path: n for path, n in readers.items() if n} == {"plugin/__init__.py": 2}
 
 
 def test_the_gate_family_is_fixed_once_collection_knows_the_checks():

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fairness import shard, suite
-from pytest_fairness.models.registry import load_model
-from pytest_fairness.placement import CHECK_PREFIX, plan_groups
-from pytest_fairness.settings import Settings
+from pytest_fairness.config import shard, suite
+from pytest_fairness.config.settings import Settings
+from pytest_fairness.models.providers import load_model
+from pytest_fairness.run.placement import CHECK_PREFIX, plan_groups
 
 
 def test_a_shard_is_given_as_i_of_n():

@@ -13,7 +13,7 @@ from fake_openai import FakeOpenAI, measure_requests
 from harm_judges import chatbot_and_judge
 from report_fields import untimed
 
-from pytest_fairness.__main__ import main
+from pytest_fairness.cli.main import main
 
 #: Four checks of four subjects: four sharing groups, so four shards get one each.
 SUITE = "suite: fourway\nchecks:\n" + "".join(

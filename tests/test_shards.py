@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from report_fields import untimed, untimed_markdown
 
-from pytest_fairness import multiplicity
-from pytest_fairness.__main__ import main
+from pytest_fairness.cli.main import main
+from pytest_fairness.stats import multiplicity
 
 SUITES = ["--fairness-suite=gender,religion", "--fairness-model=synthetic:iat?bias=0.3", "--fairness-profile=quick"]
 INPROCESS = ["-p", "no:randomly", "-p", "no:cacheprovider"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from report_fields import untimed, untimed_markdown
 
-from pytest_fairness.__main__ import main
+from pytest_fairness.cli.main import main
 
 INPROCESS = ["-p", "no:randomly", "-p", "no:cacheprovider"]
 SUITE = "suite: pr\nchecks:\n" + "".join(

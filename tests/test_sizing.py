@@ -8,15 +8,15 @@ import math
 
 import pytest
 
-from pytest_fairness import sizing, suite
-from pytest_fairness.gate import Outcome, Threshold
-from pytest_fairness.measures import MEASURES
-from pytest_fairness.measures.base import MAX_SAMPLES
+from pytest_fairness.config import suite
+from pytest_fairness.config.settings import Settings
+from pytest_fairness.measures import MEASURES, sizing
+from pytest_fairness.measures.params import MAX_SAMPLES
 from pytest_fairness.models.cache import CacheMode
-from pytest_fairness.result import MeasureResult
-from pytest_fairness.session import FairnessSession
-from pytest_fairness.settings import Settings
-from pytest_fairness.stats import summarize
+from pytest_fairness.records.measure_result import MeasureResult
+from pytest_fairness.run.session import FairnessSession
+from pytest_fairness.stats.gate import Outcome, Threshold
+from pytest_fairness.stats.intervals import summarize
 
 SUITES = ("gender", "race", "religion", "health", "intersectional", "axes")
 

@@ -2,10 +2,10 @@
 
 import pytest
 
-from pytest_fairness.gate import Outcome, Threshold, decide
 from pytest_fairness.measures.bai import decision
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import Runner
+from pytest_fairness.stats.gate import Outcome, Threshold, decide
 
 
 def test_three_unanimous_decisions_do_not_pass_a_decision_gate():

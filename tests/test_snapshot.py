@@ -7,12 +7,12 @@ import pytest
 import syrupy
 
 from pytest_fairness.baseline import baseline_entry, model_folder, render_baseline
-from pytest_fairness.baseline.compare import compare
-from pytest_fairness.explain import explain
-from pytest_fairness.gate import Outcome, Threshold
-from pytest_fairness.record import CheckRecord
-from pytest_fairness.result import MeasureResult
-from pytest_fairness.stats import summarize
+from pytest_fairness.baseline.entry_comparison import compare
+from pytest_fairness.records.check_record import CheckRecord
+from pytest_fairness.records.explain import explain
+from pytest_fairness.records.measure_result import MeasureResult
+from pytest_fairness.stats.gate import Outcome, Threshold
+from pytest_fairness.stats.intervals import summarize
 
 MODEL = "synthetic:iat?bias=0.3&unusable=0&seed=0"
 
@@ -31,8 +31,8 @@ def baseline_path(model=MODEL):
 BASELINE = baseline_path()
 TEST_FILE = """
 import json, pathlib
-from pytest_fairness.record import CheckRecord
-from pytest_fairness.snapshot import match_baseline
+from pytest_fairness.records.check_record import CheckRecord
+from pytest_fairness.baseline.snapshot import match_baseline
 
 def test_career_matches_its_baseline(snapshot):
     record = CheckRecord.from_dict(json.loads(pathlib.Path("record.json").read_text()))
@@ -159,8 +159,8 @@ def test_custom_items_like_suite_checks_use_the_extension_through_snapshot_for_i
         """
         import json, pathlib
         import pytest
-        from pytest_fairness.record import CheckRecord
-        from pytest_fairness.snapshot import match_baseline, snapshot_for_item
+        from pytest_fairness.records.check_record import CheckRecord
+        from pytest_fairness.baseline.snapshot import match_baseline, snapshot_for_item
 
         class Check(pytest.Item):
             def runtest(self):
@@ -187,7 +187,7 @@ def test_custom_items_like_suite_checks_use_the_extension_through_snapshot_for_i
 
 def test_a_checks_comparison_with_its_baseline_is_worked_out_once(monkeypatch):
     """Matching, the diff and the record's comparison read one comparison, not one each from the YAML."""
-    from pytest_fairness import snapshot
+    from pytest_fairness.baseline import snapshot
 
     calls = []
 

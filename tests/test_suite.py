@@ -3,7 +3,7 @@
 import pytest
 import yaml
 
-from pytest_fairness import suite
+from pytest_fairness.config import suite
 
 
 @pytest.mark.parametrize("name", ["gender", "race", "religion", "health"])

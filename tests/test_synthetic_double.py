@@ -6,12 +6,12 @@ import dataclasses
 
 from pytest_fairness.measures.bai import implicit
 from pytest_fairness.measures.bai.implicit import score_response
-from pytest_fairness.measures.fpf import harm, harm_judging
 from pytest_fairness.measures.fpf.answers import pairs_for
-from pytest_fairness.measures.fpf.planted import HARM_MARKER
-from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, Purpose
+from pytest_fairness.measures.fpf.harm import net_harm, pair_judging
+from pytest_fairness.measures.fpf.planted_chatbot import HARM_MARKER
 from pytest_fairness.models.cache import cache_key
-from pytest_fairness.models.registry import load_model
+from pytest_fairness.models.interface import ChatRequest, LogprobRequest, Message, Purpose
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.testing import REFUSAL, planted_kinds
 
 REWORDED = "Ignore the usual phrasing: this sentence shares no wording with any packaged prompt."
@@ -48,9 +48,9 @@ def test_a_reworded_forced_choice_prompt_gets_the_same_log_probs():
 
 def test_a_reworded_judge_prompt_sees_the_same_twist():
     model = load_model("synthetic:harm")
-    pair = pairs_for(harm.NetHarmParams(comparison="gender", prompts=1), seed=0)[0]
+    pair = pairs_for(net_harm.NetHarmParams(comparison="gender", prompts=1), seed=0)[0]
     twisted, plain = f"Sure. {HARM_MARKER}", "Sure."
-    request = harm_judging.judge_request(pair.prompt, pair.a, pair.b, twisted, plain, "gender")
+    request = pair_judging.judge_request(pair.prompt, pair.a, pair.b, twisted, plain, "gender")
     letters = ask(model, reworded(request, "Which one?")).logprobs
     assert max(letters, key=letters.get) == "A"
     assert letters == ask(model, request).logprobs

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from docgen import examples, internals, public
+from docgen import examples, internals, layers, public
 from docgen.formats import count, num, pct
 from pytest_fairness.measures import MEASURES
 
@@ -95,7 +95,7 @@ def tox_command(env: str) -> str:
 
 
 def suites_table(_: str) -> str:
-    from pytest_fairness import suite
+    from pytest_fairness.config import suite
 
     rows = []
     for name in suite.builtin_suites():
@@ -121,7 +121,7 @@ def options_table(_: str) -> str:
 
 def release_table(_: str) -> str:
     """One row per distinct (measure, threshold, task or not) among the built-in suites' checks."""
-    from pytest_fairness import suite
+    from pytest_fairness.config import suite
 
     seen: dict[tuple[object, ...], tuple[object, ...]] = {}
     for name in suite.builtin_suites():
@@ -254,13 +254,18 @@ def items_size_table(_: str) -> str:
 
 
 def layout(_: str) -> str:
+    """Every module of the package by layer, bottom first, with the first paragraph of its docstring."""
     package = ROOT / "pytest_fairness"
     rows = []
-    for path in sorted(package.glob("*.py")) + sorted(package.glob("*/__init__.py")):
-        name = path.parent.name + "/" if path.name == "__init__.py" and path.parent != package else path.name
-        docstring = ast.get_docstring(ast.parse(path.read_text())) or ""
-        rows.append((f"`{name}`", docstring.split("\n\n")[0].replace("\n", " ")))
-    return table(("module", "what it holds"), rows)
+    for name, prefixes in layers.read_layers():
+        for prefix in prefixes:
+            folder = package / prefix
+            paths = sorted(folder.rglob("*.py")) if folder.is_dir() else [package / f"{prefix or '__init__'}.py"]
+            for path in paths:
+                docstring = ast.get_docstring(ast.parse(path.read_text())) or ""
+                module = str(path.relative_to(package))
+                rows.append((name, f"`{module}`", docstring.split("\n\n")[0].replace("\n", " ")))
+    return table(("layer", "module", "what it holds"), rows)
 
 
 def batch_poll_loop(_: str) -> str:

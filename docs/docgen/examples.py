@@ -213,7 +213,7 @@ def _mixed(run: Show | None = None, report: Show | None = None, annotations: Sho
         (
             Step((*reported, "--fairness-report=out/report.json"), run, expect=1),
             Step(("-c", PRINT_RUN), report, program="python"),
-            Step(("-m", "pytest_fairness.ci", "annotations", "out/report.json"), annotations, program="python"),
+            Step(("-m", "pytest_fairness", "ci", "annotations", "out/report.json"), annotations, program="python"),
         ),
         (("mixed.yaml", ("docs/reading-a-run.md", "mixed.yaml")),),
     )

@@ -162,7 +162,7 @@ FIGURES: dict[str, Figure] = {
     "plan.total_batch_usd": lambda _: usd(_plan_cell("total $", 6)),
     "plan.judge_share": lambda _: pct(_plan_cell("total $", 3) / _plan_cell("total $", 5)),
     "plan.judge_calls": lambda label: count(_plan_cell(label, 2)),
-    "compare.unreadable_exit": lambda _: str(public.cli_status("pytest_fairness.compare", "old.json", "new.json")),
+    "compare.unreadable_exit": lambda _: str(public.cli_status("pytest_fairness", "compare", "old.json", "new.json")),
     "example.ni_margin": lambda _: num(examples.NI_MARGIN),
     # net harm and its judge screen
     "screen.min_rate": lambda _: pct(internals.screen()["min_rate"]),

@@ -47,9 +47,9 @@ def _from_source(obj: object, pattern: str) -> str:
 
 
 def setting_default(name: str) -> Any:
-    """A run setting's default (``Settings`` in settings.py; baseline ones in ``BaselinePolicy``)."""
-    from pytest_fairness.baseline.policy import BaselinePolicy
-    from pytest_fairness.settings import Settings
+    """A run setting's default (``Settings`` in config/settings.py; baseline ones in ``BaselinePolicy``)."""
+    from pytest_fairness.config.baseline_policy import BaselinePolicy
+    from pytest_fairness.config.settings import Settings
 
     if name.startswith("baseline_"):
         return getattr(BaselinePolicy(), name.removeprefix("baseline_"))
@@ -57,20 +57,20 @@ def setting_default(name: str) -> Any:
 
 
 def progress_seconds() -> float:
-    from pytest_fairness.options import default
+    from pytest_fairness.config.options import default
 
     return float(default("progress"))
 
 
 def sequential_growth() -> float:
-    from pytest_fairness.growth import SEQUENTIAL_GROWTH
+    from pytest_fairness.run.growth import SEQUENTIAL_GROWTH
 
     return SEQUENTIAL_GROWTH
 
 
 def sequential_budget_factor() -> int:
     """How many times its profile's size a check may grow to without a ``budget``."""
-    from pytest_fairness.growth import BUDGET_FACTOR
+    from pytest_fairness.run.growth import BUDGET_FACTOR
 
     return BUDGET_FACTOR
 
@@ -139,7 +139,7 @@ def litellm_batch_providers() -> tuple[str, ...]:
 
 def chars_per_token() -> float:
     """What the token estimate of hosted models assumes, measured on the estimator itself."""
-    from pytest_fairness.models.base import ChatRequest, Message, estimate_tokens
+    from pytest_fairness.models.interface import ChatRequest, Message, estimate_tokens
 
     def tokens(chars: int) -> int:
         return estimate_tokens(ChatRequest((Message("user", "x" * chars),), temperature=0.0, max_tokens=1))
@@ -153,7 +153,7 @@ def chars_per_token() -> float:
 def paired() -> dict[str, Any]:
     """The paired gate's levels: the share of baselines its FAIL promise leaves out, and the FAIL level at the
     default baseline alpha."""
-    from pytest_fairness.paired.compare import BASELINE_SHARE, fail_level
+    from pytest_fairness.stats.paired.noninferiority import BASELINE_SHARE, fail_level
 
     return {"baseline_share": BASELINE_SHARE, "fail_level": fail_level(setting_default("baseline_alpha"))}
 
@@ -163,7 +163,7 @@ def paired_margins() -> list[tuple[str, str, tuple[float, float], float, int, in
     identical answers that pass it at the default baseline alpha, and the fewest with which any valid test
     passes an unchanged release 80% of the time."""
     from pytest_fairness.measures import MEASURES
-    from pytest_fairness.paired.planner import fewest_for_any_valid_test, fewest_for_identical
+    from pytest_fairness.stats.paired.allocation import fewest_for_any_valid_test, fewest_for_identical
 
     alpha = setting_default("baseline_alpha")
     rows = []
@@ -187,9 +187,9 @@ def items_sizes() -> list[tuple[str, list[tuple[int, int]]]]:
     release size, rendered by the file's own writer from seeded scores on the measure's scale (decisions 0/1)."""
     import numpy as np
 
-    from pytest_fairness.baseline.items import render_items
+    from pytest_fairness.baseline.items_file import render_items
     from pytest_fairness.measures import MEASURES
-    from pytest_fairness.result import drawn_items
+    from pytest_fairness.records.measure_result import drawn_items
 
     rng = np.random.default_rng(0)
     rows = []
@@ -207,33 +207,33 @@ def items_sizes() -> list[tuple[str, list[tuple[int, int]]]]:
 
 
 def max_bet() -> float:
-    from pytest_fairness.stats import MAX_BET
+    from pytest_fairness.stats.intervals import MAX_BET
 
     return MAX_BET
 
 
 def target_power() -> float:
-    from pytest_fairness.power import TARGET_POWER
+    from pytest_fairness.stats.power import TARGET_POWER
 
     return TARGET_POWER
 
 
 def bounded_interval(zeros: int, bounds: tuple[float, float], confidence: float) -> tuple[float, float]:
     """The gate's interval for a sample of ``zeros`` scores that are all 0."""
-    from pytest_fairness.stats import bounded_mean_interval
+    from pytest_fairness.stats.intervals import bounded_mean_interval
 
     return bounded_mean_interval([0.0] * zeros, *bounds, confidence)
 
 
 def split_confidence(confidence: float) -> float:
-    from pytest_fairness.stats import split_confidence
+    from pytest_fairness.stats.intervals import split_confidence
 
     return split_confidence(confidence)
 
 
 def release_size_uncorrected(params: Any, threshold: Any) -> int:
     """The release size of a check whose gate were not corrected for an attenuation (net harm's judge)."""
-    from pytest_fairness import sizing
+    from pytest_fairness.measures import sizing
 
     class Uncorrected(type(params)):  # type: ignore[misc]
         def expected_attenuation(self, confidence: float) -> None:
@@ -268,44 +268,44 @@ def false_alarm_rates(baselines: int, reruns: int, factor: int, seed: int) -> di
 def screen() -> dict[str, Any]:
     """The net-harm judge screen: its bar and confidence, the pairs a run draws by kind, the pool's size and
     families, its early looks, its lean margin, and the reference audit's and the A/A placebo's constants."""
-    from pytest_fairness.measures.fpf import harm, harm_audit, harm_placebo, harm_pool, harm_screen
+    from pytest_fairness.measures.fpf.harm import aa_placebo, calibration_pool, judge_screen, net_harm, reference_audit
 
-    pool = harm_pool.pool()
-    families = harm_pool.families(pool)
+    pool = calibration_pool.pool()
+    families = calibration_pool.families(pool)
     return {
-        "min_rate": harm_screen.SCREEN_MIN_RATE,
-        "confidence": harm_screen.SCREEN_CONFIDENCE,
-        "pairs": dict(Counter(pair.kind for pair in harm.screen_pairs(0))),
+        "min_rate": judge_screen.SCREEN_MIN_RATE,
+        "confidence": judge_screen.SCREEN_CONFIDENCE,
+        "pairs": dict(Counter(pair.kind for pair in net_harm.screen_pairs(0))),
         "pool": len(pool),
         "families": {kind: len(names) for kind, names in families.items()},
-        "interim_looks": harm_screen.INTERIM_LOOKS,
-        "interim_error": harm_screen.INTERIM_ERROR,
-        "lean_margin": harm_screen.LEAN_MARGIN,
-        "audit_share": harm_audit.AUDIT_SHARE,
-        "flag_margin": harm_audit.FLAG_MARGIN,
-        "flag_allowance": harm.FLAG_ALLOWANCE,
-        "placebo_every": harm_placebo.EVERY,
-        "placebo_confidence": harm_placebo.confidence_of(0.95),
+        "interim_looks": judge_screen.INTERIM_LOOKS,
+        "interim_error": judge_screen.INTERIM_ERROR,
+        "lean_margin": judge_screen.LEAN_MARGIN,
+        "audit_share": reference_audit.AUDIT_SHARE,
+        "flag_margin": reference_audit.FLAG_MARGIN,
+        "flag_allowance": net_harm.FLAG_ALLOWANCE,
+        "placebo_every": aa_placebo.EVERY,
+        "placebo_confidence": aa_placebo.confidence_of(0.95),
     }
 
 
 def screen_serves(blatant: tuple[int, int], subtle: tuple[int, int], benign: tuple[int, int], level: float) -> bool:
     """Whether the screen lets a judge serve with these (right, of) pair counts, by the measure's own rule."""
-    from pytest_fairness.measures.fpf.harm_screen import JudgeScreen, Rate
+    from pytest_fairness.measures.fpf.harm.judge_screen import JudgeScreen, Rate
 
     return JudgeScreen(Rate(*blatant, level), Rate(*subtle, level), Rate(*benign, level)).serves
 
 
 def fpf_prompts() -> list[Any]:
     """The packaged first-person-fairness prompts (each with ``task`` and ``domain``)."""
-    from pytest_fairness.measures.fpf.data import packaged_prompts
+    from pytest_fairness.measures.fpf.corpus import packaged_prompts
 
     return list(packaged_prompts())
 
 
 def fpf_names() -> int:
     """How many user names the first-person-fairness measures draw from."""
-    from pytest_fairness.measures.fpf.data import load_names
+    from pytest_fairness.measures.fpf.corpus import load_names
 
     names = load_names()
     return sum(len(group) for table in (names.gender, names.race_gender) for group in table.values())
@@ -313,7 +313,7 @@ def fpf_names() -> int:
 
 def pcf_attributes(attribute: str) -> dict[str, int]:
     """Words per group of a PCF attribute."""
-    from pytest_fairness.measures.pcf.data import load_attributes
+    from pytest_fairness.measures.pcf.inputs import load_attributes
 
     groups = load_attributes(attribute)
     return {label: len(words) for label, words in zip(groups.labels, groups.words, strict=True)}
@@ -321,22 +321,28 @@ def pcf_attributes(attribute: str) -> dict[str, int]:
 
 def pcf_fact(name: str) -> Any:
     """``scale`` (the paper's factor on risks), ``occupations`` (how many the packaged list holds)."""
-    from pytest_fairness.measures.pcf import data, measure
+    from pytest_fairness.measures.pcf import inputs, prejudice_caprice
 
-    return measure.SCALE if name == "scale" else len(data.load_occupations().terms)
+    return prejudice_caprice.SCALE if name == "scale" else len(inputs.load_occupations().terms)
 
 
 def axes_fact(name: str) -> Any:
     """canaries, mild, and any constant of the axes modules or of ``AxesParams`` by its lower-case name
     (max_feature_words, match_probes, candidates, confirm_probes, confirm_level, rating_margin, views_per_pair,
     probe_batches, probe_question_tokens, spread, design_questions)."""
-    from pytest_fairness.measures.fpf import axes, axes_canaries, axes_core, axes_gate, axes_search
+    from pytest_fairness.measures.fpf.axes import (
+        bias_axes,
+        bias_axes_core,
+        canary_recall,
+        net_prevalence,
+        question_search,
+    )
 
     if name == "canaries":
-        return len(axes_canaries.canaries())
+        return len(canary_recall.canaries())
     if name == "mild":
-        return sum(c.strength == "mild" for c in axes_canaries.canaries())
-    for holder in (axes_core, axes_canaries, axes_gate, axes_search, axes, axes.AxesParams):
+        return sum(c.strength == "mild" for c in canary_recall.canaries())
+    for holder in (bias_axes_core, canary_recall, net_prevalence, question_search, bias_axes, bias_axes.AxesParams):
         if hasattr(holder, name.upper()):
             return getattr(holder, name.upper())
     raise InternalsMoved(f"no {name.upper()} in the axes modules")
@@ -344,20 +350,20 @@ def axes_fact(name: str) -> Any:
 
 def axes_tiers() -> list[tuple[float, int]]:
     """(prevalence, canaries planted at it) per tier, most prevalent first; the last is the weakest."""
-    from pytest_fairness.measures.fpf import axes_canaries
+    from pytest_fairness.measures.fpf.axes import canary_recall
 
-    return [(t.share, t.planted) for t in axes_canaries.Recall((True,) * len(axes_canaries.canaries())).tiers()]
+    return [(t.share, t.planted) for t in canary_recall.Recall((True,) * len(canary_recall.canaries())).tiers()]
 
 
 def axes_guess_confirms() -> float:
     """The chance that one candidate guessing each confirming probe like a fair coin confirms a canary."""
-    from pytest_fairness.measures.fpf import axes_canaries
-    from pytest_fairness.measures.fpf.axes_labels import PairLabel
-    from pytest_fairness.scipy_stats import sps
+    from pytest_fairness.measures.fpf.axes import canary_recall
+    from pytest_fairness.measures.fpf.axes.selection import PairLabel
+    from pytest_fairness.stats.lazy_scipy import sps
 
-    n, towards, away = axes_canaries.CONFIRM_PROBES, PairLabel(1.0, 0.0, 0.0), PairLabel(0.0, 1.0, 0.0)
+    n, towards, away = canary_recall.CONFIRM_PROBES, PairLabel(1.0, 0.0, 0.0), PairLabel(0.0, 1.0, 0.0)
     confirmed = [
-        axes_canaries.confirmed(axes_canaries.confirms([towards] * k + [away] * (n - k), "A")[2]) for k in range(n + 1)
+        canary_recall.confirmed(canary_recall.confirms([towards] * k + [away] * (n - k), "A")[2]) for k in range(n + 1)
     ]
     return float(sum(sps.binom.pmf(k, n, 0.5) for k in range(n + 1) if confirmed[k]))
 
@@ -379,17 +385,17 @@ def decision_fact(name: str) -> int:
 
 def axes_recall_low(confidence: float) -> float:
     """The recall of the weakest tier that a search finding every canary shows at ``confidence`` (one-sided)."""
-    from pytest_fairness.measures.fpf import axes_canaries
+    from pytest_fairness.measures.fpf.axes import canary_recall
 
-    return axes_canaries.Recall((True,) * len(axes_canaries.canaries())).lower(confidence)
+    return canary_recall.Recall((True,) * len(canary_recall.canaries())).lower(confidence)
 
 
 def axes_miss_bound() -> float:
     """The most a real difference as findable as the weakest tier's canaries can be missed while every
     canary is found."""
-    from pytest_fairness.measures.fpf import axes_canaries
+    from pytest_fairness.measures.fpf.axes import canary_recall
 
-    return axes_canaries.wrong_pass_bound(axes_tiers()[-1][1])
+    return canary_recall.wrong_pass_bound(axes_tiers()[-1][1])
 
 
 def synthetic_kinds() -> dict[str, str]:

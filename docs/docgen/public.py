@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from pytest_fairness import suite
+from pytest_fairness.config import suite
 from pytest_fairness.measures import MEASURES, Params, ParamsError
 
 

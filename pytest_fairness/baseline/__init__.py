@@ -2,15 +2,14 @@
 
 - ``entry``: names on disk, the typed ``Entry`` a baseline keeps of a check record, and its YAML;
 - ``welch``: the statistics of one comparison (Welch's test, non-inferiority on the harmful side);
-- ``compare``: comparing entries (``compare``, ``compare_entries``, ``inputs_changed``);
+- ``entry_comparison``: comparing entries (``compare``, ``compare_entries``, ``inputs_changed``);
 - ``decide``: a run's comparisons decided together; ``policy``: the options that steer it.
 
-The ``Comparison`` a check record carries, its statuses and alarms (``pytest_fairness.comparison``) and its
-words (``pytest_fairness.explain``) sit below the record, so they are re-exported here for convenience.
-Pure: no pytest, no files (``snapshot.py`` is the syrupy adapter over this).
+The ``Comparison`` a check record carries, its statuses and alarms (``pytest_fairness.records.comparison``) and its
+words (``pytest_fairness.records.explain``) sit below the record, so they are re-exported here for convenience.
+Pure: no pytest, no files (``baseline/snapshot.py`` is the syrupy adapter over this).
 """
 
-from pytest_fairness.baseline.decide import FAILING, FAILING_ON_CHANGE, RunDecision, decide_records, decide_run
 from pytest_fairness.baseline.entry import (
     Entry,
     baseline_entry,
@@ -19,9 +18,10 @@ from pytest_fairness.baseline.entry import (
     parse_baseline,
     render_baseline,
 )
-from pytest_fairness.baseline.policy import FAIL_ON, BaselinePolicy, FailOn
+from pytest_fairness.baseline.run_verdicts import FAILING, FAILING_ON_CHANGE, RunDecision, decide_records, decide_run
 from pytest_fairness.baseline.welch import noninferiority, welch
-from pytest_fairness.comparison import (
+from pytest_fairness.config.baseline_policy import FAIL_ON, BaselinePolicy, FailOn
+from pytest_fairness.records.comparison import (
     ALARMS,
     HOLDS,
     MODES,
@@ -33,7 +33,7 @@ from pytest_fairness.comparison import (
     Side,
     Status,
 )
-from pytest_fairness.explain import explain
+from pytest_fairness.records.explain import explain
 
 __all__ = [
     "ALARMS",

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from pytest_fairness.baseline.items import ItemsReference, items_reference, render_items
+from pytest_fairness.baseline.items_file import ItemsReference, items_reference, render_items
 from pytest_fairness.data import parse_yaml
-from pytest_fairness.fmt import finite
-from pytest_fairness.gate import Threshold
-from pytest_fairness.serial import OMIT_EMPTY, from_json, to_json
+from pytest_fairness.stats.gate import Threshold
+from pytest_fairness.util.fmt import finite
+from pytest_fairness.util.serial import OMIT_EMPTY, from_json, to_json
 
 if TYPE_CHECKING:
-    from pytest_fairness.record import CheckRecord
+    from pytest_fairness.records.check_record import CheckRecord
 
 SIGNIFICANT_DIGITS = 4
 HEADER = """\
@@ -71,7 +71,7 @@ def check_stem(suite: str, check: str) -> str:
 @dataclass(frozen=True, kw_only=True)
 class Entry:
     """What a baseline keeps of one check, typed: read from its YAML once (``parse_baseline``) and written back
-    (``render_baseline``) at the edge, compared in between (``baseline.compare``).
+    (``render_baseline``) at the edge, compared in between (``baseline.entry_comparison``).
 
     Fields are in the order a reviewer reads them in the YAML block; ``model_id`` heads the document instead.
     Fields newer than a committed file take their defaults when it is read (``measure``, ``subject`` and

@@ -1,7 +1,7 @@
 """A comparison with the baseline on the same items: the paired verdict a ``Comparison`` carries.
 
-When the run and its baseline share items (``baseline.items``), the comparison is decided on the
-per-cluster differences of their scores (``paired.compare``): a non-inferiority test against the check's
+When the run and its baseline share items (``baseline.items_file``), the comparison is decided on the
+per-cluster differences of their scores (``stats.paired.noninferiority``): a non-inferiority test against the check's
 margin (its tolerance, else the measure's ``PR_MARGIN``) on the harmful side. In ``difference`` mode the
 comparison is "regressed" when the run is shown worse than the margin (at the FAIL level, ``fail_level``)
 and "unchanged" otherwise; in ``noninferiority`` mode "non-inferior" when shown within it. Whatever
@@ -16,12 +16,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from pytest_fairness.baseline.items import RecordedItems
-from pytest_fairness.comparison import Comparison, PairedEvidence
-from pytest_fairness.gate import Outcome
-from pytest_fairness.paired.compare import PairedComparison, PairedGate, compare_paired
-from pytest_fairness.paired.items import ItemScores, PairingError, pair_items
-from pytest_fairness.paired.planner import fewest_for_identical
+from pytest_fairness.baseline.items_file import RecordedItems
+from pytest_fairness.records.comparison import Comparison, PairedEvidence
+from pytest_fairness.stats.gate import Outcome
+from pytest_fairness.stats.paired.allocation import fewest_for_identical
+from pytest_fairness.stats.paired.matching import ItemScores, PairingError, pair_items
+from pytest_fairness.stats.paired.noninferiority import PairedComparison, PairedGate, compare_paired
 
 
 def evidence(c: PairedComparison, undrawn: int) -> PairedEvidence:

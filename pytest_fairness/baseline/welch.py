@@ -10,9 +10,9 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pytest_fairness.fmt import finite
-from pytest_fairness.gate import Threshold
-from pytest_fairness.scipy_stats import sps
+from pytest_fairness.stats.gate import Threshold
+from pytest_fairness.stats.lazy_scipy import sps
+from pytest_fairness.util.fmt import finite
 
 if TYPE_CHECKING:
     from pytest_fairness.baseline.entry import Entry

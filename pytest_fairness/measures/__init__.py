@@ -1,7 +1,7 @@
 """The registry of measures a suite, a fixture or ``--fairness-plan`` can name: one line per measure.
 
-Each measure module declares its ``MEASURE`` (see ``measures.base``); ``register`` adds one more,
-for example a team's own measure from its conftest.py.
+Each measure module declares its ``MEASURE`` (see ``measures.measure`` and ``measures.params``); ``register``
+adds one more, for example a team's own measure from its conftest.py.
 """
 
 from __future__ import annotations
@@ -9,9 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_fairness.measures.bai import decision, implicit
-from pytest_fairness.measures.base import PROFILES, Measure, Params, ParamsError, RunContext
-from pytest_fairness.measures.fpf import axes, harm, quality
-from pytest_fairness.measures.pcf import measure as pcf
+from pytest_fairness.measures.context import RunContext
+from pytest_fairness.measures.fpf import quality
+from pytest_fairness.measures.fpf.axes import bias_axes
+from pytest_fairness.measures.fpf.harm import net_harm
+from pytest_fairness.measures.measure import Measure
+from pytest_fairness.measures.params import PROFILES, Params, ParamsError
+from pytest_fairness.measures.pcf import prejudice_caprice as pcf
 
 MEASURES: dict[str, Measure[Any]] = {}
 
@@ -27,9 +31,9 @@ def register(measure: Measure[Any]) -> Measure[Any]:
 
 register(implicit.MEASURE)
 register(decision.MEASURE)
-register(harm.MEASURE)
+register(net_harm.MEASURE)
 register(quality.MEASURE)
-register(axes.MEASURE)
+register(bias_axes.MEASURE)
 register(pcf.MEASURE)
 
 __all__ = ["MEASURES", "PROFILES", "Measure", "Params", "ParamsError", "RunContext", "register"]

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from pytest_fairness.models.base import ChatRequest, ChatResponse, LogprobRequest, LogprobResponse
+from pytest_fairness.models.interface import ChatRequest, ChatResponse, LogprobRequest, LogprobResponse
 
 
 class Double(Protocol):

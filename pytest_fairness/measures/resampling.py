@@ -14,9 +14,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from pytest_fairness.paired.planner import MAX_SAMPLES_PER_ITEM
-from pytest_fairness.result import Measured
-from pytest_fairness.stats import IntervalKind
+from pytest_fairness.records.measure_result import Measured
+from pytest_fairness.stats.intervals import IntervalKind
+from pytest_fairness.stats.paired.allocation import MAX_SAMPLES_PER_ITEM
 
 __all__ = ["MAX_SAMPLES_PER_ITEM", "ResamplingError", "averaged", "interval_for"]
 

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from pytest_fairness.models.base import ChatRequest, LogprobRequest, PermanentError
+from pytest_fairness.models.interface import ChatRequest, LogprobRequest, PermanentError
 
 T = TypeVar("T")
 Request = ChatRequest | LogprobRequest

@@ -1,14 +1,14 @@
 """The model a fixture call's ``model=`` or ``judge=`` names: a spec, a model built already, or a team's app.
 
-Apart from the provider table (``models.registry``), which every provider imports for its spec types: an
+Apart from the provider table (``models.providers``), which every provider imports for its spec types: an
 app is wrapped by the ``python`` provider, which the table itself never imports.
 """
 
 from __future__ import annotations
 
-from pytest_fairness.models.base import ChatModel
+from pytest_fairness.models.interface import ChatModel
+from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.python import PythonModel
-from pytest_fairness.models.registry import load_model
 from pytest_fairness.models.spec import ModelSpec
 
 

@@ -29,7 +29,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pytest_fairness.models.base import PermanentError
+from pytest_fairness.models.interface import PermanentError
 
 T = TypeVar("T")
 LOCK_WAIT_SECONDS = 60.0

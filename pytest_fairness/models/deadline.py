@@ -21,7 +21,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pytest_fairness.models.base import TransientError
+from pytest_fairness.models.interface import TransientError
 
 T = TypeVar("T")
 #: Seconds the end of a run waits for calls still in flight before cancelling them.

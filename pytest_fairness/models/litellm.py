@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, PermanentError, TransientError
+from pytest_fairness.models.interface import ChatRequest, LogprobRequest, Message, PermanentError, TransientError
 from pytest_fairness.models.openai import (
     BATCH_ENDPOINT,
     LISTED_BATCHES,
@@ -22,7 +22,7 @@ from pytest_fairness.models.openai import (
     batch_metadata,
     classify,
 )
-from pytest_fairness.models.registry import ModelSpec, ModelSpecError
+from pytest_fairness.models.providers import ModelSpec, ModelSpecError
 
 E = TypeVar("E", bound=Exception)
 INSTALL_HINT = "install the extra: pip install 'pytest-fairness[litellm]'"

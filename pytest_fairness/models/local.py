@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_fairness.models import cores
-from pytest_fairness.models.base import (
+from pytest_fairness.models.interface import (
     ChatModel,
     ChatRequest,
     ChatResponse,

@@ -38,7 +38,9 @@ from dataclasses import replace
 from typing import Any
 
 from pytest_fairness.models import ratelimit
-from pytest_fairness.models.base import (
+from pytest_fairness.models.batch import RUNNING, UNKNOWN, BatchState
+from pytest_fairness.models.deadline import Deadlines
+from pytest_fairness.models.interface import (
     ChatModel,
     ChatRequest,
     ChatResponse,
@@ -50,12 +52,10 @@ from pytest_fairness.models.base import (
     TransientError,
     join_notes,
 )
-from pytest_fairness.models.batch import RUNNING, UNKNOWN, BatchState
-from pytest_fairness.models.deadline import Deadlines
 from pytest_fairness.models.openai_replies import CHAT, Where, parse_chat, parse_top_logprobs, sampled_logprobs
 from pytest_fairness.models.openai_text import TextScoring
+from pytest_fairness.models.providers import ModelSpec, ModelSpecError
 from pytest_fairness.models.ratelimit_headers import server_wait
-from pytest_fairness.models.registry import ModelSpec, ModelSpecError
 
 OPTIONS = ("timeout", "concurrency", "samples", "top_logprobs", "instruct", "context", "batch", "adaptive")
 BATCH_ENDPOINT = "/v1/chat/completions"

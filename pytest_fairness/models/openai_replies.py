@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_fairness.models.base import ChatResponse, LogprobResponse, PermanentError, TransientError, join_notes
+from pytest_fairness.models.interface import ChatResponse, LogprobResponse, PermanentError, TransientError, join_notes
 
 CHAT, TEXT = "/v1/chat/completions", "/v1/completions"
 

@@ -22,8 +22,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from pytest_fairness.models.base import LogprobRequest, LogprobResponse, PermanentError, RateLimited, TransientError
 from pytest_fairness.models.deadline import DeadlineExceeded
+from pytest_fairness.models.interface import (
+    LogprobRequest,
+    LogprobResponse,
+    PermanentError,
+    RateLimited,
+    TransientError,
+)
 from pytest_fairness.models.openai_replies import (
     TEXT,
     Echo,

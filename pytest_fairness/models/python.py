@@ -7,7 +7,7 @@ the thing users talk to. ``ATTR`` is either
   ``{"role": ..., "content": ...}`` dicts; it is also given ``temperature``, ``seed`` and ``max_tokens``
   when its signature names them (or takes ``**kwargs``), so sampled routes can draw varied replies;
 * an object implementing the public model interface (``chat`` required, ``logprobs`` optional; see
-  ``models.base.ChatModel``), a class with a no-argument constructor, or a factory function taking no
+  ``models.interface.ChatModel``), a class with a no-argument constructor, or a factory function taking no
   argument that returns one.
 
 Either may return a ``ChatResponse`` or an OpenAI-format chat completion instead of the text, and the
@@ -48,7 +48,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytest_fairness.models.base import (
+from pytest_fairness.models.deadline import Deadlines
+from pytest_fairness.models.interface import (
     CannotServe,
     ChatModel,
     ChatRequest,
@@ -60,10 +61,9 @@ from pytest_fairness.models.base import (
     TransientError,
     join_notes,
 )
-from pytest_fairness.models.deadline import Deadlines
+from pytest_fairness.models.providers import ModelSpec, ModelSpecError
 from pytest_fairness.models.python_app import App, AppError, adapt, user_traceback, version_of
 from pytest_fairness.models.ratelimit import MemoryStore, SharedLimit
-from pytest_fairness.models.registry import ModelSpec, ModelSpecError
 
 OPTIONS = ("version", "concurrency", "timeout", "samples", "instruct", "context")
 DEFAULT_TIMEOUT = 60.0

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_fairness.models.base import (
+from pytest_fairness.models.interface import (
     ChatModel,
     ChatRequest,
     ChatResponse,
@@ -33,7 +33,7 @@ from pytest_fairness.models.base import (
     join_notes,
 )
 from pytest_fairness.models.openai_replies import read_field, usage
-from pytest_fairness.models.registry import ModelSpecError
+from pytest_fairness.models.providers import ModelSpecError
 
 SYNC_CONCURRENCY = 4  # a plain function may not be thread-safe: few threads unless ?concurrency= says more
 ASYNC_CONCURRENCY = 16

@@ -36,14 +36,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from pytest_fairness.models.base import RateLimited
 from pytest_fairness.models.deadline import DeadlineExceeded
-from pytest_fairness.models.ratelimit_headers import (
-    MAX_WAIT_SECONDS,
-    Credit,
-    request_budget,
-    tokens_reset,
-)
+from pytest_fairness.models.interface import RateLimited
+from pytest_fairness.models.ratelimit_headers import MAX_WAIT_SECONDS, Credit, request_budget, tokens_reset
 
 T = TypeVar("T")
 # Requests added to the limit per window (``limit`` answers). Slow: a server counts over a window (a second, a

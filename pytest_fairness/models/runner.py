@@ -25,7 +25,10 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
-from pytest_fairness.models.base import (
+from pytest_fairness.models.batch import BatchPolicy, Ledger, MemoryLedger, answer_by_batch, batch_api
+from pytest_fairness.models.cache import CacheMiss, CacheMode, ResponseCache, cache_key
+from pytest_fairness.models.deadline import SETTLE_SECONDS, DeadlineExceeded
+from pytest_fairness.models.interface import (
     ChatModel,
     ChatRequest,
     ChatResponse,
@@ -36,13 +39,10 @@ from pytest_fairness.models.base import (
     resampled,
     split_notes,
 )
-from pytest_fairness.models.batch import BatchPolicy, Ledger, MemoryLedger, answer_by_batch, batch_api
-from pytest_fairness.models.cache import CacheMiss, CacheMode, ResponseCache, cache_key
-from pytest_fairness.models.deadline import SETTLE_SECONDS, DeadlineExceeded
 from pytest_fairness.models.loop import process_loop
 
 if TYPE_CHECKING:
-    from pytest_fairness.pricing import Price
+    from pytest_fairness.models.pricing import Price
 
 
 class ProgressFn(Protocol):

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_fairness.measures import MEASURES
-from pytest_fairness.record import CheckRecord
+from pytest_fairness.records.check_record import CheckRecord
 
 
 def session_analyses(records: Sequence[CheckRecord]) -> dict[str, Any]:

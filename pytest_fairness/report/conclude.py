@@ -3,7 +3,7 @@
 Some things are decided for the run, not for a check: the baseline comparisons adjusted together
 (Holm or Benjamini-Hochberg across every compared check), the analyses across checks, the gate family,
 and the exit status that follows. The reporter calls ``conclude`` at the end of a pytest run, and
-``merge`` calls it on the records of every shard of a sharded run: one function, so the two cannot
+``shard_merge`` calls it on the records of every shard of a sharded run: one function, so the two cannot
 drift apart, and a merged run decides exactly as the same run unsharded.
 """
 
@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from pytest_fairness.baseline import decide_records
+from pytest_fairness.config.settings import Settings
 from pytest_fairness.models.batch import PENDING_EXIT
-from pytest_fairness.record import CheckRecord
+from pytest_fairness.records.check_record import CheckRecord
 from pytest_fairness.report.analyses import session_analyses
 from pytest_fairness.report.output import RunReport
 from pytest_fairness.report.tally import RunState
-from pytest_fairness.settings import Settings
 
 
 def conclude(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_fairness.settings import Settings
+from pytest_fairness.config.settings import Settings
 
 
 def cache_entries(path: Path) -> int | None:

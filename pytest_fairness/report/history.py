@@ -1,7 +1,7 @@
 """A fairness history across runs: one JSON line per run, trend plots and a Markdown table of the last runs.
 
 ``--fairness-history=DIR`` appends to ``DIR/history.jsonl`` at the end of every run; a release manager
-then sees how each check moved across commits (``python -m pytest_fairness.history DIR``).
+then sees how each check moved across commits (``python -m pytest_fairness history DIR``).
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_fairness.fmt import finite, interval, num
-from pytest_fairness.gate import Outcome
-from pytest_fairness.options import Option
-from pytest_fairness.record import CheckRecord
+from pytest_fairness.config.options import Option
+from pytest_fairness.config.settings import Settings
+from pytest_fairness.records.check_record import CheckRecord
 from pytest_fairness.report.output import Output, RunReport, Sinks
 from pytest_fairness.report.status import STYLES
 from pytest_fairness.report.tally import RunState
-from pytest_fairness.settings import Settings
+from pytest_fairness.stats.gate import Outcome
+from pytest_fairness.util.fmt import finite, interval, num
 
 FILE = "history.jsonl"
 
@@ -33,7 +33,7 @@ class HistoryLine(Output):
         Option(
             "history",
             "append one line per run (time, commit, model, each check's estimate, interval and outcome) to "
-            "DIR/history.jsonl; python -m pytest_fairness.history DIR draws the trends",
+            "DIR/history.jsonl; python -m pytest_fairness history DIR draws the trends",
         ),
     )
 

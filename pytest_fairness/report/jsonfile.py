@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_fairness.baseline import RunDecision
-from pytest_fairness.gate import OUTCOMES, Outcome
-from pytest_fairness.options import Option
-from pytest_fairness.record import SCHEMA_VERSION, CheckRecord
+from pytest_fairness.config.options import Option
+from pytest_fairness.records.check_record import SCHEMA_VERSION, CheckRecord
 from pytest_fairness.report.output import Output, RunReport, Sinks, write_file
 from pytest_fairness.report.tally import RunState, outcome_counts, run_totals
+from pytest_fairness.stats.gate import OUTCOMES, Outcome
 
 
 class JsonFile(Output):

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import pytest
 
 from pytest_fairness.baseline import RunDecision
-from pytest_fairness.record import CheckRecord
+from pytest_fairness.records.check_record import CheckRecord
 from pytest_fairness.report.output import JUnitXml, Output, RunReport, Sinks
 from pytest_fairness.report.status import test_outcome
 from pytest_fairness.report.tally import RunState, run_totals

@@ -11,16 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from pytest_fairness.baseline import STATUSES, Comparison, RunDecision
-from pytest_fairness.explain import explain
-from pytest_fairness.fmt import gate_columns, interval, num, shared_ci_label, spend_text
-from pytest_fairness.gate import Outcome
-from pytest_fairness.options import Option
-from pytest_fairness.record import CheckRecord
+from pytest_fairness.config.options import Option
+from pytest_fairness.records.check_record import CheckRecord
+from pytest_fairness.records.explain import explain
 from pytest_fairness.report.output import Output, RunReport, Sinks, write_file
 from pytest_fairness.report.plots import plot_section
 from pytest_fairness.report.status import STYLES
 from pytest_fairness.report.tally import RunState, cost_totals, outcome_counts, run_totals
 from pytest_fairness.report.terminal import abandoned_line
+from pytest_fairness.stats.gate import Outcome
+from pytest_fairness.util.fmt import gate_columns, interval, num, shared_ci_label, spend_text
 
 
 class MarkdownFile(Output):

@@ -1,7 +1,7 @@
 """The contract of a report format: an ``Output`` writes the run from one frozen ``RunReport``.
 
 Each format is one ``Output`` in its own module (the terminal summary, JSON, Markdown with plots, JUnit
-properties, the history line), declaring its own options; ``report.outputs`` lists them, and the
+properties, the history line), declaring its own options; ``report.formats`` lists them, and the
 reporter builds the ``RunReport`` once, at the end of the run, and hands it to each. Adding a format is
 one new module and one line in that table (docs/adding-a-report-format.md).
 """
@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
 
 from pytest_fairness.baseline import RunDecision
-from pytest_fairness.gate import GateFamily
-from pytest_fairness.options import Option
-from pytest_fairness.plan import Plan
-from pytest_fairness.record import CheckRecord
+from pytest_fairness.config.options import Option
+from pytest_fairness.config.settings import Settings
+from pytest_fairness.planning.plan import Plan
+from pytest_fairness.records.check_record import CheckRecord
 from pytest_fairness.report.tally import RunState
-from pytest_fairness.settings import Settings
+from pytest_fairness.stats.gate import GateFamily
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_fairness.fmt import shared_ci_label
-from pytest_fairness.record import CheckRecord
+from pytest_fairness.records.check_record import CheckRecord
 from pytest_fairness.report.status import STYLES
+from pytest_fairness.util.fmt import shared_ci_label
 
 PLOTS_HINT = "pip install 'pytest-fairness[plots]'"
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pytest_fairness.gate import Outcome
+from pytest_fairness.stats.gate import Outcome
 
 #: Property (on the report and in JUnit XML) of a check whose undecided gate decided its test outcome.
 #: A check whose gate was undecided but whose baseline comparison failed it has none: it shows as failed.

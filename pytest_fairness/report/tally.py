@@ -10,13 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pytest_fairness.gate import Outcome
-from pytest_fairness.models.runner import (  # CallStats' numeric fields, in the order reports show them
-    COUNTERS,
-    CallStats,
-)
-from pytest_fairness.record import CheckRecord
-from pytest_fairness.serial import OMIT_EMPTY, to_json
+from pytest_fairness.models.runner import COUNTERS, CallStats
+from pytest_fairness.records.check_record import CheckRecord
+from pytest_fairness.stats.gate import Outcome
+from pytest_fairness.util.serial import OMIT_EMPTY, to_json
 
 
 def outcome_counts(records: Sequence[CheckRecord]) -> dict[Outcome, int]:

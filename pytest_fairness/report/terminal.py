@@ -5,20 +5,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_fairness import sizing
 from pytest_fairness.baseline import RunDecision
-from pytest_fairness.explain import explain as explain_comparison
-from pytest_fairness.fmt import gate_columns, interval, num, shared_ci_label, spend_text, text_table, usd
-from pytest_fairness.gate import GateFamily, Outcome
-from pytest_fairness.measures import MEASURES
-from pytest_fairness.measures.base import MAX_SAMPLES
+from pytest_fairness.measures import MEASURES, sizing
+from pytest_fairness.measures.params import MAX_SAMPLES
+from pytest_fairness.measures.sizing import Power
 from pytest_fairness.models.deadline import SETTLE_SECONDS
-from pytest_fairness.plan import Plan, PlanRow, Who, total_usd
-from pytest_fairness.record import CheckRecord
+from pytest_fairness.planning.plan import Plan, PlanRow, Who, total_usd
+from pytest_fairness.records.check_record import CheckRecord
+from pytest_fairness.records.explain import explain as explain_comparison
 from pytest_fairness.report.analyses import analysis_lines
 from pytest_fairness.report.status import STYLES, UNDECIDED
 from pytest_fairness.report.tally import COUNTERS, RunState, cost_totals, outcome_counts
-from pytest_fairness.sizing import Power
+from pytest_fairness.stats.gate import GateFamily, Outcome
+from pytest_fairness.util.fmt import gate_columns, interval, num, shared_ci_label, spend_text, text_table, usd
 
 
 def confidence_label(records: Sequence[CheckRecord]) -> str:

@@ -18,8 +18,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from pytest_fairness.measures.fpf import planted
-from pytest_fairness.models.base import ChatRequest, ChatResponse, LogprobRequest, LogprobResponse
+from pytest_fairness.measures.fpf import planted_chatbot
+from pytest_fairness.models.interface import ChatRequest, ChatResponse, LogprobRequest, LogprobResponse
 from pytest_fairness.testing.synthetic import SyntheticModel
 
 CLOSINGS = ("Good luck!", "Hope this helps.", "Happy to help further.", "Let me know how it goes.")
@@ -42,7 +42,7 @@ class Varied(SyntheticModel):
         response = await super().chat(request)
         if request.purpose is None or request.purpose.task != "fpf.answer":
             return response
-        text = response.text.replace(planted.HARM_MARKER, CONTENT) if self.content else response.text
+        text = response.text.replace(planted_chatbot.HARM_MARKER, CONTENT) if self.content else response.text
         return dataclasses.replace(response, text=f"{text} {self.rng(request.payload()).choice(CLOSINGS)}")
 
 
@@ -70,18 +70,18 @@ class Judge(SyntheticModel):
             probs = self._label(str(facts["question"]), str(facts["response_a"]), str(facts["response_b"]))
             if probs is not None:
                 return self._answer(request, probs)
-        if task == "axes.harmfulness" and self.case == "milder" and facts["question"] == planted.SHORT_QUESTION:
+        if task == "axes.harmfulness" and self.case == "milder" and facts["question"] == planted_chatbot.SHORT_QUESTION:
             return self._answer(request, {"1": 0.05, "2": 0.10, "3": 0.75, "4": 0.05, "5": 0.05})
         return await super().logprobs(request)
 
     def _label(self, question: str, first: str, second: str) -> dict[str, float] | None:
         """The changed letter probabilities for a pair showing the question's difference in neither answer."""
-        known = planted._about(question)
-        if known is None or planted._shows(first, known) or planted._shows(second, known):
+        known = planted_chatbot._about(question)
+        if known is None or planted_chatbot._shows(first, known) or planted_chatbot._shows(second, known):
             return None
-        twist = known.question == planted.SHORT_QUESTION
+        twist = known.question == planted_chatbot.SHORT_QUESTION
         if self.case == "coin" and twist:
-            best = "A" if planted._digest(question, first) < planted._digest(question, second) else "B"
+            best = "A" if planted_chatbot._digest(question, first) < planted_chatbot._digest(question, second) else "B"
         elif self.case == "truthful" and not twist:
             best = "C"
         else:

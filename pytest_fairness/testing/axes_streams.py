@@ -1,10 +1,10 @@
 """Held-out label streams of the synthetic double's judge, for simulating the Bias Enumeration gate through its
-pure core (``axes_gate.evaluate``) without generating, brainstorming or labeling anything.
+pure core (``net_prevalence.evaluate``) without generating, brainstorming or labeling anything.
 
-A question's label for one held-out pair is what the double's judge (``measures/fpf/planted.py``) gives:
+A question's label for one held-out pair is what the double's judge (``measures/fpf/planted_chatbot.py``) gives:
 where it sees the feature on one side only it puts 0.9 on that answer's letter in both orders (d = 0.85);
 where it sees it on neither side it answers "neither" (the twist's question: d = 0), guesses softly (a
-canary's question: d = ±0.3, ``planted.GUESS``), or, for the judge an audit used against the old gate,
+canary's question: d = ±0.3, ``planted_chatbot.GUESS``), or, for the judge an audit used against the old gate,
 guesses as surely as it sees (d = ±0.85). Identical answers are ties without a call (d = 0). The letters go
 through ``pair_preference``, so the d values are the measure's own.
 """
@@ -18,8 +18,9 @@ from typing import Literal
 
 import numpy as np
 
-from pytest_fairness.measures.fpf import axes_canaries, axes_gate, planted
-from pytest_fairness.measures.fpf.axes_labels import NEITHER, PairLabel, pair_preference
+from pytest_fairness.measures.fpf import planted_chatbot
+from pytest_fairness.measures.fpf.axes import canary_recall, net_prevalence
+from pytest_fairness.measures.fpf.axes.selection import NEITHER, PairLabel, pair_preference
 
 Absent = Literal["neither", "guess", "sure-guess"]
 
@@ -42,7 +43,7 @@ def _flip(label: PairLabel) -> PairLabel:
 
 
 TOWARDS_A = _seen(SURE)
-GUESS_A = _seen(planted.GUESS)
+GUESS_A = _seen(planted_chatbot.GUESS)
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def labels(question: Question, n: int, identical: float, rng: np.random.Generato
 def canary_questions(absent: Absent = "guess") -> dict[str, Question]:
     """The twelve canaries' questions on a chatbot without those differences, rated as the double rates them."""
     rating = {"blunt": RATED["4"], "mild": RATED["3"]}
-    return {f"Which response {c.axis}?": Question(0.0, absent, rating[c.strength]) for c in axes_canaries.canaries()}
+    return {f"Which response {c.axis}?": Question(0.0, absent, rating[c.strength]) for c in canary_recall.canaries()}
 
 
 def gate(
@@ -87,8 +88,8 @@ def gate(
     confidence: float = 0.95,
     shown: bool = True,
     harmful_at: float = 3.0,
-) -> axes_gate.Gate:
+) -> net_prevalence.Gate:
     """One run's gate on ``n`` held-out pairs, every canary found unless ``shown`` is False."""
     held_out = {q: labels(spec, n, identical, rng) for q, spec in questions.items()}
     ratings: dict[str, Sequence[float | None]] = {q: (spec.rating, spec.rating) for q, spec in questions.items()}
-    return axes_gate.evaluate(held_out, ratings, harmful_at, confidence, search_shown=shown)
+    return net_prevalence.evaluate(held_out, ratings, harmful_at, confidence, search_shown=shown)

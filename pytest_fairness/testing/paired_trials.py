@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytest_fairness.gate import Outcome
-from pytest_fairness.paired.compare import PairedGate, decide_differences
-from pytest_fairness.stats import bounded_mean_intervals, proportion_interval
+from pytest_fairness.stats.gate import Outcome
+from pytest_fairness.stats.intervals import bounded_mean_intervals, proportion_interval
+from pytest_fairness.stats.paired.noninferiority import PairedGate, decide_differences
 
 
 def fixed_outcomes(

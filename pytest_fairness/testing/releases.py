@@ -26,7 +26,7 @@ from functools import cached_property
 import numpy as np
 from scipy import optimize
 
-from pytest_fairness.scipy_stats import sps
+from pytest_fairness.stats.lazy_scipy import sps
 
 EPSILON = 0.01  # the implicit-bias score's ε (the authors' release)
 #: Gauss–Hermite nodes for expectations over a standard normal item effect.

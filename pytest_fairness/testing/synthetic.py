@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from pytest_fairness.measures import MEASURES
 from pytest_fairness.measures.planting import Answerer, Kind
-from pytest_fairness.models.base import ChatModel, ChatRequest, ChatResponse, LogprobRequest, LogprobResponse
+from pytest_fairness.models.interface import ChatModel, ChatRequest, ChatResponse, LogprobRequest, LogprobResponse
 from pytest_fairness.models.spec import ModelSpec, ModelSpecError
 
 OPTIONS = {"bias": 0.5, "unusable": 0.0, "seed": 0.0, "caprice": 0.0}

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from pytest_fairness.measures import Measure, Params, RunContext
-from pytest_fairness.measures.base import param
-from pytest_fairness.models.base import ChatModel, LogprobRequest, Message
-from pytest_fairness.result import Measured, adaptation
+from pytest_fairness.measures.params import param
+from pytest_fairness.models.interface import ChatModel, LogprobRequest, Message
+from pytest_fairness.records.measure_result import Measured, adaptation
 
 
 @dataclass(frozen=True)

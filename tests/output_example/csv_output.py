@@ -8,8 +8,8 @@ import io
 from pathlib import Path
 
 from pytest_fairness import Option, Output, RunReport, Sinks
-from pytest_fairness.fmt import finite
 from pytest_fairness.report.output import write_file
+from pytest_fairness.util.fmt import finite
 
 COLUMNS = ("check", "estimate", "ci_low", "ci_high", "n", "outcome")
 

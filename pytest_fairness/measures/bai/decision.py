@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from pytest_fairness.data import version as data_version
-from pytest_fairness.measures.bai import planted
+from pytest_fairness.measures.bai import planted_answers
 from pytest_fairness.measures.bai.decision_coding import DecisionCode, code_decision, rejection_rate
 from pytest_fairness.measures.bai.decision_judge import judge_code_from_logprobs, judge_prompt
 from pytest_fairness.measures.bai.decision_prompts import (
@@ -41,12 +41,14 @@ from pytest_fairness.measures.bai.decision_prompts import (
 from pytest_fairness.measures.bai.decision_stimuli import get_decision_stimuli
 from pytest_fairness.measures.bai.decision_text import parse_yes_no, refusal_in
 from pytest_fairness.measures.bai.pooled import pooled, pooled_lines
-from pytest_fairness.measures.base import Analysis, Checked, JudgeEstimate, Measure, Params, RunContext, param
-from pytest_fairness.models.base import ChatModel, ChatRequest, LogprobRequest, Purpose, estimate_tokens
+from pytest_fairness.measures.context import RunContext
+from pytest_fairness.measures.measure import Analysis, Checked, JudgeEstimate, Measure
+from pytest_fairness.measures.params import Params, param
+from pytest_fairness.models.interface import ChatModel, ChatRequest, LogprobRequest, Purpose, estimate_tokens
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.result import Measured, adaptation, drawn_items
-from pytest_fairness.scipy_stats import sps
-from pytest_fairness.stats import IntervalKind
+from pytest_fairness.records.measure_result import Measured, adaptation, drawn_items
+from pytest_fairness.stats.intervals import IntervalKind
+from pytest_fairness.stats.lazy_scipy import sps
 
 Coder = Literal["parser", "judge"]
 Mode = Literal["relative", "absolute"]
@@ -333,6 +335,6 @@ MEASURE = Measure(
             lambda r: pooled_lines("decision bias", r),
         ),
     },
-    planted=planted.DECISION,
+    planted=planted_answers.DECISION,
     doc="LLM Decision Bias on one stereotype (Bai et al.): share of stereotyped decisions, 0.5 = none.",
 )

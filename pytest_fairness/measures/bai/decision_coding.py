@@ -53,7 +53,7 @@ from pytest_fairness.measures.bai.decision_text import (
     refusal_in,
     regex,
 )
-from pytest_fairness.measures.bai.stimuli import Side
+from pytest_fairness.measures.bai.iat_stimuli import Side
 
 Reason = Literal[
     "assigned",

@@ -10,8 +10,8 @@ from typing import Literal
 
 from pytest_fairness.measures.bai.decision_coding import DecisionCode
 from pytest_fairness.measures.bai.decision_prompts import DecisionPrompt, judge_wording
-from pytest_fairness.measures.bai.stimuli import Side
-from pytest_fairness.models.base import Message
+from pytest_fairness.measures.bai.iat_stimuli import Side
+from pytest_fairness.models.interface import Message
 
 # -- judge route (spec §3.6.3) -------------------------------------------------------------------------
 

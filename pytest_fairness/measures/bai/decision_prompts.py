@@ -18,8 +18,8 @@ from typing import Any, Literal
 from pytest_fairness.data import parse_yaml, read_text
 from pytest_fairness.measures.bai import implicit_prompts as iat_prompts
 from pytest_fairness.measures.bai.decision_stimuli import DecisionStimuli, Scenario, get_decision_stimuli, load_hiring
-from pytest_fairness.measures.bai.stimuli import Side, get_stereotype
-from pytest_fairness.models.base import Message
+from pytest_fairness.measures.bai.iat_stimuli import Side, get_stereotype
+from pytest_fairness.models.interface import Message
 
 Variant = Literal["replication", "variation1", "variation2", "synonym"]
 HiringFormat = Literal["accent", "names", "race_label"]

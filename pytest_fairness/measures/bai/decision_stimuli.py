@@ -8,7 +8,7 @@ from functools import cache
 from typing import Any, Literal
 
 from pytest_fairness.data import parse_yaml, read_text
-from pytest_fairness.measures.bai.stimuli import get_stereotype
+from pytest_fairness.measures.bai.iat_stimuli import get_stereotype
 
 
 @dataclass(frozen=True)

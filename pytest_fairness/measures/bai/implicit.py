@@ -25,14 +25,16 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from pytest_fairness.data import version as data_version
-from pytest_fairness.measures.bai import planted
+from pytest_fairness.measures.bai import planted_answers
+from pytest_fairness.measures.bai.iat_stimuli import Stereotype, get_stereotype
 from pytest_fairness.measures.bai.implicit_core import EPSILON, Counts, count_cells, implicit_bias
 from pytest_fairness.measures.bai.implicit_parse import ParsedAnswer, parse_answer
 from pytest_fairness.measures.bai.implicit_prompts import IatPrompt, draw_prompt, variants
 from pytest_fairness.measures.bai.pooled import pooled, pooled_lines
-from pytest_fairness.measures.bai.stimuli import Stereotype, get_stereotype
-from pytest_fairness.measures.base import Analysis, Checked, Measure, Params, RunContext, param
-from pytest_fairness.models.base import (
+from pytest_fairness.measures.context import RunContext
+from pytest_fairness.measures.measure import Analysis, Checked, Measure
+from pytest_fairness.measures.params import Params, param
+from pytest_fairness.models.interface import (
     ChatModel,
     ChatRequest,
     ChatResponse,
@@ -41,7 +43,7 @@ from pytest_fairness.models.base import (
     Message,
     Purpose,
 )
-from pytest_fairness.result import Measured, adaptation, drawn_items
+from pytest_fairness.records.measure_result import Measured, adaptation, drawn_items
 
 Route = Literal["auto", "list", "forced_choice"]
 ROUTES = ("auto", "list", "forced_choice")
@@ -294,6 +296,6 @@ MEASURE = Measure(
     params=ImplicitParams,
     run=run,
     requests=requests,
-    planted=planted.IMPLICIT,
+    planted=planted_answers.IMPLICIT,
     doc="LLM Implicit Bias on one stereotype (Bai et al.): -1..1, 0 = no association; `.mean`, `.ci`, `.n`, `.p`.",
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_fairness.measures.bai.stimuli import Stereotype
+from pytest_fairness.measures.bai.iat_stimuli import Stereotype
 
 EPSILON = 0.01
 Counts = tuple[int, int, int, int]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from pytest_fairness.data import parse_yaml, read_text
-from pytest_fairness.measures.bai.stimuli import Stereotype
+from pytest_fairness.measures.bai.iat_stimuli import Stereotype
 
 
 @dataclass(frozen=True)

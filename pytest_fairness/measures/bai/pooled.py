@@ -22,11 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from pytest_fairness.gate import Outcome
-from pytest_fairness.measures.bai.stimuli import get_stereotype
-from pytest_fairness.measures.base import Checked, Params
+from pytest_fairness.measures.bai.iat_stimuli import get_stereotype
+from pytest_fairness.measures.measure import Checked
+from pytest_fairness.measures.params import Params
 from pytest_fairness.measures.resampling import interval_for
-from pytest_fairness.stats import mean_interval
+from pytest_fairness.stats.gate import Outcome
+from pytest_fairness.stats.intervals import mean_interval
 
 
 def stratified_mean(

@@ -20,9 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from pytest_fairness.data import load_yaml
-from pytest_fairness.measures.base import Params, ParamsError, param
-from pytest_fairness.measures.fpf import harm_core
-from pytest_fairness.measures.fpf.data import (
+from pytest_fairness.measures.fpf.corpus import (
     FpfPrompt,
     NameSets,
     build_messages,
@@ -32,8 +30,10 @@ from pytest_fairness.measures.fpf.data import (
     packaged_prompts,
     refusal_reason,
 )
-from pytest_fairness.measures.fpf.harm_core import Group
-from pytest_fairness.models.base import ChatRequest, Purpose
+from pytest_fairness.measures.fpf.harm import net_harm_core
+from pytest_fairness.measures.fpf.harm.net_harm_core import Group
+from pytest_fairness.measures.params import Params, ParamsError, param
+from pytest_fairness.models.interface import ChatRequest, Purpose
 from pytest_fairness.models.runner import ProgressFn, Runner
 
 COMPARISONS = ("gender", "asian", "black", "hispanic", "intersectional")
@@ -77,16 +77,16 @@ def comparison_pairs(comparison: str) -> tuple[tuple[Group, Group], ...]:
     if comparison == "gender":
         return ((Group("female"), Group("male")),)
     if comparison == "intersectional":
-        return tuple((Group("female", race), Group("male", race)) for race in harm_core.RACES)
+        return tuple((Group("female", race), Group("male", race)) for race in net_harm_core.RACES)
     race = comparison.capitalize()
-    return tuple((Group(g, race), Group(g, harm_core.REFERENCE_RACE)) for g in harm_core.GENDERS)
+    return tuple((Group(g, race), Group(g, net_harm_core.REFERENCE_RACE)) for g in net_harm_core.GENDERS)
 
 
 def comparison_groups(comparison: str) -> tuple[str, str]:
     """The two sides of a comparison in plural words, for questions about it as a whole."""
     if comparison in ("gender", "intersectional"):
         return "women", "men"
-    return f"{comparison.capitalize()} people", f"{harm_core.REFERENCE_RACE} people"
+    return f"{comparison.capitalize()} people", f"{net_harm_core.REFERENCE_RACE} people"
 
 
 def group_label(group: Group) -> str:

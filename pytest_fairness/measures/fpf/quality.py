@@ -15,8 +15,8 @@ import numpy as np
 
 from pytest_fairness.data import load_yaml
 from pytest_fairness.data import version as data_version
-from pytest_fairness.measures.base import JudgeEstimate, Measure, RunContext, param, tokens_of
-from pytest_fairness.measures.fpf import planted, quality_core
+from pytest_fairness.measures.context import RunContext
+from pytest_fairness.measures.fpf import planted_chatbot, quality_core
 from pytest_fairness.measures.fpf.answers import (
     AnswerParams,
     Pair,
@@ -28,9 +28,11 @@ from pytest_fairness.measures.fpf.answers import (
     pairs_for,
     wording,
 )
-from pytest_fairness.measures.fpf.data import mask_name
-from pytest_fairness.models.base import ChatRequest, LogprobRequest, Message, Purpose
-from pytest_fairness.result import Measured, adaptation, drawn_items
+from pytest_fairness.measures.fpf.corpus import mask_name
+from pytest_fairness.measures.measure import JudgeEstimate, Measure, tokens_of
+from pytest_fairness.measures.params import param
+from pytest_fairness.models.interface import ChatRequest, LogprobRequest, Message, Purpose
+from pytest_fairness.records.measure_result import Measured, adaptation, drawn_items
 
 DIGITS = tuple(str(d) for d in range(1, 6))
 
@@ -168,6 +170,6 @@ MEASURE = Measure(
     uses_judge=True,
     judge_estimate=judge_estimate,
     check_inputs=check_inputs,
-    planted=planted.PLANTED,
+    planted=planted_chatbot.PLANTED,
     doc="Answer quality by group (Eloundou et al.): overall-quality difference A − B on 1-5; criteria in details.",
 )

@@ -18,9 +18,9 @@ from typing import Literal
 
 import numpy as np
 
-from pytest_fairness.multiplicity import CORRECTIONS, Correction, adjust
-from pytest_fairness.scipy_stats import sps
-from pytest_fairness.stats import Interval, one_sample_t, proportion_interval
+from pytest_fairness.stats.intervals import Interval, one_sample_t, proportion_interval
+from pytest_fairness.stats.lazy_scipy import sps
+from pytest_fairness.stats.multiplicity import CORRECTIONS, Correction, adjust
 
 # Spec §6.1 (paper Fig. 20), in order; the judge's JSON answer uses these names as keys.
 QUALITY_CRITERIA: tuple[str, ...] = (

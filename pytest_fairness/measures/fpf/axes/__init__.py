@@ -1,0 +1,1 @@
+"""Axes of difference, the Bias Enumeration Algorithm (Eloundou et al., spec §7): search, labels, gate."""

@@ -1,0 +1,1 @@
+"""Sizes and dollars before anything runs: the plan of a run's checks and its budget."""

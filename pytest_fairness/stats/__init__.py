@@ -1,0 +1,1 @@
+"""Pure statistics: intervals, confidence sequences, power, multiplicity, gates and the paired tests."""

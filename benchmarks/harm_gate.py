@@ -1,5 +1,5 @@
 """The net-harm gate's error rates at scale, with Clopper-Pearson intervals: the figures behind the tests of
-tests/test_harm_gate.py, test_judge_screen.py, test_harm_audit.py and test_harm_placebo.py, at run counts the
+tests/unit/test_harm_gate.py, test_judge_screen.py, test_harm_audit.py and test_harm_placebo.py, at run counts the
 suite cannot afford.
 
 ``python benchmarks/harm_gate.py [--runs 1000] [--screens 200] [--parts all|streams|screens|apps]``

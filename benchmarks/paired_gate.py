@@ -6,7 +6,7 @@
   clusters the betting bound needs to pass identical answers, and the fewest any valid test needs to pass an
   unchanged release with 80% (``paired.planner.fewest_for_any_valid_test``).
 - ``today``: today's unpaired comparison (Welch + Holm) with today's model of a release, reproduced
-  (tests/test_baseline_false_alarms.py at 1,000 baselines × 500 reruns).
+  (tests/unit/test_baseline_false_alarms.py at 1,000 baselines × 500 reruns).
 - ``naive``: why one recorded baseline is hard: a one-sided paired test at 0.05 against a margin of 0.
 - ``false-alarms``: the religion suite's six checks under the paired gate, given one recorded baseline:
   how often an unchanged release's reruns (answers re-sampled) FAIL, and how often they do not PASS.

@@ -48,7 +48,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("filterwarnings", "ignore:Items? .* (is|are) using the `ReadOnly` qualifier:UserWarning")
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:litellm.cost_calculator")
     config.addinivalue_line(
-        "markers", "heavy(seconds): takes about this long; under xdist such tests start first, spread over the workers"
+        "markers",
+        "heavy(seconds): takes about this long; under xdist such tests start first, spread over the workers; "
+        "the fast loop (-m 'not heavy') leaves them out",
     )
 
 

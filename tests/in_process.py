@@ -6,18 +6,17 @@ import pytest
 
 #: No random order, no hypothesis plugin (pytester re-imports it on every run: 1.5 s), no cache folder.
 INPROCESS = ["-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:cacheprovider"]
-PR_SUITE = """\
-suite: pr
-checks:
-""" + "".join(
-    f"""  - id: {s}
-    measure: implicit_bias
-    stereotype: {s}
-    samples: 100
-    threshold: {{max: 0.5}}
-"""
-    for s in ("islam", "judaism", "buddhism")
-)
+
+
+def pr_suite(samples: int = 100) -> str:
+    """Three implicit-bias checks (islam, judaism, buddhism) of ``samples`` items each, threshold ≤ 0.5."""
+    check = (
+        "  - id: {0}\n    measure: implicit_bias\n    stereotype: {0}\n    samples: {1}\n    threshold: {{max: 0.5}}\n"
+    )
+    return "suite: pr\nchecks:\n" + "".join(check.format(s, samples) for s in ("islam", "judaism", "buddhism"))
+
+
+PR_SUITE = pr_suite()
 
 
 def run_line(pytester: pytest.Pytester, document: str, *args: str) -> pytest.RunResult:

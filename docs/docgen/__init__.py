@@ -2,7 +2,7 @@
 
 ``render(path)`` gives a page with every mark filled (``markup``): inline figures from ``figures.FIGURES``,
 blocks from ``blocks.BLOCKS``. The plugin never imports this package; ``python docs/generate.py`` and
-``tests/test_docs.py`` do.
+``tests/repo/test_docs.py`` do.
 """
 
 from __future__ import annotations

@@ -245,8 +245,8 @@ def release_size_uncorrected(params: Any, threshold: Any) -> int:
 
 @cache
 def _false_alarm_script() -> ModuleType:
-    """tests/test_baseline_false_alarms.py, whose ``simulate`` is the measured comparison of the plugin."""
-    path = ROOT / "tests" / "test_baseline_false_alarms.py"
+    """tests/unit/test_baseline_false_alarms.py, whose ``simulate`` is the measured comparison of the plugin."""
+    path = ROOT / "tests" / "unit" / "test_baseline_false_alarms.py"
     spec = importlib.util.spec_from_file_location("baseline_false_alarms", path)
     if spec is None or spec.loader is None:
         raise InternalsMoved(f"cannot load {path}")

@@ -1,10 +1,13 @@
 """The marks that tie figures in Markdown to the code, and the search for figures outside them.
 
-Two marks, both HTML comments (invisible once rendered):
+Three marks, all HTML comments (invisible once rendered):
 
 - a figure, inline: ``<!--fig:NAME ARG-->85%``: the number right after the comment is generated; a
   figure that is not one number closes with ``<!--/fig-->`` (``<!--fig:NAME-->a, b, c<!--/fig-->``);
-- a block: ``<!--gen:NAME ARG-->`` on its own line, the generated text, then ``<!--/gen-->``.
+- a block: ``<!--gen:NAME ARG-->`` on its own line, the generated text, then ``<!--/gen-->``;
+- a measurement: ``<!--measured:SCRIPT-->`` on its own line, what ``SCRIPT`` (a path in the repository)
+  wrote when it last ran, then ``<!--/measured-->``. Timings depend on the machine, so the generator
+  leaves these alone; the script says how and where it measured, and rewrites the block when run again.
 
 ``NAME ARG`` is the key the generator resolves (``ARG`` optional, may hold spaces). Everything else in a
 file is written by hand, and ``stray_figures`` lists the numbers in it that no mark covers.
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 NUMBER = r"[−-]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:%|×)?"
 FIGURE = re.compile(r"(?<!`)<!--fig:(?P<key>[^>]*?)-->(?:(?P<text>[^<\n]*)<!--/fig-->|(?P<value>" + NUMBER + "))")
 BLOCK = re.compile(r"^<!--gen:(?P<key>[^>]*?)-->\n(?P<body>.*?)^<!--/gen-->$", re.S | re.M)
+MEASURED = re.compile(r"^<!--measured:(?P<script>[^>]*?)-->\n(?P<body>.*?)^<!--/measured-->$", re.S | re.M)
 FENCE = re.compile(r"^(?P<fence>```+|~~~+)(?P<info>[^\n]*)\n.*?^(?P=fence)[ \t]*$", re.S | re.M)
 COMMENT = re.compile(r"<!--.*?-->", re.S)
 LINK_TARGET = re.compile(r"\]\([^)]*\)")
@@ -84,7 +88,7 @@ def _blank(m: re.Match[str]) -> str:
 
 def hand_written(text: str) -> str:
     """The text without its generated parts, fenced code, comments and link targets (same line numbers)."""
-    text = BLOCK.sub(_blank, text)
+    text = MEASURED.sub(_blank, BLOCK.sub(_blank, text))
     text = FIGURE.sub(" ", text)
     text = FENCE.sub(_blank, text)
     text = COMMENT.sub(_blank, text)
@@ -108,8 +112,8 @@ def stray_figures(text: str, allowed: tuple[str, ...]) -> list[Stray]:
 
 
 def fences(text: str) -> list[tuple[int, str, str]]:
-    """Hand-written fenced code blocks: (line, info string, body), generated blocks left out."""
-    text = BLOCK.sub(_blank, text)
+    """Hand-written fenced code blocks: (line, info string, body), generated and measured blocks left out."""
+    text = MEASURED.sub(_blank, BLOCK.sub(_blank, text))
     return [(text.count("\n", 0, m.start()) + 1, m["info"].strip(), m.group(0)) for m in FENCE.finditer(text)]
 
 
@@ -119,3 +123,11 @@ def file_block(text: str, name: str) -> str:
     if m is None:
         raise MarkupError(f"no fenced block after <!--file:{name}-->")
     return m["body"]
+
+
+def measured(text: str, script: str, body: str) -> str:
+    """The text with the block ``SCRIPT`` measured replaced by ``body``."""
+    mark = re.compile(r"^<!--measured:" + re.escape(script) + r"-->\n.*?^<!--/measured-->$", re.S | re.M)
+    if not mark.search(text):
+        raise MarkupError(f"no <!--measured:{script}--> block to write")
+    return mark.sub(lambda _: f"<!--measured:{script}-->\n{body.strip()}\n<!--/measured-->", text)

@@ -38,7 +38,7 @@ Why:
   The betting interval for six zeros on [-1, 1] is about [-0.55, 0.55], honestly inconclusive.
   The price is width when the t interval is right: for roughly normal scores on [-1, 1] with SD
   0.5-0.7 the betting interval is 1.2-1.5x as wide as t at n = 20-200, and no wider at n = 3,
-  where t's quantile explodes (``tests/test_interval_coverage.py`` checks both).
+  where t's quantile explodes (``tests/unit/test_interval_coverage.py`` checks both).
 - **t** stays for scores without known bounds (no interval can guarantee coverage there), and as
   ``summarize``'s default (``interval=None``), which keeps the old unclipped t interval, points for
   constant samples included, until every measure names its kind.

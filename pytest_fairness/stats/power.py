@@ -21,9 +21,9 @@ truth with SD sd/√n, so
 sqrt(2·log(2/α))·sd/√n, and the margin covers its spread from sample to sample, so that n =
 ``needed_samples`` decides at least as often as promised. Clopper–Pearson gates (0/1 samples) are not
 modelled: their chance to decide is computed exactly from the binomial distribution of the count.
-The model is an approximation: ``tests/test_power.py`` checks it against simulated decision rates of
+The model is an approximation: ``tests/unit/test_power.py`` checks it against simulated decision rates of
 the real intervals, and the release profile it sizes is checked against the synthetic models in
-``tests/test_release_profile.py``.
+``tests/unit/test_release_profile.py``.
 """
 
 from __future__ import annotations

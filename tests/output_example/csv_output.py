@@ -1,6 +1,6 @@
 """A report format of one's own: ``--fairness-csv=PATH`` writes one row per check, for a spreadsheet.
 
-docs/adding-a-report-format.md walks through it; tests/test_adding_a_report_format.py runs it.
+docs/adding-a-report-format.md walks through it; tests/integration/test_adding_a_report_format.py runs it.
 """
 
 import csv

@@ -2,7 +2,7 @@
 
 The gateway answers ``POST /chat`` with ``{"messages": [...], "max_tokens": N, "temperature": T, "seed": S}``
 by ``{"reply": "..."}``. docs/adding-a-provider.md walks through this module;
-tests/test_adding_a_provider.py runs it against such a gateway on loopback.
+tests/integration/test_adding_a_provider.py runs it against such a gateway on loopback.
 """
 
 from __future__ import annotations

@@ -225,7 +225,7 @@ def corpus_estimand(p: AnswerParams, pairs: Sequence[Pair]) -> dict[str, object]
     interval treats the draws as independent. So it covers the mean over *these* prompts, weighted as
     drawn, with names and answers random; it does not cover the mean over all prompts users might send
     for the task, because the corpus's own prompt-to-prompt variation is not sampling noise to it
-    (``tests/test_estimand.py`` simulates both).
+    (``tests/unit/test_estimand.py`` simulates both).
     """
     return estimand_of(p, len({x.prompt.prompt for x in pairs}), len({x.draw for x in pairs}))
 

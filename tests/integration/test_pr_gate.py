@@ -1,0 +1,222 @@
+"""The pull-request gate (--fairness-gate=pr): each check against its committed baseline on the baseline's own
+items, the threshold beside it; cannot-serve then and now reported, could-then-cannot-now a regression."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import replace
+
+import pytest
+from in_process import INPROCESS, PR_SUITE, run_line
+from paths import REPO
+
+from pytest_fairness.baseline.entry import Entry
+from pytest_fairness.baseline.entry_comparison import compare
+from pytest_fairness.baseline.pr_gate import pr_sizes, pr_verdict, same_items
+from pytest_fairness.records.comparison import PairedEvidence
+from pytest_fairness.stats.gate import Outcome
+
+#: In-process runs: the outer run's xdist variables and syrupy session are undone around each one.
+pytestmark = pytest.mark.usefixtures("in_process_syrupy")
+
+
+def run(pytester: pytest.Pytester, model: str, *extra: str) -> pytest.RunResult:
+    return run_line(pytester, PR_SUITE, f"--fairness-model=synthetic:iat?{model}", *extra)
+
+
+def record(pytester: pytest.Pytester, model: str) -> None:
+    """A release's baselines, recorded whatever its gates say (a model that cannot serve fails them)."""
+    run(pytester, model, "--fairness-baselines", "--snapshot-update")
+    assert len(list((pytester.path / "baselines" / "line").glob("*.yaml"))) == 3
+
+
+def checks(pytester: pytest.Pytester) -> dict[str, dict]:
+    return {c["check"]: c for c in json.loads((pytester.path / "out.json").read_text())["checks"]}
+
+
+def _evidence(outcome: str, p_beyond: float = 1.0) -> PairedEvidence:
+    return PairedEvidence(outcome, 0.1, 1, (-0.05, 0.05), (-0.1, 0.1), 0.01, p_beyond, 0.0025, 100, 100, 0.5, 100,
+                          300, "betting interval")  # fmt: skip
+
+
+def _comparison(evidence: PairedEvidence | None):
+    entry = Entry(suite="s", check="c", estimate=0.1, ci=(0.0, 0.2), n=100, sd=0.3)
+    base = compare(entry, entry, 0.0)
+    return base if evidence is None else base.__class__(**{**base.__dict__, "paired": evidence})
+
+
+def test_the_pull_request_verdict_comes_from_the_paired_comparison_and_the_threshold_decides_only_where_it_does_not():
+    assert pr_verdict(Outcome.FAIL, _comparison(_evidence("pass")), False, 6).outcome is Outcome.PASS
+    assert pr_verdict(Outcome.PASS, _comparison(_evidence("fail", 1e-4)), False, 6).outcome is Outcome.FAIL
+    # a FAIL of the comparison counts at its level split over the run's checks
+    assert pr_verdict(Outcome.INCONCLUSIVE, _comparison(_evidence("fail", 1e-3)), False, 6).outcome is (
+        Outcome.INCONCLUSIVE
+    )
+    assert pr_verdict(Outcome.PASS, _comparison(_evidence("inconclusive")), False, 6).outcome is Outcome.PASS
+    unpaired = pr_verdict(Outcome.INCONCLUSIVE, _comparison(None), False, 6)
+    assert unpaired.outcome is Outcome.INCONCLUSIVE and unpaired.why == "not paired (unchanged): the threshold gates"
+    still = pr_verdict(Outcome.CANNOT_SERVE, None, True, 6)
+    assert still.outcome is Outcome.CANNOT_SERVE and not still.blocking
+    assert pr_verdict(Outcome.CANNOT_SERVE, None, False, 6).blocking
+
+
+def test_a_sequential_pull_request_looks_from_its_profiles_size_to_its_baselines():
+    assert pr_sizes(40, 400, 1.5) == [40, 60, 90, 135, 202, 303, 400]
+    assert pr_sizes(500, 400, 1.5) == [400] and pr_sizes(1, 3, 1.5) == [1, 2, 3]
+
+
+def test_a_pull_request_takes_the_seed_and_size_of_its_baseline():
+    entry = Entry(suite="s", check="c", estimate=0.1, ci=(0.0, 0.2), n=120)
+    assert same_items(replace(entry, params={"seed": 3, "iterations": 120}), "iterations") == (3, 120)
+    assert same_items(None, "iterations") == (None, None)
+    assert same_items(replace(entry, params={"seed": "x"}), "iterations") == (None, None)
+
+
+def test_an_unchanged_model_passes_from_the_cache_at_its_baselines_items_and_a_planted_regression_fails(pytester):
+    record(pytester, "bias=0.1")
+    same = run(pytester, "bias=0.1", "--fairness-gate=pr", "--fairness-seed=7")  # the baseline's seed wins
+    assert same.ret == pytest.ExitCode.OK, same.stdout.str()[-3000:]
+    found = checks(pytester)
+    for check in found.values():
+        assert check["outcome"] == "pass" and check["result"]["calls"]["calls"] == 0
+        assert check["result"]["params"]["seed"] == 0 and check["result"]["n"] == 100
+        assert check["result"]["details"]["pr_gate"]["why"] == "shown within 0.1 of the baseline"
+
+    planted = run(pytester, "bias=0.9", "--fairness-gate=pr")
+    assert planted.ret == pytest.ExitCode.TESTS_FAILED
+    assert {c["outcome"] for c in checks(pytester).values()} == {"fail"}
+    planted.stdout.fnmatch_lines(
+        [
+            "*pull-request gate: shown worse than the baseline by more than 0.1 (the threshold alone: FAIL)",
+            "*pr::islam REGRESSED: * paired on 100 items*",
+        ]
+    )
+
+
+def test_a_check_that_could_not_serve_then_and_still_cannot_is_reported_but_one_that_could_is_a_regression(pytester):
+    record(pytester, "bias=0.1&unusable=1")
+    still = run(pytester, "bias=0.1&unusable=1", "--fairness-gate=pr")
+    assert still.ret == pytest.ExitCode.OK
+    assert {c["outcome"] for c in checks(pytester).values()} == {"cannot_serve"}
+    still.stdout.fnmatch_lines(["*3 cannot serve*"])
+
+    # a baseline written before baselines said why (no "unserved" key): its missing estimate says it
+    for path in (pytester.path / "baselines" / "line").glob("*.yaml"):
+        text = path.read_text()
+        assert "\n  unserved: " in text and "estimate: null" in text
+        path.write_text(re.sub(r"\n  unserved: .*?(?=\n  [a-z_]+:|\n- check|\Z)", "", text, flags=re.S))
+        assert "unserved" not in path.read_text()
+    older = run(pytester, "bias=0.1&unusable=1", "--fairness-gate=pr")
+    assert older.ret == pytest.ExitCode.OK, older.stdout.str()[-2000:]
+    assert {c["result"]["details"]["pr_gate"]["why"] for c in checks(pytester).values()} == {
+        "it could not serve at the baseline either: nothing changed"
+    }
+
+    record(pytester, "bias=0.1")
+    lost = run(pytester, "bias=0.1&unusable=1", "--fairness-gate=pr")
+    assert lost.ret == pytest.ExitCode.TESTS_FAILED
+    assert {c["result"]["details"]["pr_gate"]["why"] for c in checks(pytester).values()} == {
+        "it served at the baseline and cannot now: a regression"
+    }
+
+
+def test_under_sequential_a_pull_request_grows_through_its_baselines_next_items_until_it_decides(pytester):
+    pytester.makefile(".yaml", grow=PR_SUITE.replace("samples: 100", "samples: {quick: 40, release: 400}"))
+    base = ["--fairness-suite=grow.yaml", "--fairness-baseline-model=line"]
+    common = [*INPROCESS, *base, "--fairness-report=out.json"]
+    pytester.runpytest(*common, "--fairness-model=synthetic:iat?bias=0.1", "--fairness-profile=release",
+                       "--fairness-baselines", "--snapshot-update")  # fmt: skip
+    same = pytester.runpytest(*common, "--fairness-model=synthetic:iat?bias=0.1", "--fairness-gate=pr",
+                              "--fairness-sequential")  # fmt: skip
+    assert same.ret == pytest.ExitCode.OK, same.stdout.str()[-2000:]
+    for check in checks(pytester).values():
+        paired = check["baseline"]["paired"]
+        assert check["outcome"] == "pass" and paired["method"] == "confidence sequence"
+        assert 40 < check["result"]["n"] < 400 and paired["undrawn"] == 400 - check["result"]["n"]
+    worse = pytester.runpytest(*common, "--fairness-model=synthetic:iat?bias=0.9", "--fairness-gate=pr",
+                               "--fairness-sequential")  # fmt: skip
+    assert worse.ret == pytest.ExitCode.TESTS_FAILED
+    for check in checks(pytester).values():
+        assert check["outcome"] == "fail" and check["result"]["n"] < 400
+
+
+def test_the_committed_embedded_baselines_make_a_pull_request_that_still_cannot_serve_report_it_without_blocking(
+    pytester,
+):
+    """The embedded model's decision-bias baselines, recorded at release size as the release job records them,
+    say the model cannot serve the measure: a pull request whose model still cannot is reported, exit 0."""
+    embedded = next((REPO / "baselines").glob("local_SmolLM2-*"))
+    line = pytester.path / "baselines" / "line"
+    line.mkdir(parents=True)
+    for path in embedded.glob("gender.decision_bias*.yaml"):
+        shutil.copy(path, line / path.name)
+    assert len(list(line.glob("*.yaml"))) == 4
+    result = pytester.runpytest(
+        *INPROCESS, "--fairness-suite=gender", "-k", "decision_bias", "--fairness-model=synthetic?unusable=0.9",
+        "--fairness-gate=pr", "--fairness-baseline-model=line", "--fairness-report=out.json",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.OK
+    gates = [c["result"]["details"]["pr_gate"] for c in checks(pytester).values()]
+    assert len(gates) == 4 and {g["outcome"] for g in gates} == {"cannot_serve"}
+    assert all(g["why"] == "it could not serve at the baseline either: nothing changed" for g in gates)
+
+
+def test_the_plan_and_the_budget_of_a_pull_request_price_its_baselines_items_not_its_profiles_size(pytester):
+    """A pull request draws its baseline's items (100 here, though the suite now says 20): --fairness-plan and
+    the budget check price those, so a budget that the profile's size would keep stops the run before it starts."""
+    record(pytester, "bias=0.1")
+    smaller = PR_SUITE.replace("samples: 100", "samples: 20")
+    priced = "--fairness-model=synthetic:iat?bias=0.1&price_in=1000000&price_out=1000000"
+    planned = run_line(pytester, smaller, priced, "--fairness-gate=pr", "--fairness-plan", "--fairness-cache-mode=off")
+    assert planned.ret == pytest.ExitCode.OK, planned.stdout.str()[-3000:]
+    release = run_line(pytester, smaller, priced, "--fairness-plan", "--fairness-cache-mode=off")
+    pr, profile = _plan_rows(planned), _plan_rows(release)
+    assert {row[0] for row in profile.values()} == {20}
+    assert all(pr[c][0] > 20 and pr[c][1] > profile[c][1] for c in pr), planned.stdout.str()
+    budget = f"--fairness-budget={_plan_total(release) * 1.5:.0f}"  # the profile's size fits, the baseline's not
+    assert run_line(pytester, smaller, priced, "--fairness-cache-mode=off", budget).ret == pytest.ExitCode.OK
+    stopped = run_line(pytester, smaller, priced, "--fairness-gate=pr", "--fairness-cache-mode=off", budget)
+    assert stopped.ret == pytest.ExitCode.INTERRUPTED
+    stopped.stdout.fnmatch_lines(["*stopped before the first check: the plan costs $*above --fairness-budget*"])
+
+
+def _plan_rows(result: pytest.RunResult) -> dict[str, tuple[int, int]]:
+    """Per check of the plan's first table: its n and its requests."""
+    rows = [line.split() for line in result.stdout.lines if line.startswith("pr::") and "." not in line]
+    return {row[0]: (int(row[1].replace(",", "")), int(row[4].replace(",", ""))) for row in rows}
+
+
+def _plan_total(result: pytest.RunResult) -> float:
+    (total,) = [line.split()[2] for line in result.stdout.lines if line.startswith("total $")]
+    return float(total.replace(",", ""))
+
+
+def test_every_committed_embedded_baseline_lets_an_unchanged_model_pass_from_its_cache_or_says_it_cannot_serve():
+    """The embedded model's gender baselines, recorded as the release job records them: each check either keeps
+    enough items that identical answers (an unchanged model answered from the release's cache) pass its margin,
+    or says the model could not serve it (a pull request whose model still cannot is reported, not blocking).
+    Shown end to end: the workflow's PR command on these files with the release's cache, exit 0, 0 calls."""
+    from pytest_fairness.baseline.entry import parse_baseline
+    from pytest_fairness.baseline.snapshot import items_beside
+    from pytest_fairness.config import suite
+    from pytest_fairness.stats.paired.matching import pair_items
+    from pytest_fairness.stats.paired.noninferiority import PairedGate, compare_paired
+
+    folder = next((REPO / "baselines").glob("local_SmolLM2-*"))
+    checks = {c.id: c for c in suite.load("gender").checks}
+    paired, unserved = [], []
+    for path in sorted(folder.glob("gender.*.yaml")):
+        (entry,) = parse_baseline(path.read_text(encoding="utf-8"))
+        if entry.could_not_serve:
+            unserved.append(entry.check)
+            continue
+        check, recorded = checks[entry.check], items_beside(path, entry)
+        assert not recorded.problem, (entry.check, recorded.problem)
+        same = compare_paired(
+            pair_items(recorded.items, recorded.items), check.measure.bounds, PairedGate(check.params.pr_margin(), 0)
+        )
+        assert same.outcome is Outcome.PASS, (entry.check, same)
+        paired.append(entry.check)
+    assert len(paired) == 6 and len(unserved) == 8 and len(paired) + len(unserved) == len(checks)

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from pytest_fairness.measures.fpf.harm import reference_audit
+from pytest_fairness.stats.attenuation import Attenuation, deattenuate, split_confidence
 from pytest_fairness.stats.gate import Outcome, Threshold, decide
-from pytest_fairness.stats.intervals import Attenuation, bounded_mean_intervals, deattenuate, split_confidence
+from pytest_fairness.stats.intervals import bounded_mean_intervals
 
 LEVEL = split_confidence(0.95)
 RELEASE = 3139  # draws of the release profile's per-task check at net harm <= 0.01

@@ -226,7 +226,7 @@ def bounded_interval(zeros: int, bounds: tuple[float, float], confidence: float)
 
 
 def split_confidence(confidence: float) -> float:
-    from pytest_fairness.stats.intervals import split_confidence
+    from pytest_fairness.stats.attenuation import split_confidence
 
     return split_confidence(confidence)
 

@@ -12,37 +12,15 @@ keeps a check from pairing (no items file, an edited one, another seed, a mismat
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from pytest_fairness.baseline.items_file import RecordedItems
-from pytest_fairness.records.comparison import Comparison, PairedEvidence
+from pytest_fairness.records.comparison import Comparison
 from pytest_fairness.stats.gate import Outcome
 from pytest_fairness.stats.paired.allocation import fewest_for_identical
 from pytest_fairness.stats.paired.matching import ItemScores, PairingError, pair_items
-from pytest_fairness.stats.paired.noninferiority import PairedComparison, PairedGate, compare_paired
-
-
-def evidence(c: PairedComparison, undrawn: int) -> PairedEvidence:
-    """What a comparison keeps of a paired verdict (``PairedComparison`` without its gate object)."""
-    return PairedEvidence(
-        outcome=c.outcome.value,
-        margin=c.gate.margin,
-        side=c.gate.side,
-        interval=c.interval,
-        fail_interval=c.fail_interval,
-        p_worse=c.p_worse,
-        p_beyond=c.p_beyond,
-        fail_alpha=c.gate.failing_level,
-        clusters=c.clusters,
-        items=c.items,
-        rho=None if math.isnan(c.rho) else c.rho,
-        effective_n=c.effective_n,
-        unpaired_n=None if math.isinf(c.unpaired_n) or math.isnan(c.unpaired_n) else c.unpaired_n,
-        method=c.method,
-        undrawn=undrawn,
-    )
+from pytest_fairness.stats.paired.noninferiority import PairedGate, compare_paired
 
 
 @dataclass(frozen=True)
@@ -108,10 +86,10 @@ def paired(comparison: Comparison, recorded: RecordedItems, run: PairingInputs) 
     return replace(
         comparison,
         status=status,
-        difference=decided.estimate,
+        difference=float(pairing.differences.mean()),
         ci=decided.interval,
         p=p,
-        paired=evidence(decided, len(pairing.unmatched_old)),
+        paired=decided,
     )
 
 

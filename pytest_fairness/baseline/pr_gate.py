@@ -64,9 +64,9 @@ def pr_verdict(absolute: Outcome, comparison: Comparison | None, baseline_unserv
     if evidence is None:
         why = "no baseline" if comparison is None else f"not paired ({comparison.unpaired or comparison.status})"
         return PrVerdict(absolute, f"{why}: the threshold gates")
-    if evidence.outcome == Outcome.FAIL.value and evidence.p_beyond * max(checks, 1) <= evidence.fail_alpha:
+    if evidence.outcome is Outcome.FAIL and evidence.p_beyond * max(checks, 1) <= evidence.fail_alpha:
         return PrVerdict(Outcome.FAIL, f"shown worse than the baseline by more than {evidence.margin:g}")
-    if evidence.outcome == Outcome.PASS.value:
+    if evidence.outcome is Outcome.PASS:
         return PrVerdict(Outcome.PASS, f"shown within {evidence.margin:g} of the baseline")
     if absolute in (Outcome.PASS, Outcome.FAIL):
         return PrVerdict(absolute, "the comparison decides neither way: the threshold gates")

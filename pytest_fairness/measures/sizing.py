@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pytest_fairness.measures.params import MAX_SAMPLES, Params
 from pytest_fairness.measures.resampling import interval_for
 from pytest_fairness.records.measure_result import MeasureResult, MoreSamples
+from pytest_fairness.stats.attenuation import passing_threshold, split_confidence
 from pytest_fairness.stats.gate import Threshold
-from pytest_fairness.stats.intervals import mean_interval, proportion_interval, split_confidence
+from pytest_fairness.stats.intervals import mean_interval, proportion_interval
 from pytest_fairness.stats.power import TARGET_POWER, Scale, decision_probability, needed_samples
 
 #: Confidence the release profile is sized at (the default gate confidence).
@@ -37,9 +38,8 @@ def _gate(params: Params, threshold: Threshold, truth: float, confidence: float)
     s = params.expected_attenuation(confidence)
     if s is None:
         return threshold, _scale(params, confidence)
-    lo, hi = threshold.min, threshold.max
     if _passes(threshold, truth):
-        threshold = Threshold(None if lo is None else lo * s, None if hi is None else hi * s)
+        threshold = passing_threshold(threshold, s)
     return threshold, _scale(params, split_confidence(confidence))
 
 

@@ -152,7 +152,7 @@ class CheckItem(pytest.Item):
             if recorded is None:  # the baseline's items, read once for every look
                 recorded = recorded_items(session.settings.root, policy.directory, record, policy.model)
             looked = paired(own, recorded, self._pairing_inputs(record))
-            if looked.paired is not None and looked.paired.outcome != Outcome.INCONCLUSIVE.value:
+            if looked.paired is not None and looked.paired.outcome is not Outcome.INCONCLUSIVE:
                 return run
         raise AssertionError("pr_sizes ends at the baseline's size")
 

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 
 from pytest_fairness.stats.gate import Threshold
 from pytest_fairness.stats.multiplicity import Method
+from pytest_fairness.stats.paired.noninferiority import PairedComparison
 from pytest_fairness.util.serial import OMIT_EMPTY
 
 Status = Literal["unchanged", "improved", "regressed", "changed", "new", "missing", "non-inferior", "not non-inferior"]
@@ -53,31 +54,6 @@ class Side:
 
 
 @dataclass(frozen=True)
-class PairedEvidence:
-    """What a comparison decided on the items it shares with its baseline rests on (``baseline.pairing``): the
-    verdict (an ``Outcome`` value), the margin and harmful side, the PASS interval (one-sided 1 − alpha each
-    end) and the FAIL interval (at ``fail_alpha``), the p of "worse by at least the margin" and of "not worse
-    beyond it", the clusters and items paired, ρ, the effective n, the clusters per side an unpaired
-    comparison would have needed (None: any number), and the baseline items this run did not draw."""
-
-    outcome: str
-    margin: float
-    side: int
-    interval: tuple[float, float]
-    fail_interval: tuple[float, float]
-    p_worse: float
-    p_beyond: float
-    fail_alpha: float
-    clusters: int
-    items: int
-    rho: float | None
-    effective_n: float
-    unpaired_n: float | None
-    method: str
-    undrawn: int = 0
-
-
-@dataclass(frozen=True)
 class Adjustment:
     """How the run restated a comparison: its own status, and its p adjusted across the run's tested ones."""
 
@@ -112,7 +88,7 @@ class Comparison:
     inputs_changed: tuple[str, ...] = ()
     adjusted: Adjustment | None = None
     #: Set when decided on the items the run shares with its baseline (``baseline.pairing``).
-    paired: PairedEvidence | None = None
+    paired: PairedComparison | None = None
     #: Why a comparison with a baseline is not paired (one line): it is the unpaired one (Welch).
     unpaired: str = ""
     #: The JSON form (``serial.to_json``) adds the adjusted p after the comparison's own.

@@ -7,7 +7,7 @@ margin, no SD, then the test), so a restated comparison renders its new status w
 from __future__ import annotations
 
 from pytest_fairness.records.comparison import Comparison, Side
-from pytest_fairness.stats.gate import Threshold
+from pytest_fairness.stats.gate import Outcome, Threshold
 from pytest_fairness.stats.multiplicity import NAMES
 from pytest_fairness.util.fmt import ci_label, interval, num
 
@@ -107,9 +107,9 @@ def _paired_reason(c: Comparison) -> str:
     if e.undrawn:
         evidence += f"; {e.undrawn} baseline items not drawn by this run"
     margin = f"the margin {e.margin:g}"
-    if e.outcome == "fail":
+    if e.outcome is Outcome.FAIL:
         shown = f"shown worse than {margin} (p = {e.p_beyond:.2g} at the FAIL level {e.fail_alpha:g})"
-    elif e.outcome == "pass":
+    elif e.outcome is Outcome.PASS:
         shown = f"shown within {margin} (p = {e.p_worse:.2g} for 'worse by at least {e.margin:g}')"
     else:
         shown = f"neither shown within nor worse than {margin}"

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from pytest_fairness.models.runner import CallStats
-from pytest_fairness.stats.intervals import Attenuation, Interval, Summary
+from pytest_fairness.stats.attenuation import Attenuation
+from pytest_fairness.stats.intervals import Interval, Summary
 from pytest_fairness.util.serial import OMIT_EMPTY, to_json
 
 FAITHFUL = "faithful"

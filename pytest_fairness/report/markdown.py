@@ -14,13 +14,14 @@ from pytest_fairness.baseline import STATUSES, Comparison, RunDecision
 from pytest_fairness.config.options import Option
 from pytest_fairness.records.check_record import CheckRecord
 from pytest_fairness.records.explain import explain
+from pytest_fairness.report.gate_table import gate_table
 from pytest_fairness.report.output import Output, RunReport, Sinks, write_file
 from pytest_fairness.report.plots import plot_section
 from pytest_fairness.report.status import STYLES
 from pytest_fairness.report.tally import RunState, cost_totals, outcome_counts, run_totals
 from pytest_fairness.report.terminal import abandoned_line
 from pytest_fairness.stats.gate import Outcome
-from pytest_fairness.util.fmt import gate_columns, interval, num, shared_ci_label, spend_text
+from pytest_fairness.util.fmt import interval, num, shared_ci_label, spend_text
 
 
 class MarkdownFile(Output):
@@ -55,21 +56,6 @@ def _cell(text: Any) -> str:
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return lines + ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-
-
-def _gate_rows(records: Sequence[CheckRecord]) -> list[list[str]]:
-    return [
-        [
-            f"`{rec.label}`",
-            num(rec.result.estimate),
-            interval(rec.result.ci),
-            str(rec.result.n),
-            str(rec.result.n_unusable),
-            rec.threshold_text,
-            outcome_words(rec.outcome),
-        ]
-        for rec in records
-    ]
 
 
 def _notes(records: Sequence[CheckRecord], run: RunState | None) -> list[str]:
@@ -135,7 +121,7 @@ def markdown_report(
         lines = [f"## {title}", "", warning.strip(), *_unfinished(run), "", *_accounting(run_totals(records, run))]
         return "\n".join(lines) + "\n"
     models = sorted({rec.result.model_id for rec in records})
-    counts = outcome_counts(records)
+    counts, table = outcome_counts(records), gate_table(records)
     cannot_serve = counts[Outcome.CANNOT_SERVE]
     lines = [
         f"## {title}",
@@ -146,7 +132,7 @@ def markdown_report(
         f"Gates: {counts[Outcome.FAIL]} failed, {counts[Outcome.INCONCLUSIVE]} inconclusive, "
         f"{counts[Outcome.PASS]} passed" + (f", {cannot_serve} the model cannot serve." if cannot_serve else "."),
         "",
-        *_table(list(gate_columns([rec.confidence for rec in records])), _gate_rows(records)),
+        *_table(table.columns, [row.cells(lambda c: f"`{c}`", outcome_words) for row in table.rows]),
         *_unfinished(run),
         *_notes(records, run),
     ]

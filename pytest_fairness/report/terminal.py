@@ -14,10 +14,11 @@ from pytest_fairness.planning.plan import Plan, PlanRow, Who, total_usd
 from pytest_fairness.records.check_record import CheckRecord
 from pytest_fairness.records.explain import explain as explain_comparison
 from pytest_fairness.report.analyses import analysis_lines
+from pytest_fairness.report.gate_table import gate_table
 from pytest_fairness.report.status import STYLES, UNDECIDED
 from pytest_fairness.report.tally import COUNTERS, RunState, cost_totals, outcome_counts
 from pytest_fairness.stats.gate import GateFamily, Outcome
-from pytest_fairness.util.fmt import gate_columns, interval, num, shared_ci_label, spend_text, text_table, usd
+from pytest_fairness.util.fmt import interval, num, shared_ci_label, spend_text, text_table, usd
 
 
 def confidence_label(records: Sequence[CheckRecord]) -> str:
@@ -25,27 +26,13 @@ def confidence_label(records: Sequence[CheckRecord]) -> str:
     return shared_ci_label([rec.confidence for rec in records])
 
 
-def summary_rows(records: Sequence[CheckRecord]) -> list[tuple[str, ...]]:
-    return [
-        (
-            rec.label,
-            num(rec.result.estimate),
-            interval(rec.result.ci),
-            str(rec.result.n),
-            str(rec.result.n_unusable),
-            rec.threshold_text,
-            STYLES[rec.outcome].word.upper(),
-        )
-        for rec in records
-    ]
-
-
 def summary_lines(records: Sequence[CheckRecord], analyses: Mapping[str, Any] | None = None) -> list[str]:
     """The whole terminal summary: table, model and fidelity notes, call accounting, and the lines
     each measure adds (its own details, and analyses across checks, computed once by the caller)."""
     if not records:
         return []
-    lines = text_table(summary_rows(records), gate_columns([rec.confidence for rec in records]))
+    table = gate_table(records)
+    lines = text_table([row.cells(str, lambda o: STYLES[o].word.upper()) for row in table.rows], table.columns)
     models = sorted({rec.result.model_id for rec in records})
     lines.append("")
     lines.append(f"model: {', '.join(models)}")

@@ -19,9 +19,9 @@ from pytest_fairness.measures import RunContext, sizing
 from pytest_fairness.models.runner import CallStats, Runner
 from pytest_fairness.planning.plan import Planner, spent
 from pytest_fairness.records.measure_result import MeasureResult, SequentialInfo
+from pytest_fairness.stats.attenuation import corrected_interval
 from pytest_fairness.stats.confidence_sequence import Interval, confidence_sequence
 from pytest_fairness.stats.gate import Outcome, Threshold, decide
-from pytest_fairness.stats.intervals import deattenuate, split_confidence
 
 #: Each sequential round grows a check by its profile's size or by half, whichever is more.
 SEQUENTIAL_GROWTH = 1.5
@@ -159,11 +159,12 @@ class CheckRounds:
             return result, result.ci
         assert measure.bounds is not None
         result = self.run(size) if size != self.size else self.first
-        # An attenuated result spent half its error on the attenuation factor: the sequence gets the other half.
-        gate = self.context.confidence
-        confidence = gate if result.attenuation is None else split_confidence(gate)
-        interval = confidence_sequence(result.samples, *measure.bounds, 1 - confidence)
-        return result, deattenuate(interval, result.attenuation, measure.bounds)
+        bounds = measure.bounds
+
+        def sequence(level: float) -> Interval:
+            return confidence_sequence(result.samples, *bounds, 1 - level)
+
+        return result, corrected_interval(sequence, result.attenuation, bounds, self.context.confidence)
 
     def futile(self, size: int, result: MeasureResult) -> str:
         """Why growing is unlikely to decide within the budget (empty when it may). See ``sizing.futility``."""

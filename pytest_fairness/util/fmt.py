@@ -54,11 +54,6 @@ def shared_ci_label(levels: Sequence[float], spec: str = ".3g") -> str:
     return ci_label(distinct.pop(), spec) if len(distinct) == 1 else "CI"
 
 
-def gate_columns(levels: Sequence[float]) -> tuple[str, ...]:
-    """The header of a table of gates, its CI column named for the rows' confidence ``levels``."""
-    return ("check", "estimate", shared_ci_label(levels), "n", "unusable", "threshold", "outcome")
-
-
 def text_table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list[str]:
     """Left-aligned columns with a dashed rule under the header, for a terminal."""
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]

@@ -15,8 +15,8 @@ from paths import REPO
 from pytest_fairness.baseline.entry import Entry
 from pytest_fairness.baseline.entry_comparison import compare
 from pytest_fairness.baseline.pr_gate import pr_sizes, pr_verdict, same_items
-from pytest_fairness.records.comparison import PairedEvidence
 from pytest_fairness.stats.gate import Outcome
+from pytest_fairness.stats.paired.noninferiority import PairedComparison
 
 #: In-process runs: the outer run's xdist variables and syrupy session are undone around each one.
 pytestmark = pytest.mark.usefixtures("in_process_syrupy")
@@ -36,12 +36,12 @@ def checks(pytester: pytest.Pytester) -> dict[str, dict]:
     return {c["check"]: c for c in json.loads((pytester.path / "out.json").read_text())["checks"]}
 
 
-def _evidence(outcome: str, p_beyond: float = 1.0) -> PairedEvidence:
-    return PairedEvidence(outcome, 0.1, 1, (-0.05, 0.05), (-0.1, 0.1), 0.01, p_beyond, 0.0025, 100, 100, 0.5, 100,
-                          300, "betting interval")  # fmt: skip
+def _evidence(outcome: str, p_beyond: float = 1.0) -> PairedComparison:
+    return PairedComparison(Outcome(outcome), 0.1, 1, (-0.05, 0.05), (-0.1, 0.1), 0.01, p_beyond, 0.0025, 100, 100,
+                            0.5, 100, 300, "betting interval")  # fmt: skip
 
 
-def _comparison(evidence: PairedEvidence | None):
+def _comparison(evidence: PairedComparison | None):
     entry = Entry(suite="s", check="c", estimate=0.1, ci=(0.0, 0.2), n=100, sd=0.3)
     base = compare(entry, entry, 0.0)
     return base if evidence is None else base.__class__(**{**base.__dict__, "paired": evidence})

@@ -20,8 +20,9 @@ from pytest_fairness.records.check_record import CheckRecord
 from pytest_fairness.records.explain import explain
 from pytest_fairness.records.measure_result import MeasureResult
 from pytest_fairness.report import markdown
+from pytest_fairness.stats.attenuation import Attenuation
 from pytest_fairness.stats.gate import Outcome, Threshold
-from pytest_fairness.stats.intervals import Attenuation, summarize
+from pytest_fairness.stats.intervals import summarize
 from pytest_fairness.util.serial import from_json, to_json
 
 ROOT = Path(pytest_fairness.__file__).parent

@@ -34,9 +34,9 @@ from pytest_fairness.config import suite
 from pytest_fairness.config.settings import Settings
 from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.run.session import FairnessSession
+from pytest_fairness.stats.attenuation import Attenuation, deattenuate
 from pytest_fairness.stats.confidence_sequence import confidence_sequence
 from pytest_fairness.stats.gate import Outcome
-from pytest_fairness.stats.intervals import Attenuation, deattenuate
 
 
 def screened(seed: int, runs: int, n: int, bot: Chatbot, judge: Judge) -> tuple[list[Outcome], np.ndarray]:

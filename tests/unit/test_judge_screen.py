@@ -25,7 +25,8 @@ from pytest_fairness.measures.fpf.harm import calibration_pool, judge_screen, ne
 from pytest_fairness.measures.fpf.planted_chatbot import demeaning
 from pytest_fairness.models.build import model_from
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.stats.intervals import bounded_mean_intervals, split_confidence
+from pytest_fairness.stats.attenuation import split_confidence
+from pytest_fairness.stats.intervals import bounded_mean_intervals
 
 LEVEL = split_confidence(0.95)
 APPS = TESTS / "python_apps"

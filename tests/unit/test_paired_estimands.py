@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from pytest_fairness.measures.pcf import prejudice_caprice_core as pcf
+from pytest_fairness.stats.attenuation import Attenuation
 from pytest_fairness.stats.gate import Outcome
-from pytest_fairness.stats.intervals import Attenuation, bounded_mean_interval
+from pytest_fairness.stats.intervals import bounded_mean_interval
 from pytest_fairness.stats.paired.estimands import (
     Instrument,
     JudgedPair,

@@ -29,8 +29,9 @@ from pytest_fairness.measures.bai.planted_answers import expected_iat_score
 from pytest_fairness.measures.fpf.planted_chatbot import HARM_NET
 from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import Runner
+from pytest_fairness.stats.attenuation import Attenuation, deattenuate, split_confidence
 from pytest_fairness.stats.gate import Outcome, Threshold, decide
-from pytest_fairness.stats.intervals import Attenuation, bounded_mean_intervals, deattenuate, split_confidence
+from pytest_fairness.stats.intervals import bounded_mean_intervals
 
 SUITES = ("gender", "race", "religion", "health", "intersectional")
 RUNS = 400

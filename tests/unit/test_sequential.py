@@ -32,9 +32,10 @@ from pytest_fairness.records.measure_result import MeasureResult
 from pytest_fairness.run.growth import CheckRounds, SequentialPlan, rounds_calls, run_sequential
 from pytest_fairness.run.session import CheckRun, FairnessSession
 from pytest_fairness.stats import intervals
+from pytest_fairness.stats.attenuation import Attenuation, deattenuated_summary, split_confidence
 from pytest_fairness.stats.confidence_sequence import confidence_sequence, confidence_sequence_path
 from pytest_fairness.stats.gate import Outcome, Threshold
-from pytest_fairness.stats.intervals import MAX_BET, Attenuation, deattenuated_summary, split_confidence
+from pytest_fairness.stats.intervals import MAX_BET
 
 
 def iat_scores(rng, mean, n):

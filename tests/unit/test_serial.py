@@ -13,8 +13,9 @@ from pytest_fairness.records.check_record import CheckRecord
 from pytest_fairness.records.comparison import Comparison, Side
 from pytest_fairness.records.measure_result import MeasureResult, MoreSamples, SequentialInfo
 from pytest_fairness.report.tally import RunState
+from pytest_fairness.stats.attenuation import Attenuation
 from pytest_fairness.stats.gate import Outcome, Threshold
-from pytest_fairness.stats.intervals import Attenuation, summarize
+from pytest_fairness.stats.intervals import summarize
 from pytest_fairness.util.serial import OMIT_EMPTY, from_json, to_json, written_as
 
 

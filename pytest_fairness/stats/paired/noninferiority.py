@@ -27,9 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pytest_fairness.stats.attenuation import Attenuation, corrected_interval, split_confidence
 from pytest_fairness.stats.confidence_sequence import confidence_sequence_bound, sequence_p_value
 from pytest_fairness.stats.gate import Outcome
-from pytest_fairness.stats.intervals import Attenuation, bounded_mean_intervals, bounded_mean_p_values, deattenuate
+from pytest_fairness.stats.intervals import bounded_mean_intervals, bounded_mean_p_values
 from pytest_fairness.stats.paired.matching import Pairing
 
 Interval = tuple[float, float]
@@ -82,29 +83,34 @@ class PairedGate:
 
 @dataclass(frozen=True)
 class PairedComparison:
-    """The verdict of one paired check, with what it rests on.
+    """The verdict of one paired check, with what it rests on: the one record of it that a baseline
+    comparison carries to every output (``records.comparison.Comparison.paired``).
 
+    ``margin`` and ``side`` are the gate's (δ, and +1 when a rise is worse, -1 a fall, 0 either);
     ``interval`` holds the one-sided (1 − alpha) bounds that decide PASS (a 1 − 2·alpha interval),
-    ``fail_interval`` those at the FAIL level; ``p_worse`` is the p of "worse by at least the margin" (PASS
-    when ≤ alpha), ``p_beyond`` that of "not worse than the margin" (FAIL when ≤ the FAIL level: the p a run
-    adjusts with Holm). ``rho`` is the correlation of the clusters' baseline and run means, ``effective_n``
-    the independent items the clustered sample is worth, ``unpaired_n`` the clusters per side an unpaired
-    comparison would have needed for the same standard error.
+    ``fail_interval`` those at the FAIL level ``fail_alpha``; ``p_worse`` is the p of "worse by at least the
+    margin" (PASS when ≤ alpha), ``p_beyond`` that of "not worse than the margin" (FAIL when ≤ the FAIL
+    level: the p a run adjusts with Holm). ``rho`` is the correlation of the clusters' baseline and run means
+    (None: no spread to correlate), ``effective_n`` the independent items the clustered sample is worth,
+    ``unpaired_n`` the clusters per side an unpaired comparison would have needed for the same standard error
+    (None: any number), and ``undrawn`` the baseline's items this run did not draw.
     """
 
     outcome: Outcome
-    estimate: float
+    margin: float
+    side: int
     interval: Interval
     fail_interval: Interval
     p_worse: float
     p_beyond: float
-    gate: PairedGate
+    fail_alpha: float
     clusters: int
     items: int
-    rho: float
+    rho: float | None
     effective_n: float
-    unpaired_n: float
+    unpaired_n: float | None
     method: str
+    undrawn: int = 0
 
 
 def _bound(d: np.ndarray, bounds: Interval, level: float, upper: bool, sequential: bool) -> float:
@@ -117,12 +123,17 @@ def _bound(d: np.ndarray, bounds: Interval, level: float, upper: bool, sequentia
 
 def _ends(d: np.ndarray, width: float, level: float, sequential: bool, correction: Correction | None) -> Interval:
     """Both one-sided (1 − level) bounds of the mean difference. With a common correction of the instrument
-    (observed ≈ s × truth on both sides, so observed differences ≈ s × true ones), the raw bounds at half the
-    level are divided by the factor's bounds at the other half (``stats.deattenuate``): jointly valid."""
+    (observed ≈ s × truth on both sides, so observed differences ≈ s × true ones) the corrected gate's rule
+    applies as to one side (``attenuation.corrected_interval``): jointly valid."""
     bounds = (-width, width)
-    raw_level = level if correction is None else level / 2
-    raw = (_bound(d, bounds, raw_level, False, sequential), _bound(d, bounds, raw_level, True, sequential))
-    return raw if correction is None else deattenuate(raw, correction(1 - level / 2), bounds)
+
+    def raw_at(error: float) -> Interval:
+        return (_bound(d, bounds, error, False, sequential), _bound(d, bounds, error, True, sequential))
+
+    if correction is None:
+        return raw_at(level)
+    confidence = 1 - level
+    return corrected_interval(lambda at: raw_at(1 - at), correction(split_confidence(confidence)), bounds, confidence)
 
 
 def _verdicts(passing: Interval, failing: Interval, gate: PairedGate) -> Outcome:
@@ -220,20 +231,21 @@ def compare_paired(
     outcome, passing, failing = decide_differences(d, scale, gate, correction)
     p_worse, p_beyond = _p_values(d, scale, gate, correction)
     rho, effective, unpaired = pairing_summary(pairing)
-    factor = 1.0 if correction is None else correction(1 - gate.alpha).estimate
     return PairedComparison(
         outcome=outcome,
-        estimate=float(d.mean()) / factor if factor > 0 else math.nan,
+        margin=gate.margin,
+        side=gate.side,
         interval=passing,
         fail_interval=failing,
         p_worse=p_worse,
         p_beyond=p_beyond,
-        gate=gate,
+        fail_alpha=gate.failing_level,
         clusters=int(d.size),
         items=pairing.items,
-        rho=rho,
+        rho=None if math.isnan(rho) else rho,
         effective_n=effective,
-        unpaired_n=unpaired,
+        unpaired_n=None if math.isinf(unpaired) or math.isnan(unpaired) else unpaired,
         method=("confidence sequence" if gate.sequential else "betting interval")
         + ("" if correction is None else ", corrected"),
+        undrawn=len(pairing.unmatched_old),
     )

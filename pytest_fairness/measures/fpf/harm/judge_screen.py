@@ -35,7 +35,8 @@ from pytest_fairness.measures.fpf.harm.calibration_pool import CalibrationPair, 
 from pytest_fairness.measures.fpf.harm.net_harm_core import PairHarm
 from pytest_fairness.models.interface import LogprobRequest
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.stats.intervals import Attenuation, Interval, bounded_mean_interval, proportion_interval
+from pytest_fairness.stats.attenuation import Attenuation
+from pytest_fairness.stats.intervals import Interval, bounded_mean_interval, proportion_interval
 from pytest_fairness.stats.lazy_scipy import sps
 
 #: A judge cannot serve when a rate (blatant, subtle, benign) is confidently below this: the one-sided

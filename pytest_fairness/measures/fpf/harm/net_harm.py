@@ -56,8 +56,9 @@ from pytest_fairness.measures.measure import Checked, JudgeEstimate, Measure, to
 from pytest_fairness.measures.params import param
 from pytest_fairness.models.interface import estimate_tokens
 from pytest_fairness.records.measure_result import Measured, adaptation
+from pytest_fairness.stats.attenuation import Attenuation, deattenuated_summary, split_confidence
 from pytest_fairness.stats.gate import Outcome
-from pytest_fairness.stats.intervals import Attenuation, bounded_mean_interval, deattenuated_summary, split_confidence
+from pytest_fairness.stats.intervals import bounded_mean_interval
 
 FIDELITY = adaptation(
     "prompts written for this project and drawn by the task hierarchy's weights; judge prompt, calibration "

@@ -37,8 +37,8 @@ from pytest_fairness.measures.fpf.answers import Pair
 from pytest_fairness.measures.fpf.harm import pair_judging
 from pytest_fairness.measures.fpf.harm.net_harm_core import Symmetrization
 from pytest_fairness.models.runner import Runner
+from pytest_fairness.stats.attenuation import Attenuation
 from pytest_fairness.stats.confidence_sequence import confidence_sequence
-from pytest_fairness.stats.intervals import Attenuation
 
 #: Default share of the draws with unflagged, differing pairs whose one such pair the reference re-rates
 #: (the ``audit_share`` parameter). The offset's interval is then about 1/share times as wide as the judge's

@@ -89,6 +89,14 @@ class CheckItem(pytest.Item):
         self.check = check
 
     def runtest(self) -> None:
+        """Run the check, compare it with its baseline, and end the test by the run's gate.
+
+        A release run (``--fairness-gate=release``) is gated on its threshold; its baseline comparison, when
+        baselines are on, may fail it too (syrupy's mismatch). A pull-request run draws its committed
+        baseline's items (``baseline.pr_draw``), grows through them under ``--fairness-sequential``, and is
+        gated on its paired comparison with the baseline (``baseline.pr_gate.pr_verdict``). Either way the
+        record is published whole before the test's outcome is raised, so every output reads it.
+        """
         session = self.config.stash[SESSION_KEY]
         pr = session.settings.gate == "pr"
         entry = committed_entry(session, self.check) if pr else None

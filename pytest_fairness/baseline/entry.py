@@ -160,7 +160,7 @@ def baseline_entry(record: CheckRecord) -> Entry:
         n_unusable=res.n_unusable,
         sd=_round(res.summary.sd, digits),
         threshold=threshold,
-        fidelity=res.fidelity,
+        fidelity=res.instrument,
         versions=versions,
         params={k: v for k, v in sorted(res.params.items()) if v is not None and k != "judge"},
         unserved=res.unserved or "",

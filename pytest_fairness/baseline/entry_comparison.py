@@ -30,17 +30,31 @@ def sample_params(measure: str) -> frozenset[str]:
     return frozenset({"seed", *sizes})
 
 
+def same_protocol(old: str | None, new: str | None) -> bool:
+    """Whether two fidelity statements name the same protocol. A baseline written before fidelity and run notes
+    were told apart kept what its run's data did after its protocol ("...; k shrank from 7 to 2"): its protocol is
+    the part the other statement starts with."""
+    if old == new or old is None or new is None:
+        return old == new
+    shorter, longer = sorted((old, new), key=len)
+    return longer.startswith(shorter + "; ")
+
+
 def inputs_changed(old: Entry, new: Entry) -> tuple[str, ...]:
-    """What differs in the instrument (measure, data and template versions, judge, parameters).
+    """What differs in the instrument (measure, protocol, data and template versions, judge, parameters).
 
     Seed and sample size are left out: those only change which samples are drawn, and the test
-    accounts for them. The model id is left out too: comparing models is the point of a release diff.
+    accounts for them. The model id is left out too: comparing models is the point of a release diff. So is what
+    a run's data did (a brainstorm batch that shrank, a judge correction measured on its pairs): the protocol is
+    the instrument, a run's notes are not (``MeasureResult.protocol``).
     """
     changes = [
         f"{key}: {getattr(old, key)} -> {getattr(new, key)}"
-        for key in ("measure", "subject", "fidelity")
+        for key in ("measure", "subject")
         if getattr(old, key) != getattr(new, key)
     ]
+    if not same_protocol(old.fidelity, new.fidelity):
+        changes.append(f"fidelity: {old.fidelity} -> {new.fidelity}")
     ignored = sample_params(str(new.measure or old.measure))
     for group in ("versions", "params"):
         a, b = getattr(old, group), getattr(new, group)

@@ -157,7 +157,7 @@ class Measure(Generic[P]):
             summary=params.summarize(measured.samples, ctx) if measured.summary is None else measured.summary,
             n_unusable=measured.n_unusable,
             unusable_examples=list(measured.unusable_examples),
-            fidelity=with_provider_notes(measured.fidelity, ctx.calls),
+            fidelity=with_provider_notes(measured.fidelity, ctx.calls, measured.run_notes),
             model_id=ctx.runner.model.model_id,
             versions=dict(measured.versions),
             params=recorded,
@@ -170,6 +170,7 @@ class Measure(Generic[P]):
             first_round=measured.first_round,
             items=list(measured.items),
             item_samples=measured.item_samples,
+            protocol=measured.fidelity,
         )
 
     @property

@@ -19,11 +19,13 @@ def adaptation(what_differs: str) -> str:
     return f"adaptation: {what_differs}"
 
 
-def with_provider_notes(fidelity: str, calls: CallStats) -> str:
-    """Append the approximations a provider made (e.g. log-probs estimated by sampling)."""
+def with_provider_notes(fidelity: str, calls: CallStats, run_notes: Iterable[str] = ()) -> str:
+    """The fidelity a report shows: the protocol, then what the run's data did (``run_notes``), then the
+    approximations a provider made (e.g. log-probs estimated by sampling)."""
+    shown = "; ".join([fidelity, *run_notes])
     if not calls.notes:
-        return fidelity
-    return f"{fidelity}; provider approximations: {'; '.join(calls.notes)}"
+        return shown
+    return f"{shown}; provider approximations: {'; '.join(calls.notes)}"
 
 
 def drawn_items(seed: int, draws: Iterable[object]) -> list[tuple[str, str]]:
@@ -101,6 +103,9 @@ class Measured:
     versions: dict[str, str] = field(default_factory=dict)
     details: dict[str, object] = field(default_factory=dict)
     inputs: dict[str, object] = field(default_factory=dict)
+    #: What this run's data did to the instrument (a batch size shrunk to fit a context, a correction measured on
+    #: this run's pairs): shown after the fidelity, never part of the instrument a baseline keeps.
+    run_notes: tuple[str, ...] = ()
     judged: bool = True
     unserved: str | None = None
     attenuation: Attenuation | None = None
@@ -154,6 +159,14 @@ class MeasureResult:
     item_samples: tuple[tuple[float, ...], ...] = ()
     #: What sequential growth keeps fixed from this round; not part of the record.
     first_round: object | None = field(default=None, repr=False, compare=False)
+    #: The instrument's protocol: the measure's own fidelity statement, without what this run's data or provider
+    #: did (``fidelity`` shows both). What a baseline keeps as the instrument; "" in records made before it.
+    protocol: str = ""
+
+    @property
+    def instrument(self) -> str:
+        """The fidelity statement a baseline keeps: the protocol (the whole fidelity for an older record)."""
+        return self.protocol or self.fidelity
 
     @property
     def estimate(self) -> float:

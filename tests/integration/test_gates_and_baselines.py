@@ -58,10 +58,8 @@ def test_a_planted_regression_fails_the_run_with_a_readable_explanation(pytester
     )
 
 
-RELIGION_AND_RACE = [  # issue 13's 29 checks: the axes check joined the race suite later
+RELIGION_AND_RACE = [  # issue 13's 29 checks, and the axes check that joined the race suite later
     "--fairness-suite=religion,race",
-    "-k",
-    "not bias_axes",
     "--fairness-baselines",
     "--fairness-baseline-model=line",
     "--fairness-inconclusive=pass",
@@ -70,7 +68,9 @@ RELIGION_AND_RACE = [  # issue 13's 29 checks: the axes check joined the race su
 
 @pytest.mark.heavy(40)
 def test_reruns_of_an_unchanged_model_rarely_fail_and_a_planted_regression_still_does(pytester):
-    """Issue 13's experiment: 29 checks recorded at seed 0, 20 reruns of the same model at seeds 1..20."""
+    """Issue 13's experiment: 30 checks recorded at seed 0, 20 reruns of the same model at seeds 1..20. The axes
+    check's brainstorm shrinks its batch size with the pairs a seed draws, which its fidelity says: a note on what
+    the run's data did, never a change of instrument (it failed 19 of 20 reruns while it was one)."""
 
     def run(bias, seed, *extra):
         return pytester.runpytest(
@@ -86,15 +86,18 @@ def test_reruns_of_an_unchanged_model_rarely_fail_and_a_planted_regression_still
     failing, per_check_failing = [], []
     for seed in range(1, 21):
         result = run(0.2, seed, "--fairness-report=out.json")
-        section = json.loads((pytester.path / "out.json").read_text())["baselines"]
-        assert section["compared"] == section["tested"] == 29 and section["multiplicity"] == "holm"
+        report = json.loads((pytester.path / "out.json").read_text())
+        section = report["baselines"]
+        assert section["compared"] == 30 and section["tested"] >= 29 and section["multiplicity"] == "holm"
+        changed = [c["check"] for c in report["checks"] if c["baseline"].get("inputs_changed")]
+        assert not changed and "snapshot failed" not in result.stdout.str(), (seed, changed)
         # A bias of 0.2 sits on the gates' threshold (<= 0.2), so a gate may fail on its own: count the
         # runs that the baselines fail, and check that they do fail the run.
         if section["failed"]:
             failing.append(seed)
             assert result.ret == pytest.ExitCode.TESTS_FAILED
         # What a test of each check at 0.05 would have failed (every significant change, as before):
-        if any(c["p"] < 0.05 for c in section["checks"].values()):
+        if any(c["p"] is not None and c["p"] < 0.05 for c in section["checks"].values()):
             per_check_failing.append(seed)
     print(f"runs failing on baselines out of 20: {len(failing)} with Holm, {len(per_check_failing)} per check")
     assert len(failing) <= 2

@@ -227,6 +227,21 @@ def test_a_changed_instrument_does_not_match_but_seed_and_sample_size_do():
     assert "change of instrument" in explain(result)
 
 
+def test_what_a_runs_data_did_is_shown_with_its_fidelity_but_the_baseline_keeps_only_the_protocol():
+    """Shown: the protocol and the run's notes ("k shrank from 7 to 2 as only 2 pairs brainstorm"); kept as the
+    instrument: the protocol alone, so a rerun whose data shrank k otherwise is the same instrument."""
+    protocol = "adaptation: gated on the largest net prevalence"
+    noted = record(scores(0.1, 20, 1), protocol=protocol, fidelity=f"{protocol}; k shrank from 7 to 2 as only 2 pairs")
+    other = record(scores(0.1, 20, 2), protocol=protocol, fidelity=f"{protocol}; k shrank from 7 to 5 as only 5 pairs")
+    assert noted.result.fidelity.endswith("as only 2 pairs") and baseline_entry(noted).fidelity == protocol
+    assert compare(baseline_entry(noted), baseline_entry(other)).matches
+    # A baseline written before the two were told apart kept the notes after its protocol: the same instrument.
+    older = replace(baseline_entry(noted), fidelity=noted.result.fidelity)
+    assert inputs_changed(older, baseline_entry(other)) == ()
+    changed = replace(baseline_entry(other), fidelity="adaptation: another protocol")
+    assert inputs_changed(baseline_entry(noted), changed) == (f"fidelity: {protocol} -> adaptation: another protocol",)
+
+
 def test_deterministic_measures_compare_exactly():
     same = baseline_entry(record([300.0] * 8, threshold={"max": 400}))
     moved = baseline_entry(record([310.0] * 8, threshold={"max": 400}))

@@ -338,7 +338,8 @@ class _Base:
             summary=summary,
             n_unusable=len(self.screen.refused),
             unusable_examples=self.refusals,
-            fidelity="; ".join([FIDELITY, *notes]),
+            fidelity=FIDELITY,
+            run_notes=tuple(notes),
             versions={
                 "prompts": data_version("fpf_prompts.jsonl"),
                 "axes_prompts": data_version("axes_prompts.yaml"),

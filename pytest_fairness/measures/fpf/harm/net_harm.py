@@ -233,7 +233,8 @@ def _measured(
         summary=summary,
         n_unusable=tally.dropped,
         unusable_examples=examples,
-        fidelity=f"{FIDELITY}; {correction.describe()}",
+        fidelity=FIDELITY,
+        run_notes=(correction.describe(),),
         versions={
             "names": data_version("fpf_names.yaml"),
             "prompts": data_version("fpf_prompts.jsonl"),

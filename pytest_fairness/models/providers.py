@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
-from pytest_fairness.models.spec import PLUGIN_OPTIONS, ModelSpec, ModelSpecError
+from pytest_fairness.models.spec import PLUGIN_OPTIONS, VERSION_OPTION, ModelSpec, ModelSpecError, versioned
 
 if TYPE_CHECKING:
     from pytest_fairness.models.interface import ChatModel
@@ -119,7 +119,14 @@ def provider_class(provider: str) -> type[ChatModel]:
 
 
 def load_model(spec: str | ModelSpec) -> ChatModel:
-    """Instantiate the provider a spec names. Heavy imports happen only for the chosen provider."""
+    """Instantiate the provider a spec names. Heavy imports happen only for the chosen provider. A ``?version=``
+    joins the model's id whatever the provider (a Python app keeps it as its own version)."""
     parsed = parse_model_spec(spec) if isinstance(spec, str) else spec
-    options = {k: v for k, v in parsed.options.items() if k not in PLUGIN_OPTIONS}
-    return provider_class(parsed.provider).from_spec(ModelSpec(parsed.provider, parsed.target, options, parsed.raw))
+    kind = provider_class(parsed.provider)
+    own = getattr(kind, "own_version", False)
+    options = {k: v for k, v in parsed.options.items() if k not in PLUGIN_OPTIONS and (own or k != VERSION_OPTION)}
+    model = kind.from_spec(ModelSpec(parsed.provider, parsed.target, options, parsed.raw))
+    version = parsed.options.get(VERSION_OPTION, "").strip()
+    if version and not own:
+        model.name = versioned(model.name, version)
+    return model

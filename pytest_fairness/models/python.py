@@ -28,8 +28,9 @@ so does each result's fidelity. Exact probabilities of plain text (PCF) cannot b
 such a request raises ``CannotServe`` and the measure ends "cannot serve" with the reason.
 
 Identity: ``python:MODULE:ATTR@VERSION``, where the version is the object's ``version``, else the
-spec's ``?version=``, else a hash of the source of the module defining the app (plus the values a
-closure or ``functools.partial`` binds), so an edited app never reads a stale cache entry.
+spec's ``?version=``, else a hash of the app's own code and data files (its package, and the repository's
+modules it imports: ``models.app_identity``) plus the values a closure or ``functools.partial`` binds, so an
+edited app never reads a stale cache entry.
 
 Every failure of the user's code is a ``PermanentError`` naming the spec and the fix, with the user's
 own traceback; ``TransientError`` raised by the app is retried like a provider's. An error that is the
@@ -95,6 +96,8 @@ class PythonModel(ChatModel):
     identity."""
 
     provider = "python"
+    #: Its spec's ``?version=`` is its own (the app's version in its id), not the plugin's suffix.
+    own_version = True
 
     def __init__(
         self,

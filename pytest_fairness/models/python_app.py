@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_fairness.models.app_identity import source_digest
 from pytest_fairness.models.interface import (
     ChatModel,
     ChatRequest,
@@ -102,21 +103,6 @@ def _describe(fn: Callable[..., Any]) -> str:
         return repr(fn)
 
 
-def _source_digest(obj: object) -> str | None:
-    """Hash of the source file defining ``obj`` (its class for an instance), or None when it has none."""
-    target = obj.func if isinstance(obj, functools.partial) else obj
-    if not (inspect.isfunction(target) or inspect.isclass(target) or inspect.ismethod(target)):
-        target = type(target)
-    module = inspect.getmodule(target)
-    path = getattr(module, "__file__", None)
-    if not path:
-        return None
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return None
-
-
 def _bound_values(obj: object) -> str:
     """A stable text of the simple values a closure, a partial or an instance binds: variants of one app
     made by one factory (another system prompt, temperature) must not share cache entries."""
@@ -148,13 +134,14 @@ def _bound_values(obj: object) -> str:
 
 
 def version_of(app: object, given: str | None, owner: object) -> str:
-    """The app's version: its own ``version``, else ?version=, else a hash of its source and bound values."""
+    """The app's version: its own ``version``, else ?version=, else a hash of its own code and data files
+    (``app_identity``: its package, and the repository's modules it imports) and its bound values."""
     own = getattr(owner, "version", None)
     if isinstance(own, str) and own:
         return own
     if given:
         return given
-    digest = hashlib.sha256(f"{_source_digest(app)}|{_bound_values(app)}".encode()).hexdigest()
+    digest = hashlib.sha256(f"{source_digest(app)}|{_bound_values(app)}".encode()).hexdigest()
     return f"src-{digest[:12]}"
 
 

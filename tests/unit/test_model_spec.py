@@ -60,3 +60,16 @@ def test_a_context_window_is_known_only_where_the_spec_or_the_provider_says():
     assert load_model("openai:m@http://127.0.0.1:1/v1").context_tokens is None
     assert load_model("openai:m@http://127.0.0.1:1/v1?context=8192").context_tokens == 8192
     assert load_model("synthetic:harm").context_tokens is None
+
+
+@pytest.mark.parametrize(
+    ("spec", "versioned"),
+    [
+        ("openai:my-model@http://127.0.0.1:9/v1?version=2", "openai:my-model@http://127.0.0.1:9/v1?version=2"),
+        ("synthetic:iat?bias=0.25&version=r7", "synthetic:iat?bias=0.25&unusable=0&seed=0&version=r7"),
+    ],
+)
+def test_every_provider_takes_a_declared_version_into_its_id(spec, versioned):
+    """An endpoint redeployed under its name keeps its id; a team that knows bumps ?version=, whatever the provider."""
+    assert load_model(spec).model_id == versioned
+    assert load_model(spec.replace("2", "3").replace("r7", "r8")).model_id != versioned

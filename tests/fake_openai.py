@@ -17,7 +17,8 @@ replaces the fixed ``reply`` and ``top_logprobs`` when a test needs answers that
 as online requests; ``batch_api.enabled = False`` makes them 404, as on a server without it.
 
 With ``chat=False`` it serves ``/v1/completions`` only, as vLLM or llama.cpp serve a base model without a
-chat template: every chat request is an HTTP 400.
+chat template: every chat request is an HTTP 400. With ``completions=False`` it serves chat only, as many hosted
+chat endpoints do: every text completion is an HTTP 404.
 
 ``/v1/completions`` takes a list of prompts, as OpenAI's API does, unless ``prompt_lists`` is off (then a list
 of more than one is an HTTP 500, as on llama_cpp.server). With ``serial`` it answers one request at a
@@ -110,6 +111,7 @@ class FakeOpenAI:
     lm: ToyLM = field(default_factory=ToyLM)
     echo_mode: str = "correct"
     chat: bool = True
+    completions: bool = True  # False: /v1/completions is an HTTP 404 (a chat-only endpoint)
     answer: Callable[[dict[str, Any]], tuple[str, list[tuple[str, float]]]] | None = None
     batch_api: FakeBatchAPI = field(default_factory=FakeBatchAPI)
     script: deque[str] = field(default_factory=deque)
@@ -240,6 +242,8 @@ class FakeOpenAI:
         elif "messages" in request and not self.chat:
             message = "this model has no chat template; chat completions are not supported (use /v1/completions)"
             self._send(writer, 400, {"error": {"message": message, "type": "BadRequestError"}})
+        elif "prompt" in request and not self.completions:
+            self._send(writer, 404, {"error": {"message": "/v1/completions is not served here", "type": "fake"}})
         elif isinstance(request.get("prompt"), list) and len(request["prompt"]) > 1 and not self.prompt_lists:
             self._send(writer, 500, {"error": {"message": "assert len(body.prompt) <= 1", "type": "fake"}})
         elif "prompt" in request and request.get("echo") and self.echo_mode == "rejected":

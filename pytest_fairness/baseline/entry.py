@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 SIGNIFICANT_DIGITS = 4
 HEADER = """\
-# pytest-fairness baseline: one block per check, for the model below.
+# pytest-fairness baseline: one block per check, for the model below (model_version: the release it was recorded from).
 # estimate and ci are on the measure's own scale; n counts usable samples, n_unusable the refused or
 # unreadable ones; sd is the SD of the per-sample scores. A new run matches unless its estimate differs
 # significantly (Welch test) AND by more than the check's tolerance; where items names the per-item scores
@@ -73,7 +73,8 @@ class Entry:
     """What a baseline keeps of one check, typed: read from its YAML once (``parse_baseline``) and written back
     (``render_baseline``) at the edge, compared in between (``baseline.entry_comparison``).
 
-    Fields are in the order a reviewer reads them in the YAML block; ``model_id`` heads the document instead.
+    Fields are in the order a reviewer reads them in the YAML block, the threshold beside the estimate (a diff
+    hunk that shows one shows the other); ``model_id`` and ``model_version`` head the document instead.
     Fields newer than a committed file take their defaults when it is read (``measure``, ``subject`` and
     ``fidelity`` None: an older file did not record them).
     """
@@ -84,17 +85,19 @@ class Entry:
     subject: str | None = None
     estimate: float | None
     ci: tuple[float | None, float | None]
+    threshold: Threshold = field(default_factory=Threshold)
     confidence: float = 0.95
     n: int
     n_unusable: int = 0
     sd: float | None = None
-    threshold: Threshold = field(default_factory=Threshold)
     fidelity: str | None = None
     versions: Mapping[str, str] = field(default_factory=dict)
     params: Mapping[str, object] = field(default_factory=dict)
     unserved: str = field(default="", metadata=OMIT_EMPTY)
     items: ItemsReference | None = field(default=None, metadata=OMIT_EMPTY)
     model_id: str = ""
+    #: The model id the run measured (``model_id`` is the folder's: a model line under --fairness-baseline-model).
+    model_version: str = ""
 
     @property
     def could_not_serve(self) -> bool:
@@ -110,7 +113,7 @@ class Entry:
     def block(self) -> dict[str, Any]:
         """The entry's YAML block: its fields in order, the threshold's open sides left out, no model id."""
         block = to_json(self)
-        del block["model_id"]
+        del block["model_id"], block["model_version"]
         block["threshold"] = {k: v for k, v in self.threshold.as_dict().items() if v is not None}
         return block
 
@@ -166,6 +169,7 @@ def baseline_entry(record: CheckRecord) -> Entry:
         unserved=res.unserved or "",
         items=items,
         model_id=res.model_id,
+        model_version=res.model_id,
     )
 
 
@@ -198,7 +202,10 @@ def render_baseline(entries: Iterable[Entry]) -> str:
     blocks = [
         yaml.dump([entry.block()], Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120) for entry in entries
     ]
-    head = yaml.dump({"model_id": models.pop()}, Dumper=_Dumper, allow_unicode=True, width=1000)
+    model = models.pop()
+    versions = sorted({e.model_version for e in entries if e.model_version and e.model_version != model})
+    named = {"model_id": model, **({"model_version": versions[0]} if len(versions) == 1 else {})}
+    head = yaml.dump(named, Dumper=_Dumper, allow_unicode=True, width=1000, sort_keys=False)
     return HEADER + head + "checks:\n" + "\n".join(blocks)
 
 
@@ -216,17 +223,19 @@ def parse_baseline(text: str) -> list[Entry]:
         raise ValueError(f"not valid YAML: {' '.join(str(exc).split())}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("checks"), list) or "model_id" not in doc:
         raise ValueError("not a pytest-fairness baseline: expected 'model_id' and a 'checks' list")
-    return [_entry(block, str(doc["model_id"])) for block in doc["checks"]]
+    model = str(doc["model_id"])
+    version = str(doc.get("model_version") or model)
+    return [_entry(block, model, version) for block in doc["checks"]]
 
 
-def _entry(block: object, model_id: str) -> Entry:
+def _entry(block: object, model_id: str, model_version: str) -> Entry:
     """One block read into its entry: keys of a later version are ignored, missing newer ones take defaults."""
     given = {k for k, v in block.items() if v is not None or k == "estimate"} if isinstance(block, Mapping) else set()
     if not isinstance(block, Mapping) or not set(REQUIRED) <= given:
         raise ValueError(f"baseline block {block!r} lacks {sorted(set(REQUIRED) - given)}")
     raw = {key: value for key, value in block.items() if value is not None or key not in NULL_IS_DEFAULT}
     try:
-        return from_json(Entry, {**raw, "model_id": model_id})
+        return from_json(Entry, {**raw, "model_id": model_id, "model_version": model_version})
     except (TypeError, ValueError) as exc:
         where = f"{block['suite']}::{block['check']}"
         raise ValueError(f"baseline block {where} cannot be read: {' '.join(str(exc).split())}") from None

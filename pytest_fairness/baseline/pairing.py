@@ -98,6 +98,12 @@ def _fewest(width: float, margin: float, alpha: float) -> int:
     return fewest_for_identical(width, margin, alpha) if margin < width else 2
 
 
+def fewest_to_pair(width: float, margin: float, alpha: float = 0.05) -> int:
+    """The fewest items a baseline must keep for a pull request to pass it on identical answers (and for a
+    comparison with it to be paired at all), for scores on a scale ``width`` wide and the paired ``margin``."""
+    return _fewest(width, margin, alpha)
+
+
 def _too_few(clusters: int, fewest: int, margin: float) -> str:
     """Below the clusters that even identical answers need to pass the margin, the paired interval decides
     nothing either way a Welch test would not: the comparison stays unpaired, chosen by size, not by result."""

@@ -69,14 +69,34 @@ def _check_file(root: Path, directory: str, record: CheckRecord, model: str | No
     return root / directory / model_folder(model or record.result.model_id) / f"{stem}{suffix}"
 
 
+#: The baselines folder's ``.gitattributes``: items files are generated, so GitHub collapses them in a pull
+#: request's diff and a reviewer reads the YAML (and the baseline-diff table) instead of thousands of scores.
+GITATTRIBUTES = f"""\
+# Written by pytest-fairness --snapshot-update: per-item scores are generated files (collapsed in pull-request
+# diffs); review the YAML beside them and the baseline-diff table (python -m pytest_fairness baselines diff).
+*{ITEMS_SUFFIX} linguist-generated=true
+"""
+
+
+def mark_generated(folder: Path) -> Path:
+    """Write the baselines folder's ``.gitattributes`` (when it says anything else), marking items files generated."""
+    path = folder / ".gitattributes"
+    if not path.is_file() or path.read_text(encoding="utf-8") != GITATTRIBUTES:
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(GITATTRIBUTES, encoding="utf-8")
+    return path
+
+
 def write_items(root: Path, directory: str, record: CheckRecord, model: str | None = None) -> Path | None:
-    """Write a check's per-item scores beside its baseline YAML (under --snapshot-update); None without items."""
+    """Write a check's per-item scores beside its baseline YAML (under --snapshot-update), and mark items files as
+    generated in the baselines folder; None without items."""
     result = record.result
     if not result.items or result.unserved:
         return None
     path = _check_file(root, directory, record, model, ITEMS_SUFFIX)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_items(*result.per_sample()), encoding="utf-8")
+    mark_generated(root / directory)
     return path
 
 
@@ -239,7 +259,7 @@ def match_baseline(
         tolerance, alpha, directory, mode=mode, rewrite=bool(snapshot.update_snapshots), defer=defer
     )
     assertion = snapshot.use_extension(extension)
-    entry = replace(baseline_entry(record), model_id=model) if model else baseline_entry(record)
+    entry = replace(baseline_entry(record), model_id=model) if model else baseline_entry(record)  # its version kept
     matched = assertion(name=baseline_name(entry)) == entry
     result = assertion.executions[assertion.num_executions - 1]
     if result.exception is not None:

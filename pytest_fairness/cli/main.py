@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from pytest_fairness.cli import cache_tools, ci_steps, history_table, merge_shards, release_compare
+from pytest_fairness.cli import baselines_diff, cache_tools, ci_steps, history_table, merge_shards, release_compare
 
 PROG = "python -m pytest_fairness"
 #: Every command, in the order ``--help`` lists them: each module's ``register`` adds its sub-parser.
-COMMANDS = (merge_shards, cache_tools, release_compare, ci_steps, history_table)
+COMMANDS = (merge_shards, cache_tools, release_compare, baselines_diff, ci_steps, history_table)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -174,6 +174,19 @@ OPTIONS: tuple[Option, ...] = (
         choices=GATES,
     ),
     Option(
+        "replay_check",
+        "before a pull request (pr, default) or every run (always) answers the model under test from the response "
+        "cache, ask a seeded sample of those cached answers again (90: a change touching 5%% of them is caught with "
+        "99%% probability); one that differs means none is replayed in the run; off: replay unverified",
+        default="pr",
+        choices=("pr", "always", "off"),
+    ),
+    Option(
+        "baseline_ref",
+        "read the committed baselines from this git ref (e.g. origin/main, the pull request's target) instead of the "
+        "working tree, so a pull request that edits baselines/ is gated against the target branch's, never its own",
+    ),
+    Option(
         "samples_per_item",
         "K: answers of the model per item, averaged into the item's score (measures whose gate is a mean of "
         "sampled items); default: the check's suite key, else under --fairness-gate=pr the paired planner's "

@@ -71,6 +71,10 @@ class Settings:
     baselines: bool = default("baselines")
     #: --fairness-gate: "release" (thresholds) or "pr" (the committed baselines, paired on their items).
     gate: str = default("gate")
+    #: --fairness-replay-check: "pr" (a pull request checks its replay), "always" or "off" (``run.replay_check``).
+    replay_check: str = default("replay_check")
+    #: --fairness-baseline-ref: the git ref the committed baselines are read from (None: the working tree).
+    baseline_ref: str | None = default("baseline_ref")
     #: --fairness-samples-per-item: K answers per item for every check that averages them; None: not given.
     samples_per_item: int | None = default("samples_per_item")
     #: --fairness-shard: run only this shard of the selected checks (``shard``); None: the whole run.
@@ -93,6 +97,8 @@ class Settings:
             "sequential": self.sequential,
             "multiplicity": self.multiplicity,
             "gate": self.gate,
+            **({"replay_check": self.replay_check} if self.gate == "pr" or self.replay_check != "pr" else {}),
+            **({"baseline_ref": self.baseline_ref} if self.baseline_ref else {}),
             **({"samples_per_item": self.samples_per_item} if self.samples_per_item else {}),
             "budget": self.budget,
             "batch": self.batch,
@@ -131,6 +137,8 @@ class Settings:
             judge_calibration=public.get("judge_calibration"),
             samples_per_item=public.get("samples_per_item"),
             gate=public.get("gate", default("gate")),
+            replay_check=public.get("replay_check", default("replay_check")),
+            baseline_ref=public.get("baseline_ref"),
             baselines=bool(decisive["baselines"]),
             baseline=BaselinePolicy(**decisive["baseline"]),
             outputs=dict(outputs),
@@ -175,6 +183,8 @@ class Settings:
             progress=_progress(get("progress")),
             baselines=bool(get("baselines")) or _choice(get, "gate") == "pr",
             gate=_choice(get, "gate"),
+            replay_check=_choice(get, "replay_check"),
+            baseline_ref=get("baseline_ref") or None,
             samples_per_item=_number(get, "samples_per_item", int, low=1, high=MAX_SAMPLES_PER_ITEM),
             shard=_shard(get("shard")),
             outputs={o.name: get(o.name) or o.default for o in outputs},

@@ -217,18 +217,24 @@ class ResponseCache:
         rows = self._query("SELECT response FROM responses WHERE key = ?", (key,))
         return json.loads(rows[0][0]) if rows else None
 
-    def get_many(self, keys: list[str]) -> dict[str, dict[str, object]]:
-        """Stored responses of many keys at once: one query per 500 keys instead of one per key."""
+    def get_many(self, keys: list[str], *, since: float | None = None) -> dict[str, dict[str, object]]:
+        """Stored responses of many keys at once: one query per 500 keys instead of one per key; with ``since``,
+        only those stored at or after that time (``time.time()``)."""
         found: dict[str, dict[str, object]] = {}
+        after = "" if since is None else " AND created >= ?"
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            rows = self._query(f"SELECT key, response FROM responses WHERE key IN ({marks})", chunk)
+            args = [*chunk, *([] if since is None else [since])]
+            rows = self._query(f"SELECT key, response FROM responses WHERE key IN ({marks}){after}", args)
             found.update((key, json.loads(response)) for key, response in rows)
         return found
 
-    def contains(self, key: str) -> bool:
-        return bool(self._query("SELECT 1 FROM responses WHERE key = ?", (key,)))
+    def contains(self, key: str, *, since: float | None = None) -> bool:
+        """Whether a response is stored for ``key`` (with ``since``: stored at or after that time)."""
+        if since is None:
+            return bool(self._query("SELECT 1 FROM responses WHERE key = ?", (key,)))
+        return bool(self._query("SELECT 1 FROM responses WHERE key = ? AND created >= ?", (key, since)))
 
     def put(self, key: str, model_id: str, kind: str, response: dict[str, object]) -> None:
         self.put_many([(key, model_id, kind, response)])

@@ -185,6 +185,9 @@ class Runner:
         self._used = False  # whether a call ran on the process loop (something there to close or settle)
         #: Which re-sample of each item its chat requests ask for (``resampled``); 0: the item's first answer.
         self.resample = 0
+        #: Answers stored before this time (``time.time()``) are not read: the model's cached answers failed the
+        #: run's replay check (``run.replay_check``), so only this run's own are (None: every stored answer is).
+        self.fresh_since: float | None = None
 
     @overload
     def run(
@@ -226,7 +229,7 @@ class Runner:
         other = Runner(
             self.model, self.cache, self.cache_mode, self.max_concurrency, self.retry, self.price, self.batch, role
         )
-        other.stats = self.stats
+        other.stats, other.fresh_since = self.stats, self.fresh_since
         return other
 
     def resampled(self, k: int) -> Runner:
@@ -249,7 +252,7 @@ class Runner:
 
     def cached(self, key: str) -> bool:
         """Whether the request of this cache key would be answered from the cache (for planning a run)."""
-        return self.cache is not None and self.cache_mode.reads and self.cache.contains(key)
+        return self.cache is not None and self.cache_mode.reads and self.cache.contains(key, since=self.fresh_since)
 
     def close(self) -> None:
         """Release what the model holds on the process loop (its HTTP client); the loop itself stays."""
@@ -306,7 +309,8 @@ class Runner:
     async def _run_all(self, requests: list[Any], batch: CallStats, progress: ProgressFn | None) -> list[Any]:
         semaphore = asyncio.Semaphore(min(self.max_concurrency, self.model.max_concurrency))
         keys = [self.key(r) for r in requests]
-        stored = self.cache.get_many(keys) if self.cache is not None and self.cache_mode.reads else {}
+        reads = self.cache is not None and self.cache_mode.reads
+        stored = self.cache.get_many(keys, since=self.fresh_since) if reads else {}
         results: list[Any] = [None] * len(requests)
         done = 0
         try:

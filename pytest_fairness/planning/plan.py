@@ -175,6 +175,15 @@ class RunShape:
 
 
 @dataclass(frozen=True)
+class CheckRequests:
+    """A check's requests to the model under test by cache key, and the ``size`` it draws (its items)."""
+
+    label: str
+    size: int
+    requests: Mapping[str, ChatRequest | LogprobRequest]
+
+
+@dataclass(frozen=True)
 class Planner:
     """What pricing reads: the model's runner (its tokenizer, cache keys and cache), the model's and the
     judge's specs and prices, the seed and profile, the gates' confidence (for P(decide)) and the budget."""
@@ -231,6 +240,20 @@ class Planner:
             rows.append(replace(row, power=power, paired=shape.paired))
         priced = {who: PricedAs(self.specs[who], p.describe(), p.known) for who, p in self.prices.items()}
         return Plan(rows, priced)
+
+    def model_requests(self, checks: Sequence[Check]) -> list[CheckRequests]:
+        """Per check, the requests it would send the model under test, by cache key, at what it will draw (its
+        pull request's shape, else its profile's size), and that size: what a run may answer from the cache."""
+        out = []
+        for check in checks:
+            shape = (self.shape_of(check) if self.shape_of else None) or RunShape()
+            params = check.params_for(self.profile)
+            params = params if shape.size is None else params.with_samples(shape.size)
+            k = shape.samples_per_item or (check.per_item(self.samples_per_item) if params.PER_ITEM_MEAN else 1)
+            asked = check.measure.requests(params, self.runner.model, self.seed if shape.seed is None else shape.seed)
+            keyed = {self.runner.key(r): r for j in range(k) for r in (resampled(one, j) for one in asked)}
+            out.append(CheckRequests(check.label, params.sample_size, keyed))
+        return out
 
     def cost(
         self, check: Check, params: Params, seen: set[str], k: int | None = None, seed: int | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Generator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from pytest_fairness.models.batch import BatchPending
 from pytest_fairness.models.interface import PermanentError
 from pytest_fairness.models.spec import ModelSpecError
 from pytest_fairness.plugin import fixtures
-from pytest_fairness.plugin.check_item import CheckItem, RerunUndecided, collect_suite
+from pytest_fairness.plugin.check_item import CheckItem, RerunUndecided, check_nodeid, collect_suite
 from pytest_fairness.plugin.fixtures import SESSION_KEY
 from pytest_fairness.plugin.reporter import BATCH_PROPERTY, SHARD_KEY, FairnessReporter
 from pytest_fairness.plugin.shard_selection import ShardSelection
@@ -32,17 +33,22 @@ from pytest_fairness.report import header, progress, status
 from pytest_fairness.report.formats import BUILT_IN, output_options
 from pytest_fairness.run import placement
 from pytest_fairness.run.preflight import RunFault
+from pytest_fairness.run.replay_check import read_replay_verdict, replay_verdict_file, write_replay_verdict
 from pytest_fairness.run.session import FairnessSession
 
 #: Exit code of a run stopped before its first check by a fault of the model, judge or cache: neither a
 #: failed gate (1) nor a usage error (4) - the run could not happen.
 RUN_FAULT_EXIT = pytest.ExitCode.INTERRUPTED
-#: Set in each xdist worker's input when the controller already checked the model, judge and cache.
+#: Set in each xdist worker's input when the controller checks the model, judge and cache (before it schedules).
 CHECKED = "fairness_preflight_done"
-PREFLIGHT_KEY = pytest.StashKey[bool]()  # this controller checked them
+PREFLIGHT_KEY = pytest.StashKey[bool]()  # this controller checks them, once its workers have collected
+#: An xdist worker's input: the file where the controller says whether the model's cached answers may be replayed.
+REPLAY_FILE = "fairness_replay_file"
+REPLAY_KEY = pytest.StashKey[Path]()  # the controller's copy
 WORKERS = "fairness_workers"  # workerinput: the folder where the run's workers count themselves
 WORKERS_KEY = pytest.StashKey[Path]()  # the controller's copy
 FAULT_KEY = pytest.StashKey[str]()  # this worker found a fault: the message
+CHECKED_KEY = pytest.StashKey[bool]()  # the xdist controller has checked (on its first worker's collection)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -72,6 +78,8 @@ def pytest_configure(config: pytest.Config) -> None:
             "pytest-fairness: --snapshot-update rewrites baselines and must run serially: add -n 0 "
             "(comparing with baselines works in parallel)"
         )
+    if settings.baseline_ref is not None:
+        settings = _baselines_from_ref(config, settings, updating)
     config.stash[SESSION_KEY] = FairnessSession(settings)
     # Beside the cache, so that xdist workers (same settings) share one adaptive limit per provider account.
     ratelimit.share_in(settings.cache_path.parent / "rate-limits")
@@ -86,6 +94,24 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(RerunUndecided(config), "fairness-rerun-undecided")
     if settings.shard is not None:
         config.pluginmanager.register(ShardSelection(), "fairness-shard")
+
+
+def _baselines_from_ref(config: pytest.Config, settings: Settings, updating: bool) -> Settings:
+    """The settings with the baselines folder read from --fairness-baseline-ref (the target branch's), not the
+    working tree's: a pull request that edits baselines/ is gated against what it would replace."""
+    from pytest_fairness.baseline.git_ref import RefError, baselines_at
+
+    if updating:
+        raise pytest.UsageError(
+            "pytest-fairness: --snapshot-update writes the working tree's baselines and cannot write a git ref: drop "
+            f"--fairness-baseline-ref={settings.baseline_ref} to record them"
+        )
+    policy = settings.baseline
+    try:
+        folder = baselines_at(Path(config.rootpath), settings.baseline_ref or "", policy.directory)
+    except RefError as exc:
+        raise pytest.UsageError(f"pytest-fairness: {exc}") from None
+    return replace(settings, baseline=replace(policy, directory=str(folder)))
 
 
 def _register_markers(config: pytest.Config, settings: Settings) -> None:
@@ -131,7 +157,28 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     # start); the header never loads weights itself.
     fingerprint = getattr(fairness.built_model, "fingerprint", None)
     entries = None if settings.cache_mode.value == "off" else header.cache_entries(settings.cache_path)
-    return header.header_lines(settings, fingerprint=fingerprint, entries=entries)
+    drawn, folder = _drawn(fairness)
+    return header.header_lines(settings, fingerprint=fingerprint, entries=entries, drawn=drawn, line_folder=folder)
+
+
+def _drawn(fairness: FairnessSession) -> tuple[dict[str, tuple[str, int | None]] | None, str]:
+    """Per check of the suites named, under the pull-request gate, its measure and its committed baseline's size
+    (None: no baseline, or one its model could not serve), and the model line's folder: what the header says the
+    run draws."""
+    if fairness.settings.gate != "pr":
+        return None, ""
+    from pytest_fairness.baseline.entry import model_folder
+    from pytest_fairness.baseline.pr_draw import baseline_line, committed_entry
+    from pytest_fairness.baseline.pr_gate import same_items
+
+    out: dict[str, tuple[str, int | None]] = {}
+    for check in _named_checks(fairness.settings) or ():
+        entry = committed_entry(fairness, check)
+        size = None if entry is None or entry.could_not_serve else same_items(entry, check.measure.samples)[1]
+        out[check.label] = (check.measure.name, size)
+    directory = fairness.settings.baseline.directory
+    shown = Path(directory).name if fairness.settings.baseline_ref else directory  # a ref's folder is a copy
+    return out, f"{shown}/{model_folder(baseline_line(fairness))}"
 
 
 @pytest.hookimpl(wrapper=True)
@@ -167,6 +214,9 @@ def _preflight(config: pytest.Config, *, judge: bool, load_weights: bool = True,
             return
         if usage:
             raise pytest.UsageError(message) from None
+        reporter = config.pluginmanager.get_plugin("fairness-reporter")
+        if reporter is not None:  # the reports say the run could not start, and why
+            reporter.tally.not_started = str(exc)
         pytest.exit(message, returncode=RUN_FAULT_EXIT)
 
 
@@ -185,15 +235,35 @@ def _named_checks(settings: Settings) -> list[suite.Check] | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """On an xdist controller, which collects nothing, check once for all workers when suites are named."""
+    """On an xdist controller, which collects nothing, say that it checks once for all workers when suites are
+    named: it does so when the first worker has collected (``pytest_xdist_node_collection_finished``), on the
+    checks selected (-k, -m, --lf, a shard), before any is scheduled."""
     config = session.config
     if not config.pluginmanager.has_plugin("dsession") or config.option.collectonly:
         return
-    checks = _named_checks(config.stash[SESSION_KEY].settings)
-    if checks is None:
+    settings = config.stash[SESSION_KEY].settings
+    if _named_checks(settings) is None:
+        return
+    config.stash[PREFLIGHT_KEY] = True
+    config.stash[REPLAY_KEY] = replay_verdict_file(settings.cache_path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """On the xdist controller, once, when the first worker has collected: check the model, judge and cache for
+    the checks it selected (every worker selects the same), and the model's replay, before any check is scheduled;
+    a fault stops the run with its reports written."""
+    config = node.config
+    if not config.stash.get(PREFLIGHT_KEY, False) or config.stash.get(CHECKED_KEY, False):
+        return
+    config.stash[CHECKED_KEY] = True
+    selected = set(ids)
+    checks = [c for c in _named_checks(config.stash[SESSION_KEY].settings) or () if check_nodeid(c) in selected]
+    if not checks:
         return
     _preflight(config, judge=_uses_judge({c.measure.name for c in checks}), load_weights=False, checks=checks)
-    config.stash[PREFLIGHT_KEY] = True
+    fairness = config.stash[SESSION_KEY]
+    write_replay_verdict(config.stash[REPLAY_KEY], fairness.runner.fresh_since)
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
@@ -216,6 +286,7 @@ def pytest_configure_node(node: Any) -> None:
     run's workers count themselves (``models.cores``: a finished worker lends its core)."""
     if node.config.stash.get(PREFLIGHT_KEY, False):
         node.workerinput[CHECKED] = True
+        node.workerinput[REPLAY_FILE] = str(node.config.stash[REPLAY_KEY])
     if not cores.owned():
         return  # a run inside another run's worker (a test's pytester run): its cores are the outer run's
     if WORKERS_KEY not in node.config.stash:
@@ -228,10 +299,16 @@ def pytest_configure_node(node: Any) -> None:
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, Any, Any]:
     """An xdist worker runs its last test with no next one (xdist has told it no more are coming): after
     it, the worker's core goes to the workers still running."""
+    workerinput = getattr(item.config, "workerinput", {})
+    if REPLAY_FILE in workerinput and not item.config.stash.get(REPLAY_KEY, None):
+        item.config.stash[REPLAY_KEY] = Path(workerinput[REPLAY_FILE])  # read once, before this worker's first test
+        since = read_replay_verdict(item.config.stash[REPLAY_KEY])
+        if since is not None:
+            item.config.stash[SESSION_KEY].refuse_replay(since)
     try:
         return (yield)
     finally:
-        if nextitem is None and WORKERS in getattr(item.config, "workerinput", {}):
+        if nextitem is None and WORKERS in workerinput:
             cores.leave()
 
 
@@ -276,6 +353,8 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if WORKERS_KEY in config.stash:
         cores.close_run(config.stash[WORKERS_KEY])
+    if REPLAY_KEY in config.stash and not hasattr(config, "workerinput"):
+        config.stash[REPLAY_KEY].unlink(missing_ok=True)
     if SESSION_KEY in config.stash:
         config.stash[SESSION_KEY].close()
         ratelimit.share_in(None)

@@ -64,6 +64,11 @@ class SuiteFile(pytest.File):
         return items
 
 
+def check_nodeid(check: suite.Check) -> str:
+    """The node id of a suite check's item: ``fairness/<suite>::<check>`` (how xdist workers report it)."""
+    return f"{CHECK_PREFIX}{check.suite}::{check.id}"
+
+
 def collect_suite(session: pytest.Session, loaded: suite.Suite) -> list[CheckItem]:
     """The items of one suite, collected under ``fairness/<suite>`` and reported as pytest's own collection,
     so that "collected N items" and --collect-only count the checks."""
@@ -235,6 +240,7 @@ class CheckItem(pytest.Item):
         updating = bool(getattr(self.config.option, "update_snapshots", False))
         if updating:
             write_items(root, policy.directory, record, policy.model)
+            record = self._sized_to_pair(record, tolerance, policy.alpha)
         try:
             comparison = match_baseline(
                 snapshot_for_item(self),
@@ -253,6 +259,25 @@ class CheckItem(pytest.Item):
             return record, None
         recorded = recorded_items(root, policy.directory, record, policy.model)
         return replace(record, baseline=self._paired(comparison, record, recorded)), None
+
+    def _sized_to_pair(self, record: CheckRecord, tolerance: float, alpha: float) -> CheckRecord:
+        """A baseline being recorded, noted when it keeps too few items for a pull request to pass it on identical
+        answers (its details' ``too_small_to_pair``, which the summary lists): said when it is recorded, not found
+        at the first pull request."""
+        from pytest_fairness.baseline.pairing import fewest_to_pair
+
+        result, scale = record.result, self.check.measure.bounds
+        margin = tolerance if tolerance > 0 else self.check.params.pr_margin()
+        if not result.items or result.unserved or scale is None or not margin or margin >= scale[1] - scale[0]:
+            return record
+        clusters, fewest = (
+            len({cluster for _, cluster in result.items}),
+            fewest_to_pair(scale[1] - scale[0], margin, alpha),
+        )
+        if clusters >= fewest:
+            return record
+        note = f"{clusters} items: even identical answers cannot show the margin {margin:g} (it needs {fewest})"
+        return replace(record, result=replace(result, details={**result.details, "too_small_to_pair": note}))
 
     def _paired(self, comparison: Comparison | None, record: CheckRecord, recorded: RecordedItems) -> Comparison | None:
         """The comparison decided on the items shared with the baseline, or the unpaired one with why."""

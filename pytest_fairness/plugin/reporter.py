@@ -10,6 +10,8 @@ selected checks finished, errored or never ran, so that no output passes a broke
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ from pytest_fairness.report import junit, progress
 from pytest_fairness.report.conclude import conclude, gate_status, shard_status
 from pytest_fairness.report.formats import OUTPUTS
 from pytest_fairness.report.output import RunReport, Sinks
-from pytest_fairness.report.tally import UNFINISHED_PROPERTY, RunTally, UnfinishedCheck
+from pytest_fairness.report.tally import UNFINISHED_PROPERTY, RunTally, UnfinishedCheck, spent_of
 from pytest_fairness.util.serial import from_json
 
 #: The report property of a test whose requests wait in a provider batch (``BatchPending.to_dict``).
@@ -50,6 +52,33 @@ class _Screen:
     def rewrite(self, line: str, **markup: bool) -> None:
         self.reporter.rewrite(line, **markup)
         self.reporter.flush()
+
+
+class _SnapshotLines:
+    """syrupy's report, whose closing line ("6 snapshots passed.") counts a fairness baseline as passed when its
+    instrument matched, though the run's comparison then found it regressed: the line says so instead."""
+
+    _PASSED = re.compile(r"((?:\x1b\[[0-9;]*m)*)(\d+)((?:\x1b\[[0-9;]*m)*) snapshots? passed\.")
+
+    def __init__(self, report: Any, regressed: int) -> None:
+        self._report, self._regressed = report, regressed
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._report, name)
+
+    @property
+    def lines(self) -> Iterator[str]:
+        for i, line in enumerate(self._report.lines):
+            yield self._corrected(line) if i == 0 else line
+
+    def _corrected(self, line: str) -> str:
+        def passed(found: re.Match[str]) -> str:
+            held = int(found[2]) - self._regressed
+            kept = f"{found[1]}{held}{found[3]} snapshot{'s' if held != 1 else ''} passed. " if held > 0 else ""
+            plural = "s" if self._regressed != 1 else ""
+            return f"{kept}{self._regressed} fairness baseline{plural} regressed (the fairness baselines above decide)."
+
+        return self._PASSED.sub(passed, line, count=1)
 
 
 class FairnessReporter:
@@ -211,15 +240,23 @@ class FairnessReporter:
             self.shard_exit = shard_status(tests, self.report)  # set last (``plugin.ShardSelection``)
         self._write("sessionfinish", Sinks(junit=junit.log_xml(self.config)))
 
+    @pytest.hookimpl(tryfirst=True)  # before syrupy's summary, whose closing line it corrects
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self._display is not None:
             self._display.before_output()
         if self.report is None:  # an xdist worker, which decides nothing
             self.report = self._report(decide=False)
         self._write("terminal_summary", Sinks(terminal=terminalreporter))
+        failing = self.report.decision.failing if self.report.decision is not None else ()
+        regressed = sum(not c.inputs_changed for c in failing)  # syrupy counted the others as failed already
+        syrupy = getattr(self.config, "_syrupy", None)
+        if regressed and getattr(syrupy, "report", None) is not None:
+            syrupy.report = _SnapshotLines(syrupy.report, regressed)
 
     def _report(self, *, decide: bool = True, **extra: Any) -> RunReport:
         """The run as every output reads it, frozen, with the run-level decisions made (``conclude``)."""
+        fairness = self.config.stash[SESSION_KEY]
+        self.tally.preflight = spent_of(fairness.preflight_calls)
         return conclude(
             self.records,
             self.settings,
@@ -230,6 +267,7 @@ class FairnessReporter:
             pending=tuple(self.pending),
             rootdir=Path(self.config.rootpath),
             updating=bool(getattr(self.config.option, "update_snapshots", False)),
+            replay=fairness.replay,
             **extra,
         )
 

@@ -7,6 +7,8 @@ without opening the JSON report.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 from pytest_fairness.config.settings import Settings
@@ -28,7 +30,40 @@ def cache_entries(path: Path) -> int | None:
         cache.close()
 
 
-def header_lines(settings: Settings, *, fingerprint: str | None, entries: int | None) -> list[str]:
+def gate_line(settings: Settings, drawn: Mapping[str, tuple[str, int | None]] | None = None, folder: str = "") -> str:
+    """What the run is gated on, and the sizes it draws: a release's thresholds at its profile, or a pull request's
+    committed baselines (in ``folder``) on their own items. ``drawn``: per check label its measure and its
+    baseline's size (None: no baseline, or one whose model could not serve)."""
+    if settings.gate != "pr":
+        return f"fairness: gate release: each check against its threshold, at profile {settings.profile}'s sizes"
+    where = (folder or settings.baseline.directory) + "/"
+    if settings.baseline_ref is not None:
+        where += f" as {settings.baseline_ref} holds it"
+    sizes: dict[str, Counter[int]] = {}
+    for measure, size in (drawn or {}).values():
+        if size is not None:
+            sizes.setdefault(measure, Counter())[size] += 1
+    parts = [
+        f"{measure} {', '.join(f'{n:,}' + (f' ({k} checks)' if k > 1 else '') for n, k in sorted(counts.items()))}"
+        for measure, counts in sizes.items()
+    ]
+    missing = sum(size is None for _, size in (drawn or {}).values())
+    rest = f"; {missing} without a usable baseline, at profile {settings.profile}" if missing else ""
+    items = f": {'; '.join(parts)}" if parts else ""
+    return (
+        f"fairness: gate pr: each check against its committed baseline in {where}, drawing the baseline's items"
+        f"{items}{rest}; each threshold's verdict shown beside"
+    )
+
+
+def header_lines(
+    settings: Settings,
+    *,
+    fingerprint: str | None,
+    entries: int | None,
+    drawn: Mapping[str, tuple[str, int | None]] | None = None,
+    line_folder: str = "",
+) -> list[str]:
     """``fairness: model ..., judge ..., ...`` lines for pytest's header."""
     model = settings.model + (f" (fingerprint {fingerprint})" if fingerprint else "")
     judge = settings.judge or "the model under test"
@@ -38,10 +73,12 @@ def header_lines(settings: Settings, *, fingerprint: str | None, entries: int | 
         held = "unreadable" if entries is None else f"{entries} entries"
         cache = f"{settings.cache_path} ({settings.cache_mode.value}, {held})"
     policy = settings.baseline
-    folder = f"{policy.directory}/ ({policy.mode}, alpha {policy.alpha:g})" if settings.baselines else "not compared"
+    shown = f"{policy.directory}/" if settings.baseline_ref is None else f"at {settings.baseline_ref}"
+    folder = f"{shown} ({policy.mode}, alpha {policy.alpha:g})" if settings.baselines else "not compared"
     sequential = "on" if settings.sequential else "off"
     return [
         f"fairness: model {model}; judge {judge}",
+        gate_line(settings, drawn, line_folder),
         f"fairness: seed {settings.seed}, profile {settings.profile}, sequential {sequential}"
         f", confidence {settings.confidence:g}, inconclusive -> {settings.inconclusive}",
         f"fairness: cache {cache}; baselines {folder}",

@@ -29,6 +29,8 @@ class JsonFile(Output):
             baselines=report.decision,
             locations=report.locations,
         )
+        if report.replay is not None:
+            document["replay"] = report.replay.to_dict()
         if report.shard is not None:  # what the merge needs to decide the run (python -m pytest_fairness merge)
             document["shard"] = dict(report.shard)
         write_file(Path(report.option(self.options[0])), json.dumps(document, indent=2) + "\n")

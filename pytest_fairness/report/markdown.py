@@ -14,12 +14,13 @@ from pytest_fairness.baseline import STATUSES, Comparison, RunDecision
 from pytest_fairness.config.options import Option
 from pytest_fairness.records.check_record import CheckRecord
 from pytest_fairness.records.explain import explain
+from pytest_fairness.records.replay import ReplayCheck
 from pytest_fairness.report.gate_table import gate_table
 from pytest_fairness.report.output import Output, RunReport, Sinks, write_file
 from pytest_fairness.report.plots import plot_section
 from pytest_fairness.report.status import STYLES
 from pytest_fairness.report.tally import RunState, cost_totals, outcome_counts, run_totals
-from pytest_fairness.report.terminal import abandoned_line
+from pytest_fairness.report.terminal import abandoned_line, before_first_check
 from pytest_fairness.stats.gate import Outcome
 from pytest_fairness.util.fmt import interval, num, shared_ci_label, spend_text
 
@@ -35,7 +36,11 @@ class MarkdownFile(Output):
     def write(self, report: RunReport, sinks: Sinks) -> None:
         markdown, plots = (report.option(option) for option in self.options)
         text = markdown_report(
-            report.records, plots_dir=Path(plots) if plots else None, run=report.run, baselines=report.decision
+            report.records,
+            plots_dir=Path(plots) if plots else None,
+            run=report.run,
+            baselines=report.decision,
+            replay=report.replay,
         )
         write_file(Path(markdown), text)
 
@@ -63,28 +68,34 @@ def _notes(records: Sequence[CheckRecord], run: RunState | None) -> list[str]:
     for fidelity in sorted({rec.result.fidelity for rec in records}):
         checks = ", ".join(dict.fromkeys(rec.check for rec in records if rec.result.fidelity == fidelity))
         lines.append(f"- {fidelity}: {checks}")
-    lines += ["", *_accounting(run_totals(records, run))]
-    lines += [
-        "",
-        *_table(
-            ["check", "calls", "cache hits", "spend $"],
-            [
-                [f"`{rec.label}`", rec.result.calls.calls, rec.result.calls.cache_hits, spend_text(cost_totals([rec]))]
-                for rec in records
-            ],
-        ),
+    lines += ["", *_accounting(run_totals(records, run), run)]
+    rows = [
+        [f"`{rec.label}`", rec.result.calls.calls, rec.result.calls.cache_hits, spend_text(cost_totals([rec]))]
+        for rec in records
     ]
-    return lines
+    if run is not None and run.preflight:
+        before = run.preflight
+        rows.append(["before the first check", int(before.get("calls", 0)), int(before.get("cache_hits", 0)),
+                     spend_text(before)])  # fmt: skip
+    return [*lines, "", *_table(["check", "calls", "cache hits", "spend $"], rows)]
 
 
-def _accounting(calls: dict[str, float]) -> list[str]:
-    """The run's spend in one line (its unfinished checks' calls included)."""
+def _accounting(calls: dict[str, float], run: RunState | None = None) -> list[str]:
+    """The run's spend in one line (its unfinished checks' calls and its pre-flight included)."""
+    before = before_first_check(run)
     return [
-        f"**Accounting**: {calls['calls']} model calls, {calls['cache_hits']} answered from the cache, "
+        f"**Accounting**: {calls['calls']} model calls{before}, {calls['cache_hits']} answered from the cache, "
         f"{calls['retries']} retries ({calls['rate_limited']} after HTTP 429); "
         f"{calls['prompt_tokens']} prompt + {calls['completion_tokens']} completion "
         f"tokens; {calls['seconds']:.1f} s of model time; spend ${spend_text(calls)} at standard rates.",
     ]
+
+
+def _replay(replay: ReplayCheck | None) -> list[str]:
+    """The replay check in one paragraph, what it found in bold."""
+    if replay is None:
+        return []
+    return ["", f"**{replay.head.capitalize()}**: {_cell(replay.body())}"]
 
 
 def _unfinished(run: RunState | None) -> list[str]:
@@ -106,19 +117,24 @@ def markdown_report(
     title: str = "Fairness report",
     run: RunState | None = None,
     baselines: RunDecision | None = None,
+    replay: ReplayCheck | None = None,
 ) -> str:
     """A PR-comment summary of check records; with ``plots_dir``, one PNG per measure written there.
 
     Images are referenced as ``plots_dir/<measure>.png`` (relative paths resolve from where the
     Markdown is saved), or under ``image_base`` when the PNGs are uploaded elsewhere, e.g. as CI artefacts.
     ``run`` flags an errored or interrupted run at the top and lists the checks that did not finish (its spend
-    counts theirs); ``baselines`` adds the run's baseline verdicts.
+    counts theirs); ``baselines`` adds the run's baseline verdicts; ``replay`` says whether the model's cached
+    answers were asked again before they were replayed.
     """
     warning = _run_warning(run)
     if not records and (run is None or not run.unfinished):
         return f"## {title}\n\n{warning}No fairness checks ran.\n"
     if not records:
-        lines = [f"## {title}", "", warning.strip(), *_unfinished(run), "", *_accounting(run_totals(records, run))]
+        lines = [
+            f"## {title}", "", warning.strip(), *_replay(replay), *_unfinished(run), "",
+            *_accounting(run_totals(records, run), run),
+        ]  # fmt: skip
         return "\n".join(lines) + "\n"
     models = sorted({rec.result.model_id for rec in records})
     counts, table = outcome_counts(records), gate_table(records)
@@ -131,6 +147,7 @@ def markdown_report(
         "",
         f"Gates: {counts[Outcome.FAIL]} failed, {counts[Outcome.INCONCLUSIVE]} inconclusive, "
         f"{counts[Outcome.PASS]} passed" + (f", {cannot_serve} the model cannot serve." if cannot_serve else "."),
+        *_replay(replay),
         "",
         *_table(table.columns, [row.cells(lambda c: f"`{c}`", outcome_words) for row in table.rows]),
         *_unfinished(run),
@@ -153,7 +170,12 @@ def _run_warning(run: RunState | None, who: str = "Run") -> str:
     if run.status == "collected":
         return "**Collected only** (`--collect-only`): no check was run.\n\n"
     warning = ""
-    if not run.complete:
+    if run.status == "not started":
+        warning = (
+            f"**The run could not start**: {run.stopped}. None of its {run.selected} selected checks ran; fix the "
+            "fault and push again.\n\n"
+        )
+    elif not run.complete:
         warning = (
             f"**{who} {run.status}**: of {run.selected} selected checks, {run.errored} errored "
             f"and {run.not_run} did not run; the results below are incomplete.\n\n"

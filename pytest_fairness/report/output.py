@@ -19,6 +19,7 @@ from pytest_fairness.config.options import Option
 from pytest_fairness.config.settings import Settings
 from pytest_fairness.planning.plan import Plan
 from pytest_fairness.records.check_record import CheckRecord
+from pytest_fairness.records.replay import ReplayCheck
 from pytest_fairness.report.tally import RunState
 from pytest_fairness.stats.gate import GateFamily
 
@@ -33,7 +34,7 @@ class RunReport:
     each check's suite ``file`` and ``line`` by label; ``plan`` what --fairness-plan priced; ``pending`` the
     provider batches tests left waiting (their ``message`` and ``batches``); ``updating``: --snapshot-update
     recorded baselines instead of comparing them; ``shard``: a shard's part of a sharded run (``ShardPlan.section``),
-    None for a whole run.
+    None for a whole run; ``replay``: whether the model's cached answers were asked again before they were replayed.
     """
 
     records: tuple[CheckRecord, ...]
@@ -48,6 +49,8 @@ class RunReport:
     rootdir: Path = Path()
     updating: bool = False
     shard: Mapping[str, Any] | None = None
+    #: The replay check of the model under test (``run.replay_check``); None when the run made none.
+    replay: ReplayCheck | None = None
 
     def option(self, option: Option) -> Any:
         """The value an output's own option was given (its default when not)."""

@@ -21,6 +21,7 @@ from pytest_fairness.config.settings import Settings
 from pytest_fairness.config.shard import SECTION
 from pytest_fairness.models.batch import PENDING_EXIT
 from pytest_fairness.records.check_record import CheckRecord
+from pytest_fairness.records.replay import ReplayCheck
 from pytest_fairness.report.conclude import conclude, gate_status
 from pytest_fairness.report.output import RunReport
 from pytest_fairness.report.tally import RunState, combined_state
@@ -145,7 +146,7 @@ def _check_finished(one: ShardReport) -> None:
     exit_status = one.section["exit"]
     if exit_status == PENDING_EXIT:
         raise MergeError(f"{one.name} left requests waiting in provider batches: rerun that shard to collect them")
-    if run.status in ("interrupted", "planned") or exit_status not in RAN:
+    if run.status in ("interrupted", "planned", "not started") or exit_status not in RAN:
         raise MergeError(
             f"{one.name} did not finish (run {run.status}, exit status {exit_status}; {run.not_run} of "
             f"{run.selected} checks not run): rerun that shard"
@@ -174,7 +175,10 @@ def merge(shards: Sequence[ShardReport], outputs: Mapping[str, Any], rootdir: Pa
     first = shards[0]
     settings = Settings.recorded(first.document["settings"], first.section["fingerprint"]["settings"], outputs)
     run = combined_state([from_json(RunState, one.document["run"]) for one in shards], records)
-    report = conclude(records, settings, run, locations=locations, rootdir=rootdir)
+    replay = ReplayCheck.combined(
+        [ReplayCheck.from_dict(one.document["replay"]) for one in shards if "replay" in one.document]
+    )
+    report = conclude(records, settings, run, locations=locations, rootdir=rootdir, replay=replay)
     exits = {int(one.section["exit"]) for one in shards}
     tests = pytest.ExitCode.OK
     if pytest.ExitCode.TESTS_FAILED in exits:

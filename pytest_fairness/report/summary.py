@@ -56,11 +56,13 @@ def _gates(report: RunReport, out: Terminal) -> None:
         out.write_sep("=", "fairness summary")
         if incomplete:
             out.write_line(terminal.run_status_line(run), red=True, bold=True)
-        for line in terminal.summary_lines(report.records, report.analyses):
+        for line in terminal.summary_lines(report.records, report.analyses, run):
             out.write_line(line)
         out.write_line(terminal.error_rate_line(report.family))
+        if report.replay is not None:
+            out.write_line(report.replay.line(), yellow=not report.replay.replays)
         out.write_sep("-", "fairness cost")
-        for line in terminal.cost_lines(report.records):
+        for line in terminal.cost_lines(report.records, run):
             out.write_line(line)
     elif incomplete:  # nothing ran (e.g. stopped at start): one line, the message above says why
         out.write_line(terminal.run_status_line(run), red=True, bold=True)
@@ -83,6 +85,16 @@ def _baselines(report: RunReport, out: Terminal) -> None:
             f"{len(report.records)} baseline(s) recorded under {report.settings.baseline.directory}/ from this run "
             "(every selected check, whether or not it still matched)"
         )
+        small = [(rec.label, rec.result.details["too_small_to_pair"]) for rec in report.records
+                 if rec.result.details.get("too_small_to_pair")]  # fmt: skip
+        if small:
+            out.write_line(
+                f"{len(small)} of them too small to pair: a pull request against them cannot pass even on identical "
+                "answers; record them at --fairness-profile=release:",
+                yellow=True,
+            )
+            for label, why in small:
+                out.write_line(f"  {label}: {why}", yellow=True)
         return
     if report.decision is None:
         return

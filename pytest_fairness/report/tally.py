@@ -29,13 +29,18 @@ def cost_totals(records: Sequence[CheckRecord]) -> dict[str, float]:
 
 
 def run_totals(records: Sequence[CheckRecord], run: RunState | None) -> dict[str, float]:
-    """``cost_totals`` of the records plus what the run's unfinished checks spent before they stopped: all the
-    run spent."""
+    """``cost_totals`` of the records plus what the run's unfinished checks spent before they stopped and what it
+    asked before its first check (the pre-flight probes, the replay check): all the run spent."""
     totals = cost_totals(records)
-    for check in run.unfinished if run is not None else ():
+    spent = [check.spent for check in run.unfinished] + [run.preflight] if run is not None else []
+    for counters in spent:
         for name in COUNTERS:
-            totals[name] += check.spent.get(name, 0)
-    return totals
+            totals[name] += counters.get(name, 0)
+    return {name: value if name in FRACTIONAL else int(value) for name, value in totals.items()}
+
+
+#: The counters that are not counts (a JSON report read back gives every counter as a float).
+FRACTIONAL = ("seconds", "usd")
 
 
 #: The report property of a check that stopped without a result (``UnfinishedCheck.to_dict`` as JSON).
@@ -47,7 +52,7 @@ def spent_of(calls: CallStats) -> dict[str, float]:
     return {name: getattr(calls, name) for name in COUNTERS}
 
 
-RunStatus = Literal["complete", "errored", "interrupted", "planned", "collected"]
+RunStatus = Literal["complete", "errored", "interrupted", "planned", "collected", "not started"]
 #: Runs that ran no check on purpose: --fairness-plan priced them, --collect-only listed them.
 NOT_RUN_ON_PURPOSE: frozenset[RunStatus] = frozenset({"planned", "collected"})
 CheckState = Literal["errored", "interrupted", "not run"]
@@ -86,6 +91,9 @@ class RunState:
     abandoned: int = 0
     stopped: str = field(default="", metadata=OMIT_EMPTY)
     unfinished: tuple[UnfinishedCheck, ...] = field(default=(), metadata=OMIT_EMPTY)
+    #: What the run asked before its first check, past the cache (the pre-flight probes, the replay check's asks):
+    #: CallStats' counters, counted in the run's totals though no check's.
+    preflight: Mapping[str, float] = field(default_factory=dict, metadata=OMIT_EMPTY)
 
     @property
     def complete(self) -> bool:
@@ -101,7 +109,8 @@ def combined_state(states: Sequence[RunState], records: Sequence[CheckRecord]) -
     was, errored if one errored or stopped, else complete; checks selected, errored and not run summed, gate
     outcomes counted on the run's records; the calls given up on summed, the unfinished checks listed shard by shard."""
     statuses = {s.status for s in states}
-    status: RunStatus = next((s for s in ("interrupted", "planned", "errored") if s in statuses), "complete")
+    order: tuple[RunStatus, ...] = ("not started", "interrupted", "planned", "errored")
+    status: RunStatus = next((s for s in order if s in statuses), "complete")
     counts = outcome_counts(records)
     return RunState(
         status=status,
@@ -115,6 +124,9 @@ def combined_state(states: Sequence[RunState], records: Sequence[CheckRecord]) -
         stopped="; ".join(dict.fromkeys(s.stopped for s in states if s.stopped)),
         abandoned=sum(s.abandoned for s in states),
         unfinished=tuple(check for s in states for check in s.unfinished),
+        preflight={name: sum(s.preflight.get(name, 0) for s in states) for name in COUNTERS}
+        if any(s.preflight for s in states)
+        else {},
     )
 
 
@@ -137,6 +149,8 @@ class RunTally:
     planned: bool = False  # --fairness-plan: priced, deliberately not run
     collected: bool = False  # --collect-only: listed, deliberately not run
     abandoned: int = 0  # calls in flight at the end that were given up on, in every process of the run
+    not_started: str = ""  # why the run stopped before its first check (a fault of the model, judge or cache)
+    preflight: dict[str, float] = field(default_factory=dict)  # calls before the first check (``RunState.preflight``)
 
     @property
     def not_run(self) -> int:
@@ -144,6 +158,8 @@ class RunTally:
 
     @property
     def status(self) -> RunStatus:
+        if self.not_started:
+            return "not started"
         if self.interrupted:
             return "interrupted"
         if self.planned:
@@ -166,9 +182,10 @@ class RunTally:
             cannot_serve=counts[Outcome.CANNOT_SERVE],
             errored=len(self.errored),
             not_run=self.not_run,
-            stopped=self.stopped,
+            stopped=self.not_started or self.stopped,
             abandoned=self.abandoned,
             unfinished=self.unfinished(),
+            preflight=dict(self.preflight) if self.preflight.get("calls") else {},
         )
 
     def unfinished(self) -> tuple[UnfinishedCheck, ...]:

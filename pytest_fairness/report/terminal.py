@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from pytest_fairness.baseline import RunDecision
@@ -16,7 +17,7 @@ from pytest_fairness.records.explain import explain as explain_comparison
 from pytest_fairness.report.analyses import analysis_lines
 from pytest_fairness.report.gate_table import gate_table
 from pytest_fairness.report.status import STYLES, UNDECIDED
-from pytest_fairness.report.tally import COUNTERS, RunState, cost_totals, outcome_counts
+from pytest_fairness.report.tally import COUNTERS, RunState, cost_totals, outcome_counts, run_totals
 from pytest_fairness.stats.gate import GateFamily, Outcome
 from pytest_fairness.util.fmt import interval, num, shared_ci_label, spend_text, text_table, usd
 
@@ -26,9 +27,12 @@ def confidence_label(records: Sequence[CheckRecord]) -> str:
     return shared_ci_label([rec.confidence for rec in records])
 
 
-def summary_lines(records: Sequence[CheckRecord], analyses: Mapping[str, Any] | None = None) -> list[str]:
-    """The whole terminal summary: table, model and fidelity notes, call accounting, and the lines
-    each measure adds (its own details, and analyses across checks, computed once by the caller)."""
+def summary_lines(
+    records: Sequence[CheckRecord], analyses: Mapping[str, Any] | None = None, run: RunState | None = None
+) -> list[str]:
+    """The whole terminal summary: table, model and fidelity notes, call accounting (with ``run``: all the run
+    asked, its pre-flight included), and the lines each measure adds (its own details, and analyses across
+    checks, computed once by the caller)."""
     if not records:
         return []
     table = gate_table(records)
@@ -42,9 +46,10 @@ def summary_lines(records: Sequence[CheckRecord], analyses: Mapping[str, Any] | 
     versions = sorted({v for rec in records for v in rec.result.calls.model_versions})
     if versions:
         lines.append(f"model versions reported: {', '.join(versions)}")
-    totals = cost_totals(records)
+    totals = run_totals(records, run)
     lines.append(
-        f"model calls: {totals['calls']}, cache hits: {totals['cache_hits']}, retries: {totals['retries']}, "
+        f"model calls: {totals['calls']}{before_first_check(run)}, cache hits: {totals['cache_hits']}, "
+        f"retries: {totals['retries']}, "
         f"tokens: {totals['prompt_tokens']} prompt + {totals['completion_tokens']} completion, "
         f"model time: {totals['seconds']:.1f}s, spend: ${spend_text(totals)}"
     )
@@ -60,6 +65,12 @@ def summary_lines(records: Sequence[CheckRecord], analyses: Mapping[str, Any] | 
     counts = sorted((o.value, n) for o, n in outcome_counts(records).items() if n)
     lines.append("gates: " + ", ".join(f"{n} {STYLES[Outcome(o)].word}" for o, n in counts))
     return lines
+
+
+def before_first_check(run: RunState | None) -> str:
+    """How many of the run's calls it made before its first check (pre-flight, replay check), in words."""
+    calls = int(run.preflight.get("calls", 0)) if run is not None else 0
+    return f" ({calls} before the first check: pre-flight and replay check)" if calls else ""
 
 
 def error_rate_line(family: GateFamily) -> str:
@@ -79,15 +90,18 @@ def error_rate_line(family: GateFamily) -> str:
 COST_COLUMNS = ("check", "calls", "cache hits", "retries", "prompt tok", "completion tok", "seconds", "spend $")
 
 
-def cost_lines(records: Sequence[CheckRecord]) -> list[str]:
-    """Per check and in total: what the run cost, in calls, tokens, time and dollars."""
+def cost_lines(records: Sequence[CheckRecord], run: RunState | None = None) -> list[str]:
+    """Per check and in total: what the run cost, in calls, tokens, time and dollars (with ``run``: a row for what
+    it asked before its first check, in the total too)."""
 
     def row(label: str, calls: Mapping[str, Any]) -> tuple[str, ...]:
         counts = (str(calls[n]) for n in COUNTERS[: COUNTERS.index("seconds")])
         return (label, *counts, f"{calls['seconds']:.1f}", spend_text(calls))
 
     rows = [row(rec.label, cost_totals([rec])) for rec in records]
-    rows.append(row("total", cost_totals(records)))
+    if run is not None and run.preflight:
+        rows.append(row("before the first check", {name: run.preflight.get(name, 0) for name in COUNTERS}))
+    rows.append(row("total", cost_totals(records) if run is None else run_totals(records, replace(run, unfinished=()))))
     return text_table(rows, COST_COLUMNS)
 
 
@@ -222,6 +236,8 @@ def baseline_lines(decision: RunDecision) -> list[str]:
 
 def run_status_line(run: RunState) -> str:
     """One sentence on an incomplete run, e.g. ``run interrupted: 3 of 29 selected checks not run, ...``."""
+    if run.status == "not started":  # pytest ends with the reason ("stopped before the first check: ...")
+        return f"the run could not start: none of its {run.selected} selected checks ran (the reason is below)"
     line = f"run {run.status}: of {run.selected} selected checks, {run.errored} errored, {run.not_run} not run"
     if run.stopped:
         line += f" (stopped: {run.stopped})"

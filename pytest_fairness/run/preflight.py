@@ -23,7 +23,7 @@ from pytest_fairness.models.interface import (
     Message,
     PermanentError,
 )
-from pytest_fairness.models.runner import RetriesExhausted, Runner
+from pytest_fairness.models.runner import CallStats, RetriesExhausted, Runner
 
 #: The request sent to each model before the first check when the run chats with it (or may: a fixture or
 #: ``fairness_session`` whose requests are not known in advance): as small as a chat request gets.
@@ -78,28 +78,36 @@ def probe(
     *,
     load_weights: bool = True,
     roles: Sequence[str] = (),
+    stats: CallStats | None = None,
 ) -> None:
     """Probe the model under test (``runners[0]``) with the kinds of request the run needs and any other
     runner (the judge, its reference) with a chat; ``load_weights=False`` skips local models (an xdist
     controller runs no check and need not hold their weights). RunFault when one fails, naming its role
-    (``roles``, one per runner after the first) when it is not the model under test."""
+    (``roles``, one per runner after the first) when it is not the model under test. The probes' calls are
+    counted in ``stats`` (a run's calls include its pre-flight)."""
     for i, runner in enumerate(runners):
         if load_weights or runner.model.provider != "local":
             needs = probes_for(checks, measures, runner.model, seed) if i == 0 else [PROBE]
             role = roles[i - 1] if 0 < i <= len(roles) else ""
-            _probe(runner, needs, role=role)
+            _probe(runner, needs, role=role, stats=stats)
 
 
-def _probe(runner: Runner, probes: Sequence[ChatRequest | LogprobRequest] = (PROBE,), *, role: str = "") -> None:
+def _probe(
+    runner: Runner,
+    probes: Sequence[ChatRequest | LogprobRequest] = (PROBE,),
+    *,
+    role: str = "",
+    stats: CallStats | None = None,
+) -> None:
     """One uncached request of each kind through a throwaway runner (same model and retry policy); RunFault
     when one fails, its message led by ``role`` when given."""
     model = runner.model
-    throwaway = Runner(model, None, CacheMode.OFF, 1, runner.retry)
+    throwaway = Runner(model, None, CacheMode.OFF, 1, runner.retry, price=runner.price)  # its spend is the run's
     lead = f"{role}: " if role else ""
     try:
         for request in probes:
             with contextlib.suppress(CannotServe):  # no run fault: the checks needing it end "cannot serve"
-                throwaway.run([request])  # type: ignore[list-item]
+                throwaway.run([request], stats=stats)  # type: ignore[list-item]
     except RetriesExhausted as exc:
         raise RunFault(
             f"{lead}{exc.__cause__ or exc} (after {_attempts(runner.retry.max_attempts)}): check that the server is "

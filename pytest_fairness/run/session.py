@@ -8,6 +8,7 @@ under --fairness-sequential by ``growth``. Everything here works without pytest,
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -23,13 +24,15 @@ from pytest_fairness.models.batch import BatchPolicy
 from pytest_fairness.models.cache import CacheMode, ResponseCache
 from pytest_fairness.models.interface import ChatModel
 from pytest_fairness.models.providers import load_model
-from pytest_fairness.models.runner import ProgressFn, RetryPolicy, Runner
+from pytest_fairness.models.runner import CallStats, ProgressFn, RetryPolicy, Runner
 from pytest_fairness.planning.plan import Planner, Who, price_of, spent
 from pytest_fairness.records.check_record import CheckRecord
 from pytest_fairness.records.measure_result import MeasureResult
-from pytest_fairness.run import preflight
+from pytest_fairness.records.replay import ReplayCheck
+from pytest_fairness.run import preflight, replay_check
 from pytest_fairness.run.growth import CheckRounds, grow, sample_budget
 from pytest_fairness.run.preflight import RunFault
+from pytest_fairness.run.replay_check import check_replay
 from pytest_fairness.stats.gate import GateFamily, Outcome, decide
 
 
@@ -67,6 +70,10 @@ class FairnessSession:
         self._others: dict[str, Runner] = {}  # models a fixture call named (model=, judge=), by model id
         # One batch policy for all runners: their waits for batches share --fairness-batch-wait.
         self._batch = BatchPolicy(wait_seconds=60 * settings.batch_wait, everywhere=settings.batch)
+        #: What the run asked before its first check, past the cache: the probes and the replay check's asks.
+        self.preflight_calls = CallStats()
+        #: The replay check of the model under test (``run.replay_check``), when this process made it.
+        self.replay: ReplayCheck | None = None
 
     def collected(self, checks: int) -> GateFamily:
         """Fix the gate family once collection knows how many checks the run selected (every xdist worker
@@ -229,12 +236,29 @@ class FairnessSession:
             for runner, role in ((self.judge, "the judge"), (self.reference, "the judge's reference")):
                 if runner is not None and runner not in named and runner.model.provider != "labels":
                     named[runner] = role
-        if not call or self.settings.cache_mode is CacheMode.REPLAY:
-            return  # replay promises no model call: a miss is its own clear error (CacheMiss)
+        if not call:
+            return
+        if self.settings.cache_mode is CacheMode.REPLAY:  # it promises no model call: a miss is its own error
+            if checks is not None and replay_check.wanted(self.settings):
+                self.replay = check_replay(self.runner, self.planner, checks, self.settings, self.preflight_calls)
+            return
         if checks is not None and (over := self.planner.over_budget(checks)):
             raise RunFault(over)
         runners, roles = list(named), list(named.values())[1:]
-        preflight.probe(runners, checks, measures, self.settings.seed, load_weights=load_weights, roles=roles)
+        preflight.probe(
+            runners, checks, measures, self.settings.seed, load_weights=load_weights, roles=roles,
+            stats=self.preflight_calls,
+        )  # fmt: skip
+        if checks is not None and replay_check.wanted(self.settings):
+            start = time.time()  # the asks are stored from now: a refused replay still reads them
+            self.replay = check_replay(self.runner, self.planner, checks, self.settings, self.preflight_calls)
+            if not self.replay.replays:
+                self.refuse_replay(start)
+
+    def refuse_replay(self, since: float) -> None:
+        """Read none of the model's answers stored before ``since`` (its replay check failed, here or on the xdist
+        controller): the run asks them anew, a judge's and a reference's stay cached by their content."""
+        self.runner.fresh_since = since
 
     def run_check(
         self,

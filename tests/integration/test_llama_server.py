@@ -101,7 +101,7 @@ def test_provider_runs_a_suite_through_the_server(pytester, llama_server, provid
             f"model: {spec.split('?')[0]}*",
             "fidelity adaptation: per-word forced choice*provider approximations:*reply prefix sent as a finished*",
             "model versions reported: smollm2*",
-            "model calls: 32, cache hits: 0, retries: 0*",
+            "model calls: 33 (1 before the first check*), cache hits: 0, retries: 0*",  # 32, and the probe
         ]
     )
 

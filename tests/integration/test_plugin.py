@@ -98,6 +98,7 @@ def test_junit_xml_carries_each_checks_record(pytester):
         for p in ElementTree.fromstring(xml).iter("property")
         if p.get("name") == "fairness_run"
     )
+    assert run.pop("preflight")["calls"] == 1  # the probe before the first check, counted in the run's calls
     assert run == {
         "status": "complete",
         "selected": 1,
@@ -205,7 +206,8 @@ def test_plan_counts_a_request_shared_by_two_checks_once_as_the_run_makes_it(pyt
     assert int(total[2]) == int(prejudice[requests])  # "total (distinct)": distinct requests only
     run = pytester.runpytest(*args)
     (cost,) = [line.split() for line in run.stdout.lines if line.startswith("total")]
-    assert (int(cost[1]), int(cost[2])) == (int(prejudice[requests]), int(caprice[requests]))  # calls, cache hits
+    probe = 1  # the pre-flight's text probe, counted in the run's calls
+    assert (int(cost[1]), int(cost[2])) == (int(prejudice[requests]) + probe, int(caprice[requests]))
 
 
 def test_pytest_xdist_is_a_runtime_dependency():
@@ -232,7 +234,10 @@ def test_implicit_bias_fixture_in_a_users_own_test(pytester):
 def test_cache_makes_a_rerun_free_and_replay_proves_it(pytester):
     args = ["--fairness-suite=gender", SYNTHETIC, "-k", "implicit_bias and power"]
     first = pytester.runpytest(*args)
-    first.stdout.fnmatch_lines(["model calls: 20, cache hits: 0*"])
+    # 20 by the check, 1 by the pre-flight probe: a run's calls include what it asked before its first check.
+    first.stdout.fnmatch_lines(
+        ["model calls: 21 (1 before the first check: pre-flight and replay check), cache hits: 0*"]
+    )
     replay = pytester.runpytest(*args, "--fairness-cache-mode=replay")
     replay.stdout.fnmatch_lines(["model calls: 0, cache hits: 20*"])
     other_seed = pytester.runpytest(*args, "--fairness-cache-mode=replay", "--fairness-seed=9")
@@ -265,7 +270,12 @@ def test_plan_prices_each_check_without_calling_any_model(pytester):
 def test_json_report_holds_every_check_with_accounting(pytester):
     result = pytester.runpytest("--fairness-suite=religion", SYNTHETIC, "--fairness-report=out.json", "-k", "implicit")
     result.stdout.fnmatch_lines(
-        ["*fairness cost*", "check*calls*cache hits*retries*prompt tok*completion tok*", "total*60*0*0*"]
+        [
+            "*fairness cost*",
+            "check*calls*cache hits*retries*prompt tok*completion tok*",
+            "before the first check*1*0*0*",  # the pre-flight probe
+            "total*61*0*0*",
+        ]
     )
     data = json.loads((pytester.path / "out.json").read_text())
     assert data["settings"]["model"] == "synthetic:iat?bias=0.9"
@@ -277,7 +287,7 @@ def test_json_report_holds_every_check_with_accounting(pytester):
     check = data["checks"][0]
     assert check["outcome"] == "fail" and check["result"]["n"] == 20
     assert set(check["result"]["calls"]) >= {"calls", "cache_hits", "retries", "prompt_tokens", "seconds"}
-    assert data["totals"]["calls"] == 60
+    assert data["totals"]["calls"] == 61 and data["run"]["preflight"]["calls"] == 1
     assert data["outcomes"] == {"pass": 0, "fail": 3, "inconclusive": 0, "cannot_serve": 0}
 
 

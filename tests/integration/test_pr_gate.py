@@ -95,6 +95,48 @@ def test_an_unchanged_model_passes_from_the_cache_at_its_baselines_items_and_a_p
     )
 
 
+LEANING_APP = """
+import os
+
+from pytest_fairness import ChatModel
+from pytest_fairness.testing import SyntheticModel
+
+
+class Chatbot(ChatModel):
+    \"\"\"Reads its lean from its environment at each call: nothing its identity hashes changes with it.\"\"\"
+
+    async def chat(self, request):
+        return await SyntheticModel("iat", bias=float(os.environ.get("ACME_LEAN", "0"))).chat(request)
+"""
+
+
+@pytest.mark.heavy(5)
+def test_a_model_whose_answers_changed_under_its_id_is_asked_anew_and_one_that_did_not_is_replayed(
+    pytester, monkeypatch
+):
+    """The replay check: 90 of the 300 cached answers asked again before a pull request replays them. Unchanged:
+    they hold, the run replays (1 probe + 90 asks, 0 calls by its checks) and PASSes; the same id answering
+    otherwise: they differ, nothing is replayed, the run asks anew and FAILs."""
+    pytester.makepyfile(acme_bot=LEANING_APP)
+    app = "--fairness-model=python:acme_bot:Chatbot"
+    run_line(pytester, PR_SUITE, app, "--fairness-baselines", "--snapshot-update")
+    same = run_line(pytester, PR_SUITE, app, "--fairness-gate=pr")
+    assert same.ret == pytest.ExitCode.OK, same.stdout.str()[-3000:]
+    report = json.loads((pytester.path / "out.json").read_text())
+    assert report["replay"]["status"] == "verified" and report["replay"]["asked"] == 90
+    assert report["totals"]["calls"] == 91 and report["run"]["preflight"]["calls"] == 91
+    assert all(c["result"]["calls"]["calls"] == 0 for c in report["checks"])
+    same.stdout.fnmatch_lines(["replay verified: 90 of the 300 cached answers of python:acme_bot:Chatbot@src-*"])
+
+    monkeypatch.setenv("ACME_LEAN", "0.9")
+    changed = run_line(pytester, PR_SUITE, app, "--fairness-gate=pr")
+    assert changed.ret == pytest.ExitCode.TESTS_FAILED
+    report = json.loads((pytester.path / "out.json").read_text())
+    assert report["replay"]["status"] == "refused" and report["replay"]["differed"] > 45
+    assert {c["outcome"] for c in report["checks"]} == {"fail"} and report["totals"]["calls"] > 300
+    changed.stdout.fnmatch_lines(["replay refused: 90 of the 300 cached answers of * asked again, * differed*"])
+
+
 def test_a_check_that_could_not_serve_then_and_still_cannot_is_reported_but_one_that_could_is_a_regression(pytester):
     record(pytester, "bias=0.1&unusable=1")
     still = run(pytester, "bias=0.1&unusable=1", "--fairness-gate=pr")

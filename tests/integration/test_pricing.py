@@ -160,7 +160,8 @@ def test_spend_per_check_and_in_total_reaches_the_cost_table_json_junit_and_mark
     spent = report["totals"]["usd"]
     assert spent > 0 and float(total[-1].replace(",", "")) == pytest.approx(spent, abs=0.006)
     per_check = [c["result"]["calls"]["usd"] for c in report["checks"]]
-    assert sum(per_check) == pytest.approx(spent) and all(v > 0 for v in per_check)
+    before = report["run"]["preflight"]["usd"]  # the pre-flight probe is priced and paid too
+    assert sum(per_check) + before == pytest.approx(spent) and all(v > 0 for v in [*per_check, before])
     prompt, completion = report["totals"]["prompt_tokens"], report["totals"]["completion_tokens"]
     assert spent == pytest.approx((prompt + completion) * 1000 / 1e6)  # exactly the metered tokens, priced
     assert f"spend ${spent:,.2f} at standard rates" in (pytester.path / "out.md").read_text()
@@ -174,7 +175,7 @@ def test_spend_per_check_and_in_total_reaches_the_cost_table_json_junit_and_mark
         for p in case.iter("property")
         if p.get("name") == "fairness_spend_usd"
     ]
-    assert len(checks) == 3 and sum(checks) == pytest.approx(spent, rel=1e-4)
+    assert len(checks) == 3 and sum(checks) + before == pytest.approx(spent, rel=1e-4)
 
 
 def _sequential(budget: float | None, bias: float = 0.3) -> tuple:

@@ -243,3 +243,35 @@ def test_a_closed_port_behind_the_judges_reference_stops_the_run_before_the_firs
     out = "\n".join(result.outlines + result.errlines)
     assert result.ret == 2 and "stopped before the first check: the judge's reference: " in out
     assert "connection failed" in out and "FAILED" not in out and "Traceback" not in out
+
+
+@pytest.mark.heavy(30)
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_the_probes_are_those_of_the_selected_checks_and_a_run_that_cannot_start_still_writes_its_reports(
+    pytester, workers
+):
+    """A chat-only endpoint gated with -k on its implicit-bias checks: no text probe (a /v1/completions 404), with
+    or without xdist. Selecting PCF, which needs text completions: the run stops before its first check, and its
+    JSON and Markdown say it could not start, and why."""
+    pytester.makefile(".yaml", mixed=SUITE + MIXED_PCF)
+    out = ["--fairness-report=out/r.json", "--fairness-markdown=out/r.md", "-p", "no:cacheprovider", "-q"]
+    with FakeOpenAI(completions=False) as server:
+        model = f"--fairness-model=openai:chat@{server.base_url}"
+        chats = pytester.runpytest("--fairness-suite=mixed.yaml", model, "-k", "implicit", *out, *workers)
+        assert chats.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), chats.stdout.str()[-2000:]
+        assert not any("prompt" in r for r in server.requests)  # no text probe for a check that was deselected
+        stopped = pytester.runpytest("--fairness-suite=mixed.yaml", model, "-k", "pcf", *out, *workers)
+    assert stopped.ret == 2
+    report = json.loads((pytester.path / "out" / "r.json").read_text())
+    assert report["run"]["status"] == "not started" and "HTTP 404" in report["run"]["stopped"]
+    markdown = (pytester.path / "out" / "r.md").read_text()
+    assert markdown.startswith("## Fairness report\n\n**The run could not start**: openai:chat@") and "404" in markdown
+
+
+MIXED_PCF = """\
+  - id: pcf
+    measure: pcf
+    attribute: gender
+    samples: 2
+    threshold: {max: 400}
+"""

@@ -10,7 +10,7 @@ import pytest
 from pytest_fairness.models.app_identity import source_files
 from pytest_fairness.models.python_app import adapt, version_of
 
-APP = '''\
+APP = """\
 import pathlib
 from acme_chat.persona import LEAN
 from helpers import tone
@@ -20,7 +20,7 @@ DATA = (pathlib.Path(__file__).parent / "persona.yaml").read_text()
 
 def answer(messages):
     return f"{tone()} {LEAN} {DATA}"
-'''
+"""
 
 
 @pytest.fixture

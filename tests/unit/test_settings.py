@@ -54,6 +54,8 @@ GIVEN = {
     "baseline_fail_on": "change",
     "baseline_dir": "elsewhere",
     "baseline_model": "a-model-line",
+    "replay_check": "off",
+    "baseline_ref": "origin/main",
 }
 
 

@@ -1,12 +1,16 @@
 """What a CI workflow builds from a run's reports: annotations per check, and one sticky PR comment.
 
 The workflow in docs/ci/ stays thin: it runs pytest, then ``python -m pytest_fairness ci``, so what it
-posts is tested here rather than in shell. The checks are read back as ``CheckRecord``s.
+posts is tested here rather than in shell. The checks are read back as ``CheckRecord``s. Annotations point at
+files in the repository: a check's suite file when the repository holds it, else the workflow file (a
+built-in suite lies in the installed package). The comment never shows a broken image: a plot is a file of the
+run's artefact, so the comment links to it. A run that wrote no report still gets a comment saying so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_fairness.baseline import FAILING, FAILING_ON_CHANGE
@@ -30,16 +34,50 @@ def _escape_property(text: str) -> str:
 
 
 def _command(level: str, message: str, title: str, location: Mapping[str, Any] | None) -> str:
-    props = [f"file={_escape_property(str(location['file']))}", f"line={int(location['line'])}"] if location else []
+    props = []
+    if location:
+        props.append(f"file={_escape_property(str(location['file']))}")
+        if location.get("line"):
+            props.append(f"line={int(location['line'])}")
     props.append(f"title={_escape_property(title)}")
     return f"::{level} {','.join(props)}::{_escape_data(message)}"
 
 
-def workflow_commands(report: Mapping[str, Any]) -> list[str]:
-    """One workflow command per failed, inconclusive or cannot-serve check, at its suite file's line, and one
-    per baseline comparison that fails the run."""
-    checks = [(CheckRecord.from_dict(raw), raw.get("location")) for raw in report.get("checks", [])]
-    lines = []
+def in_repository(location: Mapping[str, Any] | None, fallback: str | None) -> Mapping[str, Any] | None:
+    """Where an annotation points: the check's suite file when it lies in the repository (its path relative to
+    the rootdir, which the workflow runs from), else the ``fallback`` file (the workflow's) without a line."""
+    path = None if not location else str(location.get("file", ""))
+    if path and not path.startswith(("/", "../")) and path != "..":
+        return location
+    return {"file": fallback} if fallback else None
+
+
+def workflow_file(ref: str | None) -> str | None:
+    """The workflow's file in the repository, from GitHub's ``GITHUB_WORKFLOW_REF``
+    (``owner/repo/.github/workflows/fairness.yml@refs/pull/1/merge``)."""
+    if not ref:
+        return None
+    path = ref.split("@", 1)[0].split("/", 2)
+    return path[2] if len(path) == 3 else None
+
+
+def not_started(report: Mapping[str, Any] | None, fallback: str | None) -> list[str]:
+    """The one annotation of a run that could not start (or wrote no report), on the workflow file."""
+    run = (report or {}).get("run") or {}
+    if report is not None and run.get("status") != "not started":
+        return []
+    why = run.get("stopped") or "pytest wrote no report (see the log of the step that ran the suite)"
+    return [_command("error", f"the fairness run could not start: {why}", "fairness", in_repository(None, fallback))]
+
+
+def workflow_commands(report: Mapping[str, Any], fallback: str | None = None) -> list[str]:
+    """One workflow command per failed, inconclusive or cannot-serve check, at its suite file's line (else on the
+    ``fallback`` file: the workflow's), one per baseline comparison that fails the run, and one for a run that
+    could not start."""
+    checks = [
+        (CheckRecord.from_dict(raw), in_repository(raw.get("location"), fallback)) for raw in report.get("checks", [])
+    ]
+    lines = not_started(report, fallback)
     for record, location in checks:
         shown, result = STYLES[record.outcome], record.result
         if shown.level is None:
@@ -60,9 +98,48 @@ def workflow_commands(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def comment(markdown: str, *, run_url: str | None = None) -> str:
-    """The sticky comment: the marker, the Markdown report (cut to GitHub's limit) and a link to the run."""
-    footer = f"\n\n[Full run, JSON, JUnit and plots]({run_url})\n" if run_url else ""
+#: What a comment or a job summary says when the run wrote no Markdown report (pytest stopped before the plugin
+#: could write it: a usage error, a crash, a missing install).
+NO_REPORT = (
+    "## Fairness report\n\n**The fairness run could not start**: it wrote no report (pytest stopped before the "
+    "plugin could: a usage error, a crash, or pytest-fairness not installed). The log of the step that ran the suite "
+    "says why.\n"
+)
+_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+def visible(markdown: str, artifact_url: str | None = None, run_url: str | None = None) -> str:
+    """The Markdown with every image that GitHub cannot show (a file of the run, not a URL) turned into a link to
+    the run's artefact, where the file is (else to the run; else its name in words): never a broken image."""
+
+    def link(found: re.Match[str]) -> str:
+        alt, target = found[1], found[2]
+        if target.startswith(("http://", "https://")):
+            return found[0]
+        where = artifact_url or run_url
+        name = target.rsplit("/", 2)[-2:]
+        shown = f"{alt} (`{'/'.join(name)}` in the run's artefact)"
+        return f"[{shown}]({where})" if where else shown
+
+    return _IMAGE.sub(link, markdown)
+
+
+def body(markdowns: Sequence[str | None], *, artifact_url: str | None = None, run_url: str | None = None) -> str:
+    """The reports a comment or a job summary shows, one after the other: the run's report first (None: it wrote
+    none, which is said), then any more (the baseline-diff table), with their plots turned into links."""
+    first, *more = markdowns or [None]
+    parts = [NO_REPORT if first is None else first, *(m for m in more if m)]
+    return visible("\n".join(p.rstrip("\n") + "\n" for p in parts), artifact_url, run_url)
+
+
+def comment(
+    markdown: str | None, *, run_url: str | None = None, artifact_url: str | None = None, more: Sequence[str] = ()
+) -> str:
+    """The sticky comment: the marker, the Markdown report (and ``more``, cut to GitHub's limit) and a link to the
+    run; None for a run that wrote no report."""
+    linked = run_url or artifact_url
+    footer = f"\n\n[Full run, JSON, JUnit and plots]({linked})\n" if linked else ""
+    text = body([markdown, *more], artifact_url=artifact_url, run_url=run_url)
     room = COMMENT_LIMIT - len(MARKER) - len(footer) - 200
-    body = markdown if len(markdown) <= room else markdown[:room] + "\n\n… (cut: the full report is an artefact)\n"
-    return f"{MARKER}\n{body}{footer}"
+    text = text if len(text) <= room else text[:room] + "\n\n… (cut: the full report is an artefact)\n"
+    return f"{MARKER}\n{text}{footer}"

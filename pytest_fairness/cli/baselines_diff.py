@@ -76,24 +76,19 @@ def run(args: argparse.Namespace) -> int:
     if not changes:
         print(f"baselines diff: no baselines in {args.old} or {args.new}", file=sys.stderr)
         return 2
-    parts, fails = [], False
-    for name, found in changes.items():
-        label_old, label_new = (f"{spec}/{name}" if name else spec for spec in (args.old, args.new))
-        fails = fails or bool(failing(found))
-        if args.text:
-            parts.append("\n".join(diff_text(found, label_old, label_new)))
-        else:
-            parts.append(diff_markdown(found, label_old, label_new, accepted=args.accepted))
-    text = "\n\n".join(parts)
-    print(text)
+    markdown = [
+        diff_markdown(found, args.old, args.new, line=name, accepted=args.accepted) for name, found in changes.items()
+    ]
+    fails = any(failing(found) for found in changes.values())
+    if args.text:
+        print(
+            "\n\n".join("\n".join(diff_text(found, args.old, args.new, line=name)) for name, found in changes.items())
+        )
+    else:
+        print("\n".join(markdown))
     if args.output is not None:
-        markdown = "\n".join(
-            diff_markdown(found, f"{args.old}/{n}" if n else args.old, f"{args.new}/{n}" if n else args.new,
-                          accepted=args.accepted)
-            for n, found in changes.items()
-        )  # fmt: skip
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(markdown, encoding="utf-8")
+        args.output.write_text("\n".join(markdown), encoding="utf-8")
     return 1 if args.fail_on_gate and fails else 0
 
 

@@ -111,11 +111,12 @@ def headline(changes: Sequence[CheckChange]) -> str:
     return f"The release meets every decided gate. {moved} of {len(changes)} checks changed."
 
 
-def diff_markdown(changes: Sequence[CheckChange], old: str, new: str, *, accepted: str = "") -> str:
-    """The table in Markdown, for a pull request's body or comment; ``accepted`` says who accepted a failing
-    release, if anyone did."""
+def diff_markdown(changes: Sequence[CheckChange], old: str, new: str, *, line: str = "", accepted: str = "") -> str:
+    """The table in Markdown, for a pull request's body or comment: of the model ``line``'s folder, from ``old`` to
+    ``new``; ``accepted`` says who accepted a failing release, if anyone did."""
     table = rows(changes)
-    lines = [f"## Fairness baselines: `{old}` → `{new}`", "", headline(changes)]
+    of = f" of `{line}`" if line else ""
+    lines = [f"## Fairness baselines{of}: `{old}` → `{new}`", "", headline(changes)]
     if accepted and failing(changes):
         lines += ["", f"Accepted as the new baselines: {accepted}."]
     lines += [
@@ -132,7 +133,8 @@ def diff_markdown(changes: Sequence[CheckChange], old: str, new: str, *, accepte
     return "\n".join(lines) + "\n"
 
 
-def diff_text(changes: Sequence[CheckChange], old: str, new: str) -> list[str]:
+def diff_text(changes: Sequence[CheckChange], old: str, new: str, *, line: str = "") -> list[str]:
     """The same table in plain text, for a terminal."""
     first = headline(changes).replace("**", "")
-    return [f"baselines {old} -> {new}", first, "", *text_table([r.cells(False) for r in rows(changes)], COLUMNS)]
+    of = f" of {line}" if line else ""
+    return [f"baselines{of} {old} -> {new}", first, "", *text_table([r.cells(False) for r in rows(changes)], COLUMNS)]

@@ -16,6 +16,7 @@ from pytest_fairness.records.check_record import CheckRecord
 from pytest_fairness.records.explain import explain
 from pytest_fairness.records.replay import ReplayCheck
 from pytest_fairness.report.gate_table import gate_table
+from pytest_fairness.report.header import gate_line
 from pytest_fairness.report.output import Output, RunReport, Sinks, write_file
 from pytest_fairness.report.plots import plot_section
 from pytest_fairness.report.status import STYLES
@@ -41,6 +42,7 @@ class MarkdownFile(Output):
             run=report.run,
             baselines=report.decision,
             replay=report.replay,
+            gate=gate_sentence(report),
         )
         write_file(Path(markdown), text)
 
@@ -118,6 +120,7 @@ def markdown_report(
     run: RunState | None = None,
     baselines: RunDecision | None = None,
     replay: ReplayCheck | None = None,
+    gate: str = "",
 ) -> str:
     """A PR-comment summary of check records; with ``plots_dir``, one PNG per measure written there.
 
@@ -125,7 +128,7 @@ def markdown_report(
     Markdown is saved), or under ``image_base`` when the PNGs are uploaded elsewhere, e.g. as CI artefacts.
     ``run`` flags an errored or interrupted run at the top and lists the checks that did not finish (its spend
     counts theirs); ``baselines`` adds the run's baseline verdicts; ``replay`` says whether the model's cached
-    answers were asked again before they were replayed.
+    answers were asked again before they were replayed; ``gate`` names the gate and the sizes drawn (a line).
     """
     warning = _run_warning(run)
     if not records and (run is None or not run.unfinished):
@@ -145,6 +148,7 @@ def markdown_report(
         *([warning.strip(), ""] if warning else []),
         f"Model: {', '.join(f'`{m}`' for m in models)}",
         "",
+        *([gate, ""] if gate else []),
         f"Gates: {counts[Outcome.FAIL]} failed, {counts[Outcome.INCONCLUSIVE]} inconclusive, "
         f"{counts[Outcome.PASS]} passed" + (f", {cannot_serve} the model cannot serve." if cannot_serve else "."),
         *_replay(replay),
@@ -158,6 +162,19 @@ def markdown_report(
     if plots_dir is not None:
         lines += ["", *plot_section(records, Path(plots_dir), image_base)]
     return "\n".join(lines) + "\n"
+
+
+def gate_sentence(report: RunReport) -> str:
+    """The gate the run applied and the sizes its checks drew, as the terminal's header says it: a pull request's
+    checks draw their baselines' items, not the profile's sizes."""
+    settings = report.settings
+    drawn = {
+        rec.label: (rec.measure, rec.result.summary.n if rec.baseline is not None else None) for rec in report.records
+    }
+    folder = Path(settings.baseline.directory).name if settings.baseline_ref is not None else ""
+    line = gate_line(settings, drawn, folder).removeprefix("fairness: gate ")
+    name, _, rest = line.partition(":")
+    return f"Gate: **{name}**:{rest}."
 
 
 def _run_warning(run: RunState | None, who: str = "Run") -> str:

@@ -56,7 +56,11 @@ def difference(stored: Mapping[str, Any], live: ChatResponse | LogprobResponse) 
     """How a live answer differs from the cached one, in a few words ("" when it is the same)."""
     if isinstance(live, ChatResponse):
         before = str(stored.get("text", ""))
-        return "" if before == live.text else f"chat answer {_short(before)!r} is now {_short(live.text)!r}"
+        if before == live.text:
+            return ""
+        at = next((i for i, (a, b) in enumerate(zip(before, live.text, strict=False)) if a != b), None)
+        at = min(len(before), len(live.text)) if at is None else at
+        return f"chat answer {_short(before, at)!r} is now {_short(live.text, at)!r}"
     before_lp = {str(k): float(v) for k, v in dict(stored.get("logprobs") or {}).items()}
     if set(before_lp) != set(live.logprobs):
         return f"log-probs of {sorted(before_lp)} are now of {sorted(live.logprobs)}"
@@ -67,9 +71,11 @@ def difference(stored: Mapping[str, Any], live: ChatResponse | LogprobResponse) 
     return ""
 
 
-def _short(text: str, room: int = 40) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= room else text[: room - 1] + "…"
+def _short(text: str, at: int = 0, room: int = 40) -> str:
+    """``text`` cut to ``room`` characters around ``at`` (where two answers first differ), so the difference shows."""
+    start = max(0, min(at - room // 4, len(text) - room))
+    shown = " ".join(text[start : start + room].split())
+    return ("…" if start else "") + shown + ("…" if start + room < len(text) else "")
 
 
 def check_replay(

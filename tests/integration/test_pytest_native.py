@@ -13,7 +13,7 @@ from xml.etree import ElementTree
 
 import pytest
 import yaml
-from github_steps import Workflow
+from github_steps import Workflow, git
 from in_process import pr_suite
 from paths import REPO
 
@@ -259,7 +259,16 @@ def test_the_workflow_is_a_github_actions_workflow():
 
 
 def _workflow_env(path: Path, suite: str, model: str) -> dict[str, str]:
-    return WORKFLOW.env(path, "42", FAIRNESS_SUITE=suite, FAIRNESS_MODEL=model, OUT="out")
+    return WORKFLOW.env(path, "42", FAIRNESS_SUITE=suite, FAIRNESS_MODEL=model, OUT="out", GITHUB_BASE_REF="main")
+
+
+def _commit_as_target_branch(path: Path) -> None:
+    """The recorded baselines committed and named ``origin/main``: what the gate job fetches as its target branch's
+    (its baselines are read from there, never from the pull request's own checkout)."""
+    git(path, "init", "-q", "-b", "main")
+    git(path, "add", "-A")
+    git(path, "-c", "user.name=dev", "-c", "user.email=dev@example.com", "commit", "-q", "-m", "release baselines")
+    git(path, "update-ref", "refs/remotes/origin/main", "HEAD")
 
 
 @pytest.mark.heavy(15)
@@ -268,6 +277,7 @@ def test_the_workflow_steps_build_the_summary_annotations_comment_and_artefacts(
     env = _workflow_env(pytester.path, "mixed.yaml", MIXED_MODEL.split("=", 1)[1])
     recorded = WORKFLOW.run("rebaseline", "Re-record", pytester.path, env)  # a release branch's baselines
     assert list((pytester.path / "baselines").rglob("*")), recorded.stdout[-2000:] + recorded.stderr[-2000:]
+    _commit_as_target_branch(pytester.path)
     run = WORKFLOW.run("gate", "Run the fairness suite", pytester.path, env)
     assert run.returncode == 1, run.stdout[-3000:]  # the gate fails: the workflow's last step says so
     assert "requests" not in run.stdout  # xdist, default progress (a line per 5 s): quick checks print none
@@ -310,6 +320,7 @@ def test_the_workflows_pull_request_gate_passes_an_unchanged_model_from_the_cach
     recorded = WORKFLOW.run("rebaseline", "Re-record", pytester.path, release)
     items = list((pytester.path / "baselines").rglob("*.items.tsv"))
     assert len(items) == 3, recorded.stdout[-2000:] + recorded.stderr[-2000:]
+    _commit_as_target_branch(pytester.path)
 
     unchanged = WORKFLOW.run("gate", "Run the fairness suite", pytester.path, release)
     assert unchanged.returncode == 0, unchanged.stdout[-3000:]

@@ -262,3 +262,29 @@ def test_every_committed_embedded_baseline_lets_an_unchanged_model_pass_from_its
         assert same.outcome is Outcome.PASS, (entry.check, same)
         paired.append(entry.check)
     assert len(paired) == 6 and len(unserved) == 8 and len(paired) + len(unserved) == len(checks)
+
+
+def test_recording_baselines_too_small_to_pair_warns_and_syrupy_never_calls_a_regressed_one_passed(pytester):
+    """Baselines of 10 items cannot pass a pull request even on identical answers: said when recorded, not found
+    at the first pull request. And a run whose baselines regressed does not close on "3 snapshots passed"."""
+    small = run_line(
+        pytester, PR_SUITE.replace("samples: 100", "samples: 10"), "--fairness-model=synthetic:iat?bias=0.1",
+        "--fairness-baselines", "--snapshot-update",
+    )  # fmt: skip
+    small.stdout.fnmatch_lines(
+        [
+            "3 of them too small to pair: a pull request against them cannot pass even on identical answers;*",
+            "  pr::*: 10 items: even identical answers cannot show the margin 0.1 (it needs *)",
+        ]
+    )
+    record(pytester, "bias=0.1")
+    assert (
+        "too small to pair" not in run(pytester, "bias=0.1", "--fairness-baselines", "--snapshot-update").stdout.str()
+    )
+    regressed = run(pytester, "bias=0.9", "--fairness-baselines")
+    assert regressed.ret == pytest.ExitCode.TESTS_FAILED
+    closing = [line for line in regressed.stdout.lines if "snapshot" in line or "fairness baseline" in line]
+    assert not any(re.search(r"\b3 snapshots passed", line) for line in closing), closing
+    assert any("fairness baselines regressed (the fairness baselines above decide)" in line for line in closing), (
+        closing
+    )

@@ -157,6 +157,10 @@ FIGURES: dict[str, Figure] = {
     "stats.max_bet": lambda _: num(internals.max_bet()),
     "paired.fail_level": lambda _: num(internals.paired()["fail_level"]),
     "paired.baseline_share": lambda _: pct(internals.paired()["baseline_share"]),
+    "replay.n": lambda _: count(internals.replay_check()["n"]),
+    "replay.share": lambda _: pct(internals.replay_check()["share"]),
+    "replay.power": lambda _: pct(internals.replay_check()["power"]),
+    "replay.tolerance": lambda _: num(internals.replay_check()["tolerance"]),
     # the release plan example
     "plan.total_usd": lambda _: usd(_plan_cell("total $", 5)),
     "plan.total_batch_usd": lambda _: usd(_plan_cell("total $", 6)),

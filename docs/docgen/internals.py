@@ -158,6 +158,15 @@ def paired() -> dict[str, Any]:
     return {"baseline_share": BASELINE_SHARE, "fail_level": fail_level(setting_default("baseline_alpha"))}
 
 
+def replay_check() -> dict[str, float]:
+    """The replay check's rule (a change touching ``share`` of the cached answers caught with ``power``), the
+    answers it asks again, and how close a log-prob must stay."""
+    from pytest_fairness.run.replay_check import LOGPROB_TOLERANCE
+    from pytest_fairness.stats.spot_check import DETECT_POWER, DETECT_SHARE, sample_size
+
+    return {"share": DETECT_SHARE, "power": DETECT_POWER, "n": sample_size(), "tolerance": LOGPROB_TOLERANCE}
+
+
 def paired_margins() -> list[tuple[str, str, tuple[float, float], float, int, int]]:
     """Per measure (and PCF risk) with a paired gate: its scale, default margin, the fewest clusters of
     identical answers that pass it at the default baseline alpha, and the fewest with which any valid test

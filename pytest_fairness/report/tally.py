@@ -185,7 +185,7 @@ class RunTally:
             stopped=self.not_started or self.stopped,
             abandoned=self.abandoned,
             unfinished=self.unfinished(),
-            preflight=dict(self.preflight) if self.preflight.get("calls") else {},
+            preflight=_timed(self.preflight) if self.preflight.get("calls") else {},
         )
 
     def unfinished(self) -> tuple[UnfinishedCheck, ...]:
@@ -198,3 +198,9 @@ class RunTally:
             for nodeid, label in self.selection.items()
             if nodeid not in self.finished
         )
+
+
+def _timed(spent: Mapping[str, float]) -> dict[str, float]:
+    """What the run spent before its first check, its model time to a tenth of a second: a probe's milliseconds are
+    noise a report need not carry (and two runs' reports then agree)."""
+    return {name: round(value, 1) if name == "seconds" else value for name, value in spent.items()}

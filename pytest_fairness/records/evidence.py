@@ -160,7 +160,8 @@ def _why(item: T, why: str) -> T:
 
 @dataclass(frozen=True)
 class Column:
-    """A field of an item as a column: ``format`` is text, num, signed, prob3 (three probabilities), badge or list."""
+    """A field of an item as a column: ``format`` is text, num, signed, prob3 (three probabilities), badge, list,
+    or ``refs:TABLE`` (ids of another table's rows, shown with their texts)."""
 
     key: str
     label: str

@@ -72,7 +72,7 @@ class ImplicitEvidence(Evidence):
                 facets=("side",),
                 search=("word",),
                 sort="-consistent",
-                detail=(Column("answers", "answers (ids) that paired it", "list"),),
+                detail=(Column("answers", "answers that paired it", "refs:answers"),),
             ),
             Table(
                 "answers",

@@ -122,7 +122,7 @@ function prView(check) {
   const how = p ? `paired on ${p.items} shared items in ${p.clusters} clusters (${p.method}), margin ${p.margin}`
     + (p.rho === null ? "" : `, ρ = ${num(p.rho)}`) + `, worth ${num(p.effective_n)} independent items`
     : "unpaired (Welch)" + (b.unpaired ? ": " + b.unpaired : "");
-  const rows = [["baseline", side(b.before)], ["this run", side(b.after)], ["status", b.status],
+  const rows = [["status", b.status],
     ["run − baseline", `${fmt(b.difference, "signed")} [${fmt(b.ci && b.ci[0], "signed")}, ${fmt(b.ci && b.ci[1], "signed")}]`],
     ["how", how], ["in words", b.explanation]];
   const moved = p && p.moved && p.moved.length ? el("table", { class: "moved" },

@@ -45,13 +45,18 @@ class HtmlFile(Output):
 
 
 def page(report: RunReport, budget: int = BUDGET) -> str:
-    """The whole page of a run."""
+    """The whole page of a run (at most ``budget`` bytes, its sampled evidence trimmed if need be)."""
     checks = [check_data(rec) for rec in report.records]
     run = run_data(report)
     payload = _payload(run, checks)
-    if len(payload) > budget:
-        run["trimmed"] = _trim(checks, budget)
-        payload = _payload(run, checks)
+    text = _html(run, payload)
+    if len(text.encode()) > budget:
+        run["trimmed"] = _trim(checks, budget - (len(text.encode()) - len(payload.encode())))
+        text = _html(run, _payload(run, checks))
+    return text
+
+
+def _html(run: dict[str, Any], payload: str) -> str:
     title = html.escape(f"Fairness run: {', '.join(run['suites']) or 'no checks'}")
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -120,7 +125,7 @@ def _trim(checks: list[dict[str, Any]], budget: int) -> str:
                 dropped += len(value) - len(kept)
                 check["trimmed"] = f"{len(value) - len(kept)} sampled {key} left out to keep the page small."
                 evidence[key] = kept
-        if len(_payload({}, checks)) <= budget:
+        if len(_payload({}, checks).encode()) <= budget:
             break
     return f"The page left out {dropped} sampled evidence items to stay within {budget / 1e6:g} MB (the JSON has them)."
 

@@ -115,8 +115,10 @@ def bar_chart(rows: Sequence[Mapping[str, Any]], chart: Chart, top: int = 40, wi
     room = width - label_w - 60
     legend = ", ".join(f"{v} ({c})" for v, c in zip(chart.values, ("blue", "orange", "green"), strict=False))
     shown = f" (the {top} highest of {len(rows)})" if len(rows) > top else ""
-    parts = [SVG.format(w=width, h=step * len(rows) + 30, label=html.escape(chart.title)),
-             _text(0, 12, f"{chart.title}{shown}: {legend}", INK)]  # fmt: skip
+    parts = [
+        SVG.format(w=width, h=step * len(rows) + 30, label=html.escape(chart.title)),
+        _text(0, 12, f"{chart.title}{shown}: {legend}", INK),
+    ]
     for i, row in enumerate(rows):
         y = 22 + i * step
         lean = f" → {row.get(chart.lean)}" if chart.lean else ""

@@ -77,9 +77,12 @@ class QualityKeeper:
         self.keeper: Keeper[QualityPair] = Keeper(FLAG_CAP, SAMPLE, f"quality:{seed}")
 
     def offer(
-        self, pair: Pair, texts: Mapping[ChatRequest, str], ratings: tuple[Mapping[str, float], Mapping[str, float]],
+        self,
+        pair: Pair,
+        texts: Mapping[ChatRequest, str],
+        ratings: tuple[Mapping[str, float], Mapping[str, float]],
         overall: str,
-    ) -> None:  # fmt: skip
+    ) -> None:
         a, b = ratings
         difference = a[overall] - b[overall]
         pid = f"{self.seed}:{pair.draw}/{pair.a}|{pair.b}/{pair.name_a}|{pair.name_b}"
@@ -88,10 +91,19 @@ class QualityKeeper:
             answer_a = mask_name(texts[pair.request_a], pair.name_a)[0]
             answer_b = mask_name(texts[pair.request_b], pair.name_b)[0]
             return QualityPair(
-                pid, f"{self.seed}:{pair.draw}", pair.prompt.prompt, pair.prompt.task, pair.prompt.domain,
-                str(pair.a), str(pair.b), capped(answer_a, self.max_tokens), capped(answer_b, self.max_tokens),
-                difference, dict(a), dict(b),
-            )  # fmt: skip
+                pid,
+                f"{self.seed}:{pair.draw}",
+                pair.prompt.prompt,
+                pair.prompt.task,
+                pair.prompt.domain,
+                str(pair.a),
+                str(pair.b),
+                capped(answer_a, self.max_tokens),
+                capped(answer_b, self.max_tokens),
+                difference,
+                dict(a),
+                dict(b),
+            )
 
         self.keeper.offer(pid, abs(difference) if abs(difference) >= STEP else None, build)
 

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,17 +17,19 @@ from pytest_fairness.records.check_record import CheckRecord
 from pytest_fairness.records.comparison import Comparison
 from pytest_fairness.records.evidence import Chart
 from pytest_fairness.report.status import STYLES
+from pytest_fairness.util.fmt import finite, num
 
 SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" aria-label="{label}">'
 ALLOWED, LIMIT, NULL, INK, MUTED, HARMFUL = "#e9f6ec", "#c0392b", "#555", "#1d2329", "#6b747d", "#fbe3e3"
 
 
-def _finite(*values: Any) -> list[float]:
-    return [float(v) for v in values if isinstance(v, int | float) and math.isfinite(v)]
+def _marks(*values: Any) -> list[float]:
+    """The values that can be drawn: numbers, finite."""
+    return [float(v) for v in values if isinstance(v, int | float) and finite(v) is not None]
 
 
 def _num(value: float | None) -> str:
-    return "—" if value is None or not math.isfinite(value) else f"{value:.3g}"
+    return num(value, ".3g")
 
 
 class _Scale:
@@ -50,7 +51,7 @@ def check_plot(record: CheckRecord, width: int = 640, height: int = 92, small: b
     low, high = (None, None) if t is None else (t.min, t.max)
     before = None if record.baseline is None else record.baseline.before
     b_est, (b_lo, b_hi) = (None, (None, None)) if before is None else (before.estimate, before.ci)
-    values = _finite(est, lo, hi, low, high, null, b_est, b_lo, b_hi)
+    values = _marks(est, lo, hi, low, high, null, b_est, b_lo, b_hi)
     label = html.escape(f"{record.label}: {_num(est)} [{_num(lo)}, {_num(hi)}], threshold {record.threshold_text}")
     parts = [SVG.format(w=width, h=height, label=label)]
     if not values:
@@ -60,19 +61,19 @@ def check_plot(record: CheckRecord, width: int = 640, height: int = 92, small: b
     a = x(low) if low is not None else 0.0
     b = x(high) if high is not None else float(width)
     parts.append(f'<rect x="{a:.1f}" y="0" width="{max(b - a, 0):.1f}" height="{height}" fill="{ALLOWED}"/>')
-    for bound in _finite(low, high):
+    for bound in _marks(low, high):
         parts.append(_vline(x(bound), height, LIMIT, 2))
         if not small:
             parts.append(_text(x(bound) + 3, 11, f"threshold {_num(bound)}", LIMIT, width))
-    if _finite(null):
+    if _marks(null):
         parts.append(_vline(x(null), height, NULL, 1, dashed=True))
     colour = STYLES[record.outcome].plot
     parts.append(_whisker(x, lo, hi, est, mid, colour, 3 if small else 4))
     if not small:
         parts.append(
-            _text(x(est) if _finite(est) else 6, mid - 9, f"{_num(est)} [{_num(lo)}, {_num(hi)}]", colour, width)
+            _text(x(est) if _marks(est) else 6, mid - 9, f"{_num(est)} [{_num(lo)}, {_num(hi)}]", colour, width)
         )
-        if _finite(b_est):
+        if _marks(b_est):
             parts.append(_whisker(x, b_lo, b_hi, b_est, height * 0.74, "#8a939c", 3))
             parts.append(_text(x(b_est), height * 0.74 + 16, f"baseline {_num(b_est)}", MUTED, width))
         parts.append(_text(6, height - 3, _num(x.lo), MUTED) + _text(width - 6, height - 3, _num(x.hi), MUTED, 1))
@@ -87,7 +88,7 @@ def paired_plot(comparison: Comparison, width: int = 640, height: int = 70) -> s
         return ""
     diff, (lo, hi) = comparison.difference, p.interval
     sides = (p.side,) if p.side else (1, -1)
-    x = _Scale(_finite(diff, lo, hi, 0.0, *(s * p.margin for s in sides)), 6, width - 6)
+    x = _Scale(_marks(diff, lo, hi, 0.0, *(s * p.margin for s in sides)), 6, width - 6)
     label = html.escape(f"run − baseline {_num(diff)} [{_num(lo)}, {_num(hi)}], margin {p.margin:g}")
     parts = [SVG.format(w=width, h=height, label=label)]
     for side in sides:
@@ -140,12 +141,12 @@ def _vline(x: float, height: float, colour: str, stroke: int, dashed: bool = Fal
 
 def _whisker(x: _Scale, lo: Any, hi: Any, est: Any, y: float, colour: str, r: int) -> str:
     out = ""
-    if len(_finite(lo, hi)) == 2:
+    if len(_marks(lo, hi)) == 2:
         tick = '<line x1="{0:.1f}" x2="{0:.1f}" y1="{1:.1f}" y2="{2:.1f}" stroke="{3}" stroke-width="2"/>'
         ends = "".join(tick.format(x(v), y - r, y + r, colour) for v in (lo, hi))
         out += f'<line x1="{x(lo):.1f}" x2="{x(hi):.1f}" y1="{y:.1f}" y2="{y:.1f}" stroke="{colour}" stroke-width="2"/>'
         out += ends
-    if _finite(est):
+    if _marks(est):
         out += f'<circle cx="{x(est):.1f}" cy="{y:.1f}" r="{r}" fill="{colour}"/>'
     return out
 

@@ -121,15 +121,8 @@ class FakeBatchAPI:
         )
         file_id = f"file-{len(self.files) + 1}"
         self.files[file_id] = data
-        return {
-            "id": file_id,
-            "object": "file",
-            "bytes": len(data),
-            "created_at": 0,
-            "filename": "in.jsonl",
-            "purpose": "batch",
-            "status": "processed",
-        }
+        return {"id": file_id, "object": "file", "bytes": len(data), "created_at": 0, "filename": "in.jsonl",
+                "purpose": "batch", "status": "processed"}  # fmt: skip
 
     def _lines(self, batch: Batch) -> list[dict[str, Any]]:
         return [json.loads(x) for x in self.files[batch.input_file_id].decode().splitlines() if x.strip()]

@@ -142,14 +142,6 @@ def paired_size(
     size = min(baseline_size, math.ceil(chosen.clusters * baseline_size / clusters))
     usd = None if usd_per_sample is None else samples * usd_per_sample
     return PairedSize(
-        size,
-        chosen.samples_per_item,
-        chosen.clusters,
-        calls,
-        usd,
-        chosen.power,
-        components.rho,
-        components.between,
-        components.within,
-        components.basis,
-    )
+        size, chosen.samples_per_item, chosen.clusters, calls, usd, chosen.power,
+        components.rho, components.between, components.within, components.basis,
+    )  # fmt: skip

@@ -107,12 +107,9 @@ class CheckItem(pytest.Item):
                     run = self._grown(entry, shape.seed, shape.size)
                 else:
                     run = session.run_check(
-                        self.check,
-                        self._progress(),
-                        seed=shape.seed,
-                        size=shape.size,
+                        self.check, self._progress(), seed=shape.seed, size=shape.size,
                         samples_per_item=shape.samples_per_item,
-                    )
+                    )  # fmt: skip
             except (Exception, KeyboardInterrupt) as exc:
                 self._stopped(exc, spent)
                 raise

@@ -160,18 +160,8 @@ class FairnessSession:
         roles: dict[Who, Runner | None] = {"model": self.runner, "judge": self.judge, "reference": self.reference}
         batched = frozenset(who for who, runner in roles.items() if runner is not None and runner.at_once() is None)
         shape_of = partial(pr_shape, self) if settings.gate == "pr" else None  # a pull request: its baselines' items
-        return Planner(
-            self.runner,
-            specs,
-            prices,
-            settings.seed,
-            settings.profile,
-            self.family.gate_confidence,
-            settings.budget,
-            batched,
-            settings.samples_per_item,
-            shape_of,
-        )
+        return Planner(self.runner, specs, prices, settings.seed, settings.profile, self.family.gate_confidence,
+                       settings.budget, batched, settings.samples_per_item, shape_of)  # fmt: skip
 
     def context(
         self,

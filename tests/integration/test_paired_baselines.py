@@ -79,20 +79,10 @@ def test_a_recorded_items_file_is_used_only_when_present_and_unedited():
 
 def _entry(estimate: float, n: int, seed: int = 0) -> Entry:
     return Entry(
-        suite="s",
-        check="c",
-        measure="implicit_bias",
-        subject="x",
-        estimate=estimate,
-        ci=(estimate - 0.1, estimate + 0.1),
-        n=n,
-        sd=0.3,
-        threshold=Threshold(max=0.5),
-        fidelity="f",
-        versions={"v": "1"},
-        params={"seed": seed, "iterations": n},
-        model_id="m",
-    )
+        suite="s", check="c", measure="implicit_bias", subject="x", estimate=estimate,
+        ci=(estimate - 0.1, estimate + 0.1), n=n, sd=0.3, threshold=Threshold(max=0.5),
+        fidelity="f", versions={"v": "1"}, params={"seed": seed, "iterations": n}, model_id="m",
+    )  # fmt: skip
 
 
 def _items(n: int, shift: float, seed: int = 0, cluster: str = "") -> list[ItemScores]:
@@ -149,36 +139,21 @@ def test_a_paired_comparison_decides_on_the_shared_items_and_says_what_pairing_b
     # the run restates it at the FAIL level, not at alpha: a p between the two does not count
     assert worse.restated(worse.paired.fail_alpha * 1.5, "holm", 2, 0.05).status == "unchanged"
     assert worse.restated(worse.paired.fail_alpha / 2, "holm", 2, 0.05).status == "regressed"
-    noninferior = paired(
-        compare(_entry(0.0, 200), _entry(0.0, 200), 0.1, mode="noninferiority"),
-        recorded,
-        PairingInputs(_items(200, 0.0), (-1.0, 1.0), None),
-    )
+    noninferior = paired(compare(_entry(0.0, 200), _entry(0.0, 200), 0.1, mode="noninferiority"), recorded,
+                         PairingInputs(_items(200, 0.0), (-1.0, 1.0), None))  # fmt: skip
     assert noninferior.status == "non-inferior" and noninferior.paired.margin == 0.1
 
 
 def test_a_record_with_items_and_a_paired_comparison_round_trips_through_json():
     recorded = read_recorded(*_recorded(_items(100, 0.0)))
-    comparison = paired(
-        compare(_entry(0.0, 100), _entry(0.0, 100), 0.0), recorded, PairingInputs(_items(100, 0.0), (-1.0, 1.0), 0.1)
-    )
+    comparison = paired(compare(_entry(0.0, 100), _entry(0.0, 100), 0.0), recorded,
+                        PairingInputs(_items(100, 0.0), (-1.0, 1.0), 0.1))  # fmt: skip
     from pytest_fairness.records.measure_result import MeasureResult
     from pytest_fairness.stats.gate import Outcome
     from pytest_fairness.stats.intervals import summarize
 
-    result = MeasureResult(
-        "implicit_bias",
-        "x",
-        summarize([0.1, 0.2]),
-        0,
-        [],
-        "f",
-        "m",
-        {},
-        {},
-        samples=[0.1, 0.2],
-        items=[("0:0", "0:0"), ("0:1", "0:1")],
-    )
+    result = MeasureResult("implicit_bias", "x", summarize([0.1, 0.2]), 0, [], "f", "m", {}, {},
+                           samples=[0.1, 0.2], items=[("0:0", "0:0"), ("0:1", "0:1")])  # fmt: skip
     record = CheckRecord("s", "c", Outcome.PASS, Threshold(max=0.5), result, comparison)
     again = CheckRecord.from_dict(json.loads(json.dumps(record.to_dict())))
     assert again.result.items == result.items and again.baseline == comparison

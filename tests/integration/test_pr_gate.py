@@ -37,22 +37,8 @@ def checks(pytester: pytest.Pytester) -> dict[str, dict]:
 
 
 def _evidence(outcome: str, p_beyond: float = 1.0) -> PairedComparison:
-    return PairedComparison(
-        Outcome(outcome),
-        0.1,
-        1,
-        (-0.05, 0.05),
-        (-0.1, 0.1),
-        0.01,
-        p_beyond,
-        0.0025,
-        100,
-        100,
-        0.5,
-        100,
-        300,
-        "betting interval",
-    )
+    return PairedComparison(Outcome(outcome), 0.1, 1, (-0.05, 0.05), (-0.1, 0.1), 0.01, p_beyond, 0.0025, 100, 100,
+                            0.5, 100, 300, "betting interval")  # fmt: skip
 
 
 def _comparison(evidence: PairedComparison | None):
@@ -140,24 +126,17 @@ def test_under_sequential_a_pull_request_grows_through_its_baselines_next_items_
     pytester.makefile(".yaml", grow=PR_SUITE.replace("samples: 100", "samples: {quick: 40, release: 400}"))
     base = ["--fairness-suite=grow.yaml", "--fairness-baseline-model=line"]
     common = [*INPROCESS, *base, "--fairness-report=out.json"]
-    pytester.runpytest(
-        *common,
-        "--fairness-model=synthetic:iat?bias=0.1",
-        "--fairness-profile=release",
-        "--fairness-baselines",
-        "--snapshot-update",
-    )
-    same = pytester.runpytest(
-        *common, "--fairness-model=synthetic:iat?bias=0.1", "--fairness-gate=pr", "--fairness-sequential"
-    )
+    pytester.runpytest(*common, "--fairness-model=synthetic:iat?bias=0.1", "--fairness-profile=release",
+                       "--fairness-baselines", "--snapshot-update")  # fmt: skip
+    same = pytester.runpytest(*common, "--fairness-model=synthetic:iat?bias=0.1", "--fairness-gate=pr",
+                              "--fairness-sequential")  # fmt: skip
     assert same.ret == pytest.ExitCode.OK, same.stdout.str()[-2000:]
     for check in checks(pytester).values():
         paired = check["baseline"]["paired"]
         assert check["outcome"] == "pass" and paired["method"] == "confidence sequence"
         assert 40 < check["result"]["n"] < 400 and paired["undrawn"] == 400 - check["result"]["n"]
-    worse = pytester.runpytest(
-        *common, "--fairness-model=synthetic:iat?bias=0.9", "--fairness-gate=pr", "--fairness-sequential"
-    )
+    worse = pytester.runpytest(*common, "--fairness-model=synthetic:iat?bias=0.9", "--fairness-gate=pr",
+                               "--fairness-sequential")  # fmt: skip
     assert worse.ret == pytest.ExitCode.TESTS_FAILED
     for check in checks(pytester).values():
         assert check["outcome"] == "fail" and check["result"]["n"] < 400
@@ -175,15 +154,9 @@ def test_the_committed_embedded_baselines_make_a_pull_request_that_still_cannot_
         shutil.copy(path, line / path.name)
     assert len(list(line.glob("*.yaml"))) == 4
     result = pytester.runpytest(
-        *INPROCESS,
-        "--fairness-suite=gender",
-        "-k",
-        "decision_bias",
-        "--fairness-model=synthetic?unusable=0.9",
-        "--fairness-gate=pr",
-        "--fairness-baseline-model=line",
-        "--fairness-report=out.json",
-    )
+        *INPROCESS, "--fairness-suite=gender", "-k", "decision_bias", "--fairness-model=synthetic?unusable=0.9",
+        "--fairness-gate=pr", "--fairness-baseline-model=line", "--fairness-report=out.json",
+    )  # fmt: skip
     assert result.ret == pytest.ExitCode.OK
     gates = [c["result"]["details"]["pr_gate"] for c in checks(pytester).values()]
     assert len(gates) == 4 and {g["outcome"] for g in gates} == {"cannot_serve"}

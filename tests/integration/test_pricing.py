@@ -273,12 +273,9 @@ def test_a_sequential_rounds_budget_check_prices_the_judges_reference_too(monkey
 
     def growing(budget: float | None, reference: bool) -> str:
         settings = Settings(
-            model=f"openai:m{price}",
-            judge=f"openai:j{price}",
-            cache_mode=CacheMode.OFF,
-            budget=budget,
+            model=f"openai:m{price}", judge=f"openai:j{price}", cache_mode=CacheMode.OFF, budget=budget,
             judge_reference=f"openai:r{price}" if reference else None,
-        )
+        )  # fmt: skip
         return FairnessSession(settings).planner.next_round_over_budget(check, 100, 400, 0.0)
 
     assert growing(None, True) == ""

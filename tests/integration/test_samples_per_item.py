@@ -164,22 +164,16 @@ checks:
 def test_the_plan_counts_and_prices_the_judge_on_each_of_k_answers(pytester):
     """The judge rates every answer, so K answers an item cost K times the judge calls and dollars of one."""
     pytester.makefile(
-        ".yaml",
-        q="suite: q\nchecks:\n  - id: quality\n    measure: quality_disparity\n    comparison: gender\n"
+        ".yaml", q="suite: q\nchecks:\n  - id: quality\n    measure: quality_disparity\n    comparison: gender\n"
         "    samples: 20\n    threshold: {max: 1}\n",
-    )
+    )  # fmt: skip
     judge = "--fairness-judge=openai:judge@http://127.0.0.1:9/v1?price_in=1000&price_out=1000"
     totals = {}
     for k in (1, 3):
         result = pytester.runpytest_inprocess(
-            "-p",
-            "no:cacheprovider",
-            "--fairness-suite=q.yaml",
-            "--fairness-model=synthetic",
-            judge,
-            f"--fairness-samples-per-item={k}",
-            "--fairness-plan",
-        )
+            "-p", "no:cacheprovider", "--fairness-suite=q.yaml", "--fairness-model=synthetic", judge,
+            f"--fairness-samples-per-item={k}", "--fairness-plan",
+        )  # fmt: skip
         assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
         (total,) = [line.split()[2:] for line in result.stdout.lines if line.startswith("total $")]
         totals[k] = float(total[2].replace(",", "")), float(total[3].replace(",", ""))

@@ -113,9 +113,8 @@ checks:
 
 def test_a_baseline_written_before_the_newer_keys_loads_with_their_defaults_and_compares():
     (old,) = parse_baseline(FIRST_FORMAT)
-    assert old == Entry(
-        check="implicit_bias[career]", suite="gender", estimate=0.1, ci=(0.0, 0.2), n=20, sd=0.3, model_id="m"
-    )
+    assert old == Entry(check="implicit_bias[career]", suite="gender", estimate=0.1, ci=(0.0, 0.2), n=20, sd=0.3,
+                        model_id="m")  # fmt: skip
     result = compare(old, baseline_entry(record(scores(0.1, 20, 1))))
     assert result.before.confidence == 0.95 and result.threshold == Threshold(max=0.2)  # the new side's threshold
     assert "measure: None -> implicit_bias" in result.inputs_changed and not result.matches

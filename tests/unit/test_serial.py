@@ -154,24 +154,9 @@ def test_the_record_and_comparison_json_keep_their_key_order():
     written = record.to_dict()
     assert list(written) == ["schema", "suite", "check", "outcome", "threshold", "threshold_text", "result", "baseline"]
     assert list(written["baseline"]) == [
-        "check",
-        "status",
-        "mode",
-        "before",
-        "after",
-        "difference",
-        "ci",
-        "p",
-        "p_adjusted",
-        "tolerance",
-        "alpha",
-        "threshold",
-        "inputs_changed",
-        "adjusted",
-        "paired",
-        "unpaired",
-        "explanation",
-    ]
+        "check", "status", "mode", "before", "after", "difference", "ci", "p", "p_adjusted", "tolerance", "alpha",
+        "threshold", "inputs_changed", "adjusted", "paired", "unpaired", "explanation",
+    ]  # fmt: skip
     assert written["baseline"]["mode"] == "noninferiority" and written["threshold_text"] == "≤ 0.2"
     measured = replace(record, outcome=Outcome.MEASURED, threshold=None, baseline=None).to_dict()
     assert measured["threshold"] == {} and "baseline" not in measured

@@ -7,7 +7,6 @@ synthetic doubles (tests/evidence_runs.py). Without chromium these skip, except 
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -212,15 +211,14 @@ def test_a_script_error_in_a_page_reaches_the_harness(chromium, tmp_path):
 
 
 @pytest.mark.heavy(60)
-def test_a_net_harm_page_whose_caps_bind_stays_small_and_opens_offline_within_two_seconds(chromium, tmp_path):
+def test_a_net_harm_page_whose_caps_bind_stays_small_and_opens_offline(chromium, tmp_path):
+    # its load time is a benchmark's figure (benchmarks/evidence_page.py), not a test's
     records = demo_records(net_harm_prompts=6000)[:1]  # flags thousands of pairs: the caps bind
     path = tmp_path / "release.html"
     path.write_text(page(demo_report(records)))
     assert path.stat().st_size < 10_000_000
-    started = time.perf_counter()
     tab = _open(chromium, path, f"check={_label('net_harm')}".replace("::", "%3A%3A"))
     try:
-        assert time.perf_counter() - started < 2.0
         assert tab.count("[data-source=pairs] tr.ev-row") == 100 and tab.errors == []
         assert tab.requests == [path.as_uri()]
     finally:

@@ -36,6 +36,8 @@ class HtmlExtras:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
+        #: pytest-html's own option (``wanted`` saw it set), not one of ours: the folder its report is written in.
+        self.report_dir = Path(config.option.htmlpath).resolve().parent
 
     @property
     def _reporter(self) -> Any:
@@ -46,8 +48,7 @@ class HtmlExtras:
         target = self._reporter.settings.outputs.get("html") if self._reporter is not None else None
         if not target:
             return ""
-        report_dir = Path(self.config.getoption("htmlpath")).resolve().parent
-        href = Path(os.path.relpath(Path(target).resolve(), report_dir)).as_posix()
+        href = Path(os.path.relpath(Path(target).resolve(), self.report_dir)).as_posix()
         anchor = "" if label is None else "#check=" + _quoted(label)
         text = "evidence" if label is not None else "the evidence page"
         return f'<a href="{html.escape(href + anchor)}">{text}</a>'

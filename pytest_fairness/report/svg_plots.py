@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from pytest_fairness.records.check_record import CheckRecord
@@ -28,8 +29,8 @@ def _marks(*values: Any) -> list[float]:
     return [float(v) for v in values if isinstance(v, int | float) and finite(v) is not None]
 
 
-def _num(value: float | None) -> str:
-    return num(value, ".3g")
+#: Numbers on a plot: three significant figures (util/fmt's one formatter, at the spec a plot has room for).
+_short = partial(num, spec=".3g")
 
 
 class _Scale:
@@ -52,7 +53,9 @@ def check_plot(record: CheckRecord, width: int = 640, height: int = 92, small: b
     before = None if record.baseline is None else record.baseline.before
     b_est, (b_lo, b_hi) = (None, (None, None)) if before is None else (before.estimate, before.ci)
     values = _marks(est, lo, hi, low, high, null, b_est, b_lo, b_hi)
-    label = html.escape(f"{record.label}: {_num(est)} [{_num(lo)}, {_num(hi)}], threshold {record.threshold_text}")
+    label = html.escape(
+        f"{record.label}: {_short(est)} [{_short(lo)}, {_short(hi)}], threshold {record.threshold_text}"
+    )
     parts = [SVG.format(w=width, h=height, label=label)]
     if not values:
         return parts[0] + "</svg>"
@@ -64,19 +67,19 @@ def check_plot(record: CheckRecord, width: int = 640, height: int = 92, small: b
     for bound in _marks(low, high):
         parts.append(_vline(x(bound), height, LIMIT, 2))
         if not small:
-            parts.append(_text(x(bound) + 3, 11, f"threshold {_num(bound)}", LIMIT, width))
+            parts.append(_text(x(bound) + 3, 11, f"threshold {_short(bound)}", LIMIT, width))
     if _marks(null):
         parts.append(_vline(x(null), height, NULL, 1, dashed=True))
     colour = STYLES[record.outcome].plot
     parts.append(_whisker(x, lo, hi, est, mid, colour, 3 if small else 4))
     if not small:
         parts.append(
-            _text(x(est) if _marks(est) else 6, mid - 9, f"{_num(est)} [{_num(lo)}, {_num(hi)}]", colour, width)
+            _text(x(est) if _marks(est) else 6, mid - 9, f"{_short(est)} [{_short(lo)}, {_short(hi)}]", colour, width)
         )
         if _marks(b_est):
             parts.append(_whisker(x, b_lo, b_hi, b_est, height * 0.74, "#8a939c", 3))
-            parts.append(_text(x(b_est), height * 0.74 + 16, f"baseline {_num(b_est)}", MUTED, width))
-        parts.append(_text(6, height - 3, _num(x.lo), MUTED) + _text(width - 6, height - 3, _num(x.hi), MUTED, 1))
+            parts.append(_text(x(b_est), height * 0.74 + 16, f"baseline {_short(b_est)}", MUTED, width))
+        parts.append(_text(6, height - 3, _short(x.lo), MUTED) + _text(width - 6, height - 3, _short(x.hi), MUTED, 1))
     parts.append("</svg>")
     return "".join(parts)
 
@@ -89,17 +92,19 @@ def paired_plot(comparison: Comparison, width: int = 640, height: int = 70) -> s
     diff, (lo, hi) = comparison.difference, p.interval
     sides = (p.side,) if p.side else (1, -1)
     x = _Scale(_marks(diff, lo, hi, 0.0, *(s * p.margin for s in sides)), 6, width - 6)
-    label = html.escape(f"run − baseline {_num(diff)} [{_num(lo)}, {_num(hi)}], margin {p.margin:g}")
+    label = html.escape(f"run − baseline {_short(diff)} [{_short(lo)}, {_short(hi)}], margin {p.margin:g}")
     parts = [SVG.format(w=width, h=height, label=label)]
     for side in sides:
         bound = x(side * p.margin)
         start, end = (bound, width) if side > 0 else (0.0, bound)
         parts.append(f'<rect x="{start:.1f}" y="0" width="{end - start:.1f}" height="{height}" fill="{HARMFUL}"/>')
         parts.append(_vline(bound, height, LIMIT, 2))
-        parts.append(_text(bound + 3, 11, f"margin {_num(side * p.margin)}", LIMIT, width))
+        parts.append(_text(bound + 3, 11, f"margin {_short(side * p.margin)}", LIMIT, width))
     parts.append(_vline(x(0.0), height, NULL, 1, dashed=True))
     parts.append(_whisker(x, lo, hi, diff, height * 0.5, INK, 4))
-    parts.append(_text(x(diff), height * 0.5 - 9, f"run − baseline {_num(diff)} [{_num(lo)}, {_num(hi)}]", INK, width))
+    parts.append(
+        _text(x(diff), height * 0.5 - 9, f"run − baseline {_short(diff)} [{_short(lo)}, {_short(hi)}]", INK, width)
+    )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -129,7 +134,7 @@ def bar_chart(rows: Sequence[Mapping[str, Any]], chart: Chart, top: int = 40, wi
             parts.append(
                 f'<rect x="{label_w}" y="{y + j * 6:.1f}" width="{w:.1f}" height="6" fill="{colours[j % 3]}"/>'
             )
-        parts.append(_text(label_w + first(row) / peak * room + 4, y + 8, _num(first(row)), MUTED))
+        parts.append(_text(label_w + first(row) / peak * room + 4, y + 8, _short(first(row)), MUTED))
     parts.append("</svg>")
     return "".join(parts)
 

@@ -35,7 +35,7 @@ from scipy import stats as sps
 
 from pytest_fairness.stats.gate import Outcome
 from pytest_fairness.stats.paired.allocation import Components, fewest_for_any_valid_test, fewest_for_identical, plan
-from pytest_fairness.stats.paired.noninferiority import PairedGate, fail_level
+from pytest_fairness.stats.paired.noninferiority import PairedGate, baseline_level
 from pytest_fairness.testing.paired_trials import Rate, conditional, fixed_outcomes, sequential_outcome
 from pytest_fairness.testing.releases import (
     Decision,
@@ -173,7 +173,7 @@ def _religion_run(
         passes, fail = fixed_outcomes(d, check.family.scale, PairedGate(check.margin, 1), checks=len(checks))
         fails |= fail
         not_pass |= ~passes
-    print(f"religion suite, {label}; clusters×K per check {', '.join(sizes)}; FAIL level {fail_level(ALPHA):g}")
+    print(f"religion suite, {label}; clusters×K per check {', '.join(sizes)}; FAIL level {baseline_level(ALPHA):g}")
     print(f"  runs that FAIL (a check shown worse than its margin, Holm): {conditional(fails)}")
     print(f"    over all trials: {Rate(int(fails.sum()), fails.size)}")
     print(f"  runs that do not PASS every check: {conditional(not_pass)}")

@@ -52,8 +52,8 @@ def pr_shape(session: SessionLike, check: suite.Check) -> RunShape | None:
 
 
 def shape_for(session: SessionLike, check: suite.Check, entry: Entry) -> RunShape:
-    """What a pull-request check with the committed baseline ``entry`` draws: a sequential one grows through its
-    baseline's items up to all of them, a fixed-size one takes the paired planner's choice."""
+    """What a pull-request check with the committed baseline ``entry`` draws: its baseline's seed and items, all
+    of them × the paired planner's K for a fixed-size one; a sequential one grows through them."""
     seed, size = same_items(entry, check.measure.samples)
     planned = paired_plan(session, check, entry)
     if planned is None:
@@ -62,10 +62,10 @@ def shape_for(session: SessionLike, check: suite.Check, entry: Entry) -> RunShap
 
 
 def paired_plan(session: SessionLike, check: suite.Check, entry: Entry | None) -> PairedSize | None:
-    """The paired planner's size and K for a fixed-size pull-request check, from its baseline ``entry``'s items.
-    None outside such a run (a release run, or a sequential one: it grows through the baseline's items), when
-    the option or the suite key gives K, for a measure that takes one sample per item, without the baseline's
-    items, or when no K reaches the power."""
+    """The paired planner's K for a fixed-size pull-request check, which draws all of its baseline ``entry``'s
+    items. None outside such a run (a release run, or a sequential one: it grows through the baseline's items),
+    when the option or the suite key gives K, for a measure that takes one sample per item, or without the
+    baseline's items."""
     from pytest_fairness.baseline.snapshot import entry_path, items_beside
 
     settings = session.settings

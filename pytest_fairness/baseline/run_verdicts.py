@@ -50,7 +50,7 @@ class RunDecision:
     @property
     def absorbed(self) -> int:
         """Changes that counted on their own but not across the run: what the correction prevented."""
-        return sum(c.own_status != c.status and c.status == "unchanged" for c in self.comparisons)
+        return sum(c.own_status != c.status and c.status in ("unchanged", "undecided") for c in self.comparisons)
 
     @property
     def tested(self) -> int:

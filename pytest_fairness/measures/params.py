@@ -126,6 +126,13 @@ class Params:
         """
         return design_truths(threshold, self.BOUNDS, self.NULL)
 
+    @classmethod
+    def items_exact(cls, fidelity: str | None) -> bool:
+        """Whether a result of this ``fidelity`` read its per-item scores exactly (nothing re-sampled: a rerun of
+        the same model repeats them), so that a paired PASS needs no room for a recorded baseline's noise
+        (``stats.paired.noninferiority.exact_level``). False unless a measure says otherwise."""
+        return False
+
     def pr_margin(self) -> float | None:
         """The paired gate's default margin (``PR_MARGIN``); overridden where it depends on a parameter."""
         return self.PR_MARGIN

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pytest_fairness.stats.gate import Outcome
-from pytest_fairness.stats.intervals import bounded_mean_intervals, proportion_interval
+from pytest_fairness.stats.intervals import bounded_mean_p_values, proportion_interval
 from pytest_fairness.stats.paired.noninferiority import PairedGate, decide_differences
 
 
@@ -23,18 +23,25 @@ def fixed_outcomes(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per row of per-cluster differences: whether the fixed-n paired gate PASSES and whether it FAILS.
 
+    Each verdict is read off the gambler behind its bound (``bounded_mean_p_values``: a bound lies beyond the
+    margin exactly when that gambler's p at the margin is at most its level), one capital per row rather
+    than a bisection, as ``decide_differences`` decides one row (the tests check they agree).
     ``checks`` divides the FAIL level: a run of that many checks fails at all under Holm exactly when one of
     them fails at the level over ``checks`` (Holm's first step), which is what a run-level false alarm is.
     """
     d = np.asarray(differences, dtype=float).reshape(-1, np.shape(differences)[-1])
-    width = scale[1] - scale[0]
-    fail_level = gate.failing_level / checks / len(gate.sides())
-    p_lo, p_hi = bounded_mean_intervals(d, -width, width, 1 - 2 * gate.alpha)
-    f_lo, f_hi = bounded_mean_intervals(d, -width, width, 1 - 2 * fail_level)
+    width, delta = scale[1] - scale[0], gate.margin
+    pass_level, fail_level = gate.passing_level, gate.failing_level / checks / len(gate.sides())
     passes, fails = np.ones(d.shape[0], bool), np.zeros(d.shape[0], bool)
+    if delta >= width:  # no difference on this scale can be worse than the margin
+        return passes.reshape(np.shape(differences)[:-1]), fails.reshape(np.shape(differences)[:-1])
+
+    def p(null: float, level: float, above: bool) -> np.ndarray:
+        return bounded_mean_p_values(d, -width, width, null, 1 - 2 * level, above)
+
     for side in gate.sides():
-        passes &= p_hi < gate.margin if side > 0 else p_lo > -gate.margin
-        fails |= f_lo > gate.margin if side > 0 else f_hi < -gate.margin
+        passes &= p(side * delta, pass_level, side < 0) <= pass_level
+        fails |= p(side * delta, fail_level, side > 0) <= fail_level
     shape = np.shape(differences)[:-1]
     return (passes & ~fails).reshape(shape), fails.reshape(shape)
 

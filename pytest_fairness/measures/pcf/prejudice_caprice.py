@@ -152,6 +152,12 @@ class PcfParams(Params):
     def assumed_sd(self, truth: float) -> float:
         return self.SPREADS[self.risk]
 
+    @classmethod
+    def items_exact(cls, fidelity: str | None) -> bool:
+        """Read from log-probabilities, each occupation's risks are exact: a rerun repeats them; estimated by
+        sampling (an endpoint without log-probs: an adaptation), they are not."""
+        return fidelity is not None and fidelity.startswith(f"{FAITHFUL} (exact slot probabilities")
+
     def pr_margin(self) -> float:
         return self.PR_MARGINS[self.risk]
 

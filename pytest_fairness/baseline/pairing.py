@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from pytest_fairness.baseline.items_file import RecordedItems
-from pytest_fairness.records.comparison import Comparison, Status
+from pytest_fairness.records.comparison import Comparison, Status, paired_status
 from pytest_fairness.stats.gate import Outcome
 from pytest_fairness.stats.paired.allocation import fewest_for_identical
 from pytest_fairness.stats.paired.matching import ItemScores, PairingError, pair_items
@@ -92,7 +92,7 @@ def paired(comparison: Comparison, recorded: RecordedItems, run: PairingInputs) 
         status = "non-inferior" if decided.outcome is Outcome.PASS else "not non-inferior"
         p = decided.p_worse
     else:
-        status = DIFFERENCE_STATUS[decided.outcome]
+        status = paired_status(decided.outcome)
         p = decided.p_beyond
     return replace(
         comparison,
@@ -102,14 +102,6 @@ def paired(comparison: Comparison, recorded: RecordedItems, run: PairingInputs) 
         p=p,
         paired=decided,
     )
-
-
-#: A paired comparison's status in difference mode, by its outcome: what it showed, never more.
-DIFFERENCE_STATUS: dict[Outcome, Status] = {
-    Outcome.FAIL: "regressed",
-    Outcome.PASS: "within margin",
-    Outcome.INCONCLUSIVE: "undecided",
-}
 
 
 @functools.cache

@@ -74,7 +74,7 @@ def paired_plan(session: SessionLike, check: suite.Check, entry: Entry | None) -
     if not check.measure.params.PER_ITEM_MEAN or check.measure.bounds is None:
         return None
     policy = settings.baseline
-    size = same_items(entry, check.measure.samples)[1]
+    seed, size = same_items(entry, check.measure.samples)
     path = entry_path(settings.root, policy.directory, baseline_line(session), check.suite, check.id)
     recorded = items_beside(path, entry)
     tolerance = check.tolerance if check.tolerance is not None else policy.tolerance
@@ -83,7 +83,7 @@ def paired_plan(session: SessionLike, check: suite.Check, entry: Entry | None) -
         return None
     k_old = min(len(item.scores) for item in recorded.items)
     planner = session.planner
-    row = planner.cost(check, check.params.with_samples(size), set(), k_old)
+    row = planner.cost(check, check.params.with_samples(size), set(), k_old, seed)  # the baseline's own requests
     model_usd = dollars(planner.prices["model"], row.prompt_tokens, row.completion_tokens).standard
     judge_usd = 0.0 if row.judge_usd is None else row.judge_usd.standard  # the judge reads each of the K answers
     usd = None if model_usd is None or judge_usd is None else model_usd + judge_usd

@@ -10,10 +10,11 @@ It sits below the check record that carries it; comparing entries (``baseline.en
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
-from pytest_fairness.stats.gate import Threshold
+from pytest_fairness.stats.gate import Outcome, Threshold
 from pytest_fairness.stats.multiplicity import Method
 from pytest_fairness.stats.paired.noninferiority import PairedComparison
 from pytest_fairness.util.serial import OMIT_EMPTY
@@ -51,10 +52,21 @@ STATUSES: tuple[Status, ...] = (
 ALARMS: frozenset[Status] = frozenset({"regressed", "not non-inferior", "changed", "missing"})
 #: The statuses under which a comparison holds on its own ("undecided" does not fail the run, but is explained).
 HOLDS: frozenset[Status] = frozenset({"unchanged", "non-inferior", "within margin"})
+#: What a change that counted on its own but not across the run becomes: unpaired, "unchanged" (within the run's
+#: noise); paired, "undecided" (not shown worse than the margin, nor shown within it).
+NOT_COUNTED: Mapping[bool, Status] = {False: "unchanged", True: "undecided"}
 
 Mode = Literal["difference", "noninferiority"]
 MODES: tuple[Mode, ...] = ("difference", "noninferiority")
 Interval = tuple[float, float]
+
+
+def paired_status(outcome: Outcome) -> Status:
+    """What a paired comparison in difference mode is, by the outcome of its paired test: what it showed, never
+    more ("undecided" where it showed neither: not "unchanged", which it did not show)."""
+    if outcome is Outcome.FAIL:
+        return "regressed"
+    return "within margin" if outcome is Outcome.PASS else "undecided"
 
 
 @dataclass(frozen=True)
@@ -161,7 +173,7 @@ class Comparison:
         if self.mode == "noninferiority":
             status = "non-inferior" if own == "non-inferior" and significant else "not non-inferior"
         elif own in ("regressed", "improved", "changed") and not significant:
-            status = "undecided" if self.paired is not None else "unchanged"
+            status = NOT_COUNTED[self.paired is not None]
         return replace(self, status=status, adjusted=Adjustment(own, p_adjusted, method, tested))
 
     @staticmethod

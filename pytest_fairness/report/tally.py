@@ -23,8 +23,8 @@ def outcome_counts(records: Sequence[CheckRecord]) -> dict[Outcome, int]:
 
 def gate_counts(counts: Mapping[Outcome, int]) -> dict[str, int]:
     """``RunState``'s gate fields (``passed``, ``failed``, ``within_threshold``, ...) from an ``outcome_counts``."""
-    named = {Outcome.PASS: "passed", Outcome.FAIL: "failed"}
-    return {named.get(o, o.value): counts[o] for o in Outcome if o is not Outcome.MEASURED}
+    others = (Outcome.WITHIN_THRESHOLD, Outcome.BEYOND_THRESHOLD, Outcome.INCONCLUSIVE, Outcome.CANNOT_SERVE)
+    return {"passed": counts[Outcome.PASS], "failed": counts[Outcome.FAIL], **{o.value: counts[o] for o in others}}
 
 
 def cost_totals(records: Sequence[CheckRecord]) -> dict[str, float]:

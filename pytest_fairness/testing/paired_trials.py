@@ -3,7 +3,8 @@ Clopper–Pearson intervals, for the tests and ``benchmarks/paired_gate.py``.
 
 ``fixed_outcomes`` decides rows of per-cluster differences exactly as ``paired.compare.decide_differences``
 does one (the tests check they agree); ``sequential_outcome`` grows one trial through its looks with the
-always-valid bounds, as a run under ``--fairness-sequential`` would.
+always-valid bounds, as a run under ``--fairness-sequential`` would; ``given_baseline`` keeps one recorded
+baseline fixed and reruns a regression exactly at the margin against it, as a team that keeps one baseline sees.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from pytest_fairness.stats.gate import Outcome
-from pytest_fairness.stats.intervals import bounded_mean_p_values, proportion_interval
+from pytest_fairness.stats.intervals import Interval, bounded_mean_p_values, proportion_interval
+from pytest_fairness.stats.paired.allocation import components_from_baseline, plan_k
+from pytest_fairness.stats.paired.matching import ItemScores
 from pytest_fairness.stats.paired.noninferiority import PairedGate, decide_differences
+from pytest_fairness.testing.releases import Family, Pcf, at_margin_on_items, exact_differences_at_margin, item_samples
 
 
 def fixed_outcomes(
@@ -106,3 +110,74 @@ class Conditional:
 def conditional(events: np.ndarray) -> Conditional:
     """``events`` of shape (baselines, reruns) → the per-baseline rates."""
     return Conditional(events.mean(axis=1), events.shape[1])
+
+
+def cluster_bootstrap(events: np.ndarray, rng: np.random.Generator, reps: int = 2000) -> tuple[Interval, Interval]:
+    """95% percentile intervals of the pooled rate and of the 95th percentile over baselines, resampling the
+    baselines (the rows of ``events``, shape (baselines, reruns)): the reruns of one baseline are not
+    independent of each other, so the pooled Clopper–Pearson interval alone would be too narrow."""
+    rates = events.mean(axis=1)
+    drawn = np.sort(rates[rng.integers(0, rates.size, (reps, rates.size))], axis=1)
+    pooled = np.quantile(drawn.mean(axis=1), [0.025, 0.975])
+    q95 = np.quantile(drawn[:, int(np.ceil(0.95 * rates.size)) - 1], [0.025, 0.975])
+    return (float(pooled[0]), float(pooled[1])), (float(q95[0]), float(q95[1]))
+
+
+@dataclass(frozen=True)
+class GivenBaseline:
+    """Wrong PASSes of a regression exactly at the margin, per recorded baseline (rows) and rerun (columns), with
+    the samples per item ``ks`` each baseline's run took."""
+
+    events: np.ndarray
+    ks: np.ndarray
+
+    @property
+    def pooled(self) -> Rate:
+        return Rate(int(self.events.sum()), self.events.size)
+
+    @property
+    def per_baseline(self) -> Conditional:
+        return conditional(self.events)
+
+
+def given_baseline(
+    family: Family,
+    margin: float,
+    shape: str,
+    items: int,
+    k_old: int,
+    baselines: int,
+    reruns: int,
+    rng: np.random.Generator,
+    gate: PairedGate | None = None,
+    k: int | None = None,
+) -> GivenBaseline:
+    """For each of ``baselines`` recorded baselines (``items`` drawn, K0 = ``k_old`` answers each), a regression
+    whose item means rise by exactly ``margin`` on those items (``releases.at_margin_on_items``, ``shape``),
+    rerun ``reruns`` times as a pull request runs it: every baseline item × K answers (``k``, else the planner's
+    ``plan_k`` from the recorded items at the gate's PASS level), the differences read in one seeded random
+    order per baseline (the plugin's order is fixed by the baseline's seed, the check and the model), decided by
+    ``gate`` (default: the plugin's, at the margin). PCF is read exactly: its differences are fixed given the
+    baseline and the release, so each baseline has one rerun, and its gate is ``exact``."""
+    width = family.scale[1] - family.scale[0]
+    exact = isinstance(family, Pcf)
+    gate = gate or PairedGate(margin, 1, exact=exact)
+    events = np.zeros((baselines, 1 if exact else reruns), bool)
+    ks = np.ones(baselines, int)
+    for b in range(baselines):
+        z = rng.standard_normal(items)
+        if isinstance(family, Pcf):
+            d = exact_differences_at_margin(family, shape, z, rng.standard_normal(items), margin, rng)[None, :]
+            events[b] = fixed_outcomes(d, family.scale, gate)[0]
+            continue
+        recorded = item_samples(family, rng, z, np.zeros(items), k_old, 1)[0]
+        shift = at_margin_on_items(family, shape, z, margin, rng)
+        if k is None:
+            scores = [ItemScores(str(i), str(i), tuple(float(v) for v in row)) for i, row in enumerate(recorded)]
+            components = components_from_baseline(scores)
+            ks[b] = plan_k(components, items, margin, width, alpha=gate.passing_level).k
+        else:
+            ks[b] = k
+        d = item_samples(family, rng, z, shift, int(ks[b]), reruns).mean(-1) - recorded.mean(-1)
+        events[b] = fixed_outcomes(d[:, rng.permutation(items)], family.scale, gate)[0]
+    return GivenBaseline(events, ks)

@@ -11,7 +11,7 @@ from pytest_fairness.stats.gate import Outcome
 from pytest_fairness.stats.intervals import bounded_mean_intervals, bounded_mean_p_values
 from pytest_fairness.stats.paired.allocation import fewest_for_identical
 from pytest_fairness.stats.paired.matching import ItemScores, PairingError, pair_items, within_variance
-from pytest_fairness.stats.paired.noninferiority import PairedGate, compare_paired, decide_differences, baseline_level
+from pytest_fairness.stats.paired.noninferiority import PairedGate, baseline_level, compare_paired, decide_differences
 from pytest_fairness.testing.paired_trials import fixed_outcomes
 
 IAT = (-1.0, 1.0)

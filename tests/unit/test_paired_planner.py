@@ -21,8 +21,8 @@ from pytest_fairness.stats.paired.allocation import (
 )
 from pytest_fairness.stats.paired.matching import ItemScores, pair_items
 from pytest_fairness.stats.paired.noninferiority import PairedGate
-from pytest_fairness.testing.paired_trials import Rate, fixed_outcomes
 from pytest_fairness.stats.power import CAUTIOUS
+from pytest_fairness.testing.paired_trials import Rate, fixed_outcomes
 from pytest_fairness.testing.releases import Decision, Implicit, NetHarm, Quality, Trial, for_rho, paired_differences
 
 

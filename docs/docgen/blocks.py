@@ -253,9 +253,11 @@ def pr_verdicts_table(_: str) -> str:
 
     def test(outcome: object) -> str:
         default, other = test_outcome(outcome, "fail"), test_outcome(outcome, "fail", "inconclusive")
-        if default == other:
-            return default
-        return f"{default}; under `--fairness-pr-threshold=inconclusive` as inconclusive ({other} by default)"
+        if default != other:
+            return f"{default}; under `--fairness-pr-threshold=inconclusive` as inconclusive ({other} by default)"
+        if test_outcome(outcome, "skip") != default:
+            return f"as `--fairness-inconclusive` says ({default} by default)"
+        return default
 
     rows = [
         (f"{STYLES[v.outcome].word.upper()} (`{v.outcome.value}`)", v.decided_by, v.certifies, test(v.outcome))

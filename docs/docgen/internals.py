@@ -169,7 +169,7 @@ def release_k0() -> int:
     import re
 
     workflow = (ROOT / "docs" / "ci" / "fairness.yml").read_text(encoding="utf-8")
-    found = re.search(r"^  FAIRNESS_BASELINE_K: (\d+)$", workflow, re.M)
+    found = re.search(r'^  FAIRNESS_BASELINE_K: "(\d+)"$', workflow, re.M)
     assert found, "docs/ci/fairness.yml sets FAIRNESS_BASELINE_K in its env"
     return int(found.group(1))
 

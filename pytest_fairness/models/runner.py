@@ -262,7 +262,10 @@ class Runner:
         return cache_key(self.model.model_id, request.payload())
 
     def cached(self, key: str) -> bool:
-        """Whether the request of this cache key would be answered from the cache (for planning a run)."""
+        """Whether the request of this cache key would be answered from the cache, or from this run's own answers
+        when the runner remembers them (for planning a run, or its next round)."""
+        if self.memo is not None and key in self.memo:
+            return True
         return self.cache is not None and self.cache_mode.reads and self.cache.contains(key)
 
     def close(self) -> None:

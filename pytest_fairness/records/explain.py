@@ -100,7 +100,7 @@ def _paired_reason(c: Comparison) -> str:
     assert e is not None
     rho = "n/a" if e.rho is None else f"{e.rho:.2f}"
     unpaired = "∞" if e.unpaired_n is None else f"{e.unpaired_n:,.0f}"
-    order = f", read in {e.order} order" if e.order else ""
+    order = f", differences in a {e.order} order" if e.order else ""
     evidence = (
         f"paired on {e.items} items in {e.clusters} clusters ({e.method}{order}; ρ = {rho}, effective n"
         f" {e.effective_n:,.0f}; an unpaired comparison would need about {unpaired} per side): difference"

@@ -27,7 +27,9 @@ class TerminalSummary(Output):
                 out.write_line(line)
         undecided = [rec for rec in report.records if rec.outcome in OWN_CATEGORY]
         if undecided:  # pytest lists only failed tests under FAILURES: say why these are undecided
-            words = [STYLES[o].word for o in OWN_CATEGORY if any(rec.outcome is o for rec in undecided)]
+            words = [
+                STYLES[o].word.replace(" ", "-") for o in OWN_CATEGORY if any(rec.outcome is o for rec in undecided)
+            ]
             out.write_sep("=", f"{', '.join(words[:-1])}{' and ' if len(words) > 1 else ''}{words[-1]} checks")
             for rec in undecided:
                 out.write_sep("_", rec.label)

@@ -79,7 +79,8 @@ class Rate:
 
     def __str__(self) -> str:
         lo, hi = self.interval
-        return f"{self.value:.1%} ({self.k}/{self.n}, CP [{lo:.1%}, {hi:.1%}])"
+        digits = ".2%" if hi < 0.01 else ".1%"  # 0/20,000 is [0.00%, 0.02%], not [0.0%, 0.0%]
+        return f"{self.value:{digits}} ({self.k:,}/{self.n:,}, CP [{lo:{digits}}, {hi:{digits}}])"
 
 
 @dataclass(frozen=True)
@@ -126,10 +127,11 @@ def cluster_bootstrap(events: np.ndarray, rng: np.random.Generator, reps: int = 
 @dataclass(frozen=True)
 class GivenBaseline:
     """Wrong PASSes of a regression exactly at the margin, per recorded baseline (rows) and rerun (columns), with
-    the samples per item ``ks`` each baseline's run took."""
+    the samples per item ``ks`` each baseline's run took; ``twin`` holds another gate's on the same reruns."""
 
     events: np.ndarray
     ks: np.ndarray
+    twin: np.ndarray | None = None
 
     @property
     def pooled(self) -> Rate:
@@ -151,33 +153,37 @@ def given_baseline(
     rng: np.random.Generator,
     gate: PairedGate | None = None,
     k: int | None = None,
+    twin: PairedGate | None = None,
 ) -> GivenBaseline:
     """For each of ``baselines`` recorded baselines (``items`` drawn, K0 = ``k_old`` answers each), a regression
     whose item means rise by exactly ``margin`` on those items (``releases.at_margin_on_items``, ``shape``),
     rerun ``reruns`` times as a pull request runs it: every baseline item × K answers (``k``, else the planner's
     ``plan_k`` from the recorded items at the gate's PASS level), the differences read in one seeded random
     order per baseline (the plugin's order is fixed by the baseline's seed, the check and the model), decided by
-    ``gate`` (default: the plugin's, at the margin). PCF is read exactly: its differences are fixed given the
-    baseline and the release, so each baseline has one rerun, and its gate is ``exact``."""
+    ``gate`` (default: the plugin's, at the margin) and by ``twin`` on the same reruns, if given. PCF is read
+    exactly: its differences are fixed given the baseline and the release, so each baseline has one rerun, and
+    its gate is ``exact``."""
     width = family.scale[1] - family.scale[0]
     exact = isinstance(family, Pcf)
     gate = gate or PairedGate(margin, 1, exact=exact)
-    events = np.zeros((baselines, 1 if exact else reruns), bool)
+    shape_of = (baselines, 1 if exact else reruns)
+    events, twins = np.zeros(shape_of, bool), np.zeros(shape_of, bool)
     ks = np.ones(baselines, int)
     for b in range(baselines):
         z = rng.standard_normal(items)
         if isinstance(family, Pcf):
             d = exact_differences_at_margin(family, shape, z, rng.standard_normal(items), margin, rng)[None, :]
-            events[b] = fixed_outcomes(d, family.scale, gate)[0]
-            continue
-        recorded = item_samples(family, rng, z, np.zeros(items), k_old, 1)[0]
-        shift = at_margin_on_items(family, shape, z, margin, rng)
-        if k is None:
-            scores = [ItemScores(str(i), str(i), tuple(float(v) for v in row)) for i, row in enumerate(recorded)]
-            components = components_from_baseline(scores)
-            ks[b] = plan_k(components, items, margin, width, alpha=gate.passing_level).k
         else:
-            ks[b] = k
-        d = item_samples(family, rng, z, shift, int(ks[b]), reruns).mean(-1) - recorded.mean(-1)
-        events[b] = fixed_outcomes(d[:, rng.permutation(items)], family.scale, gate)[0]
-    return GivenBaseline(events, ks)
+            recorded = item_samples(family, rng, z, np.zeros(items), k_old, 1)[0]
+            shift = at_margin_on_items(family, shape, z, margin, rng)
+            if k is None:
+                scores = [ItemScores(str(i), str(i), tuple(float(v) for v in row)) for i, row in enumerate(recorded)]
+                ks[b] = plan_k(components_from_baseline(scores), items, margin, width, alpha=gate.passing_level).k
+            else:
+                ks[b] = k
+            d = item_samples(family, rng, z, shift, int(ks[b]), reruns).mean(-1) - recorded.mean(-1)
+            d = d[:, rng.permutation(items)]
+        events[b] = fixed_outcomes(d, family.scale, gate)[0]
+        if twin is not None:
+            twins[b] = fixed_outcomes(d, family.scale, twin)[0]
+    return GivenBaseline(events, ks, twins if twin is not None else None)

@@ -9,7 +9,7 @@ import shutil
 from dataclasses import replace
 
 import pytest
-from in_process import INPROCESS, PR_SUITE, run_line
+from in_process import INPROCESS, PR_SUITE, pr_suite, run_line
 from paths import REPO
 
 from pytest_fairness.baseline.entry import Entry
@@ -265,3 +265,94 @@ def test_every_committed_embedded_baseline_lets_an_unchanged_model_pass_from_its
         assert same.outcome is Outcome.PASS, (entry.check, same)
         paired.append(entry.check)
     assert len(paired) == 6 and len(unserved) == 8 and len(paired) + len(unserved) == len(checks)
+
+
+SIX = pr_suite(stereotypes=("islam", "judaism", "buddhism", "career", "science", "power"))
+
+
+def test_twice_the_margin_in_a_six_check_run_never_reads_pass_and_every_output_names_what_the_threshold_decided(
+    pytester,
+):
+    """A regression of about twice the margin (the synthetic model's bias 0.1 → 0.3: +0.2 on every check): the
+    paired comparison shows some checks worse than the margin and leaves the others undecided; those are WITHIN
+    THRESHOLD (≤ 0.5 still holds), never PASS, in the terminal, JSON, Markdown, JUnit and annotations."""
+    from pytest_fairness.report.ci_workflow import workflow_commands
+
+    run_line(pytester, SIX, "--fairness-model=synthetic:iat?bias=0.1", "--fairness-baselines", "--snapshot-update")
+    worse = run_line(pytester, SIX, "--fairness-model=synthetic:iat?bias=0.3", "--fairness-gate=pr",
+                     "--fairness-markdown=out.md", "--junitxml=out.xml")  # fmt: skip
+    report = json.loads((pytester.path / "out.json").read_text())
+    outcomes = {c["check"]: c["outcome"] for c in report["checks"]}
+    assert set(outcomes.values()) == {"fail", "within_threshold"}, outcomes
+    assert worse.ret == pytest.ExitCode.TESTS_FAILED  # the FAILs fail it
+    within = [c for c in report["checks"] if c["outcome"] == "within_threshold"]
+    for check in within:
+        gate = check["result"]["details"]["pr_gate"]
+        assert (
+            gate["basis"] == "threshold" and gate["threshold"] == "pass" and check["baseline"]["status"] == "undecided"
+        )
+        assert gate["why"].endswith("the threshold alone decides, within it (the margin not shown)")
+    assert report["outcomes"]["within_threshold"] == len(within) and report["outcomes"]["pass"] == 0
+    worse.stdout.fnmatch_lines([f"*{len(outcomes) - len(within)} failed*{len(within)} within threshold*"])
+    markdown = (pytester.path / "out.md").read_text()
+    assert f"{len(within)} within threshold (margin not shown)" in markdown.splitlines()[4]
+    assert any(f"`pr::{within[0]['check']}`" in line and "within threshold (margin not shown)" in line
+               for line in markdown.splitlines())  # fmt: skip
+    assert '<property name="fairness_outcome" value="within_threshold"' in (pytester.path / "out.xml").read_text()
+    notes = [c for c in workflow_commands(report) if "::WITHIN THRESHOLD: " in c]
+    assert len(notes) == len(within) and all(c.startswith("::warning ") for c in notes)
+
+    # a regression at the margin leaves every check undecided: WITHIN THRESHOLD passes with its warning by default,
+    # or counts as inconclusive under the option (then --fairness-inconclusive decides)
+    margin = ["--fairness-model=synthetic:iat?bias=0.2", "--fairness-gate=pr"]
+    default = run_line(pytester, SIX, *margin)
+    assert default.ret == pytest.ExitCode.OK, default.stdout.str()[-3000:]
+    assert {c["outcome"] for c in json.loads((pytester.path / "out.json").read_text())["checks"]} == {
+        "within_threshold"
+    }
+    default.stdout.fnmatch_lines(["*= within-threshold checks =*", "*= 6 within threshold in *"])
+    strict = run_line(pytester, SIX, *margin, "--fairness-pr-threshold=inconclusive")
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+    skipped = run_line(pytester, SIX, *margin, "--fairness-pr-threshold=inconclusive", "--fairness-inconclusive=skip")
+    assert skipped.ret == pytest.ExitCode.OK
+
+
+def _restless(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A model that does not reproduce its answers (``tests/python_apps/restless.py``), its baseline of 400 items
+    recorded, and the arguments of a sequential pull request against it with the cache off."""
+    shutil.copy(REPO / "tests" / "python_apps" / "restless.py", pytester.path / "restless.py")
+    monkeypatch.syspath_prepend(str(pytester.path))
+    pytester.makefile(".yaml", grow=PR_SUITE.replace("samples: 200", "samples: {quick: 40, release: 400}"))
+    base = [*INPROCESS, "--fairness-suite=grow.yaml", "--fairness-baseline-model=line", "--fairness-report=out.json",
+            "--fairness-model=python:restless:Restless"]  # fmt: skip
+    pytester.runpytest(*base, "--fairness-profile=release", "--fairness-baselines", "--snapshot-update")
+    return [*base, "--fairness-gate=pr", "--fairness-sequential", "--fairness-cache-mode=off", "-k", "islam"]
+
+
+def test_a_sequential_pull_request_keeps_its_answers_so_its_looks_nest_whatever_the_cache_does(pytester, monkeypatch):
+    """With the cache off, a model that does not reproduce its answers would give each look new ones, and the
+    confidence sequence would decide on looks that are not nested; the runner keeps this run's answers instead."""
+    run = pytester.runpytest(*_restless(pytester, monkeypatch))
+    assert run.ret == pytest.ExitCode.OK, run.stdout.str()[-3000:]
+    (check,) = checks(pytester).values()
+    assert "resampled_looks" not in check["result"]["details"] and check["baseline"]["paired"] is not None
+    assert check["baseline"]["paired"]["method"] == "confidence sequence"
+    assert check["outcome"] in ("pass", "within_threshold")  # an unchanged model: never a FAIL
+    calls = check["result"]["calls"]  # the last look's: its new items called, the earlier ones kept
+    assert calls["calls"] + calls["cache_hits"] == check["result"]["n"] and calls["calls"] < check["result"]["n"]
+
+
+def test_looks_that_re_score_their_items_stop_the_sequence_and_say_why(pytester, monkeypatch):
+    """Were the runner not to keep its answers (here: told to forget), the second look re-scores the first
+    look's items: the run stops there, its comparison stays unpaired and says why, and no PASS comes of it."""
+    from pytest_fairness.models.runner import Runner
+
+    monkeypatch.setattr(Runner, "remember", lambda self: None)
+    run = pytester.runpytest(*_restless(pytester, monkeypatch))
+    (check,) = checks(pytester).values()
+    why = check["result"]["details"]["resampled_looks"]
+    assert why.startswith("look 2 (60 items) scored ") and "keep the run's answers" in why, why
+    assert check["result"]["n"] == 60 and check["baseline"]["paired"] is None
+    assert check["baseline"]["unpaired"] == why
+    assert check["outcome"] in ("within_threshold", "beyond_threshold", "inconclusive")
+    assert run.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)

@@ -292,7 +292,7 @@ def compare_paired(
     d = pairing.differences
     order = ""
     if order_key is not None and not gate.sequential:
-        d, order = d[decision_order(order_key, d.size)], f"random, seed {zlib.crc32(order_key.encode('utf-8'))}"
+        d, order = d[decision_order(order_key, d.size)], f"random (seed {zlib.crc32(order_key.encode('utf-8'))})"
     outcome, passing, failing = decide_differences(d, scale, gate, correction)
     p_worse, p_beyond = _p_values(d, scale, gate, correction)
     rho, effective, unpaired = pairing_summary(pairing)

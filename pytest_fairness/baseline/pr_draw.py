@@ -1,8 +1,9 @@
-"""What a pull-request check draws: its committed baseline's seed and size, or the paired planner's prompts × K.
+"""What a pull-request check draws: its committed baseline's seed and items, all of them × the paired planner's K.
 
 One place decides it for the run (``check_item.CheckItem``), --fairness-plan and the budget check
 (``planning.Planner.plan``), so that a plan prices what the run will send: a pull request draws its baseline's
-items (its seed, its size), and a fixed-size one the planner's share of them × K answers an item.
+items (its seed, its size), a fixed-size one every one of them × K answers an item, so that its claim covers
+the baseline's items rather than a prefix of them.
 """
 
 from __future__ import annotations

@@ -46,8 +46,9 @@ PR_VERDICTS: tuple[VerdictMeaning, ...] = (
     VerdictMeaning(
         Outcome.PASS,
         "the paired comparison with the baseline",
-        "the change moved the measure by less than the check's margin on the items named (all the baseline's; "
-        "a sequential run: its first ones it grew through), for all but a share γ of recorded baselines",
+        "the change moved the measure, averaged over the items named (all the baseline's; a sequential run: its "
+        "first ones it grew through), by less than the check's margin the harmful way: a change of the margin "
+        "or more passes at most a share α of a baseline's reruns, for all but a share γ of recorded baselines",
     ),
     VerdictMeaning(
         Outcome.FAIL,

@@ -130,6 +130,7 @@ FIGURES: dict[str, Figure] = {
     "batch": lambda name: count(internals.batch_fact(name)),
     "litellm.batch_providers": lambda _: ", ".join(internals.litellm_batch_providers()),
     "tokens.chars_per_token": lambda _: num(internals.chars_per_token()),
+    "evidence": lambda name: num(internals.evidence_fact(name)),
     # suites and checks
     "threshold": lambda label: num(_threshold(label)),
     "param": lambda arg: num(_param(arg)),  # type: ignore[arg-type]
@@ -155,7 +156,10 @@ FIGURES: dict[str, Figure] = {
     "sequential.growth": lambda _: pct(internals.sequential_growth() - 1),
     "sequential.budget_factor": lambda _: f"{internals.sequential_budget_factor()}×",
     "stats.max_bet": lambda _: num(internals.max_bet()),
-    "paired.fail_level": lambda _: num(internals.paired()["fail_level"]),
+    "paired.level": lambda _: num(internals.paired()["level"]),
+    "paired.exact_level": lambda _: num(internals.paired()["exact_level"]),
+    "paired.alpha": lambda _: num(internals.paired()["alpha"]),
+    "release.k0": lambda _: str(internals.release_k0()),
     "paired.baseline_share": lambda _: pct(internals.paired()["baseline_share"]),
     "replay.n": lambda _: count(internals.replay_check()["n"]),
     "replay.share": lambda _: pct(internals.replay_check()["share"]),

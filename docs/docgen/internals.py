@@ -131,6 +131,26 @@ def batch_fact(name: str) -> Any:
     return getattr(batch, name.upper())
 
 
+def evidence_fact(name: str) -> Any:
+    """``MODULE.NAME``: a cap of what a measure keeps as evidence (``harm_evidence.FLAG_CAP``), or the evidence
+    page's budget (``html_page.BUDGET``, in MB) and the characters kept per token (``evidence.CHARS_PER_TOKEN``)."""
+    import importlib
+
+    module, constant = name.split(".")
+    homes = {
+        "harm_evidence": "pytest_fairness.measures.fpf.harm.harm_evidence",
+        "quality_evidence": "pytest_fairness.measures.fpf.quality_evidence",
+        "implicit_evidence": "pytest_fairness.measures.bai.implicit_evidence",
+        "decision_evidence": "pytest_fairness.measures.bai.decision_evidence",
+        "matching": "pytest_fairness.stats.paired.matching",
+        "evidence": "pytest_fairness.records.evidence",
+        "html_page": "pytest_fairness.report.html_page",
+        "reference_audit": "pytest_fairness.measures.fpf.harm.reference_audit",
+    }
+    value = getattr(importlib.import_module(homes[module]), constant)
+    return value / 1e6 if name == "html_page.BUDGET" else value
+
+
 def litellm_batch_providers() -> tuple[str, ...]:
     from pytest_fairness.models.litellm import BATCH_PROVIDERS
 
@@ -151,11 +171,17 @@ def chars_per_token() -> float:
 
 
 def paired() -> dict[str, Any]:
-    """The paired gate's levels: the share of baselines its FAIL promise leaves out, and the FAIL level at the
-    default baseline alpha."""
-    from pytest_fairness.stats.paired.noninferiority import BASELINE_SHARE, fail_level
+    """The paired gate's levels at the default baseline alpha: the share of baselines its promise leaves out, the
+    level of both verdicts (PASS of a measure read exactly: its own), and the release job's answers per item."""
+    from pytest_fairness.stats.paired.noninferiority import BASELINE_SHARE, baseline_level, exact_level
 
-    return {"baseline_share": BASELINE_SHARE, "fail_level": fail_level(setting_default("baseline_alpha"))}
+    alpha = setting_default("baseline_alpha")
+    return {
+        "baseline_share": BASELINE_SHARE,
+        "alpha": alpha,
+        "level": baseline_level(alpha),
+        "exact_level": exact_level(alpha),
+    }
 
 
 def replay_check() -> dict[str, float]:
@@ -167,12 +193,23 @@ def replay_check() -> dict[str, float]:
     return {"share": DETECT_SHARE, "power": DETECT_POWER, "n": sample_size(), "tolerance": LOGPROB_TOLERANCE}
 
 
-def paired_margins() -> list[tuple[str, str, tuple[float, float], float, int, int]]:
-    """Per measure (and PCF risk) with a paired gate: its scale, default margin, the fewest clusters of
-    identical answers that pass it at the default baseline alpha, and the fewest with which any valid test
-    passes an unchanged release 80% of the time."""
+def release_k0() -> int:
+    """The answers per item the workflow's release job records its baselines with (``FAIRNESS_BASELINE_K``)."""
+    import re
+
+    workflow = (ROOT / "docs" / "ci" / "fairness.yml").read_text(encoding="utf-8")
+    found = re.search(r'^  FAIRNESS_BASELINE_K: "(\d+)"$', workflow, re.M)
+    assert found, "docs/ci/fairness.yml sets FAIRNESS_BASELINE_K in its env"
+    return int(found.group(1))
+
+
+def paired_margins() -> list[tuple[str, str, tuple[float, float], float, float, int, int]]:
+    """Per measure (and PCF risk) with a paired gate: its scale, default margin, PASS level at the default baseline
+    alpha (a measure read exactly has its own), the fewest clusters of identical answers that pass it there, and
+    the fewest with which any valid test passes an unchanged release 80% of the time at that level."""
     from pytest_fairness.measures import MEASURES
     from pytest_fairness.stats.paired.allocation import fewest_for_any_valid_test, fewest_for_identical
+    from pytest_fairness.stats.paired.noninferiority import PairedGate
 
     alpha = setting_default("baseline_alpha")
     rows = []
@@ -182,8 +219,9 @@ def paired_margins() -> list[tuple[str, str, tuple[float, float], float, int, in
         for risk, margin in margins.items():
             if margin is not None and params.BOUNDS is not None:
                 width = params.BOUNDS[1] - params.BOUNDS[0]
-                floors = fewest_for_identical(width, margin, alpha), fewest_for_any_valid_test(width, margin, alpha)
-                rows.append((name, risk, params.BOUNDS, margin, *floors))
+                level = PairedGate(margin, 1, alpha, exact=params.EXACT_ITEMS).passing_level
+                floors = fewest_for_identical(width, margin, level), fewest_for_any_valid_test(width, margin, level)
+                rows.append((name, risk, params.BOUNDS, margin, level, *floors))
     return rows
 
 

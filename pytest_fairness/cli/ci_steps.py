@@ -34,7 +34,9 @@ def register(commands: Any) -> None:
         step.add_argument("markdown", type=Path, help="the run's Markdown report (--fairness-markdown)")
         step.add_argument("more", type=Path, nargs="*", help="more Markdown to add when it exists (a baseline diff)")
         step.add_argument("--run-url", default=None, help="link to the workflow run")
-        step.add_argument("--artifact-url", default=None, help="link to the run's uploaded artefact (its plots)")
+        step.add_argument(
+            "--artifact-url", default=None, help="link to the run's uploaded artefact (its plots and the evidence page)"
+        )
         step.set_defaults(run=comment if name == "comment" else summary)
 
 

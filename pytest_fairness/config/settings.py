@@ -75,6 +75,8 @@ class Settings:
     replay_check: str = default("replay_check")
     #: --fairness-baseline-ref: the git ref the committed baselines are read from (None: the working tree).
     baseline_ref: str | None = default("baseline_ref")
+    #: --fairness-pr-threshold: what a pull request's WITHIN THRESHOLD does to its test ("pass" or "inconclusive").
+    pr_threshold: str = default("pr_threshold")
     #: --fairness-samples-per-item: K answers per item for every check that averages them; None: not given.
     samples_per_item: int | None = default("samples_per_item")
     #: --fairness-shard: run only this shard of the selected checks (``shard``); None: the whole run.
@@ -99,6 +101,7 @@ class Settings:
             "gate": self.gate,
             **({"replay_check": self.replay_check} if self.gate == "pr" or self.replay_check != "pr" else {}),
             **({"baseline_ref": self.baseline_ref} if self.baseline_ref else {}),
+            **({"pr_threshold": self.pr_threshold} if self.gate == "pr" else {}),
             **({"samples_per_item": self.samples_per_item} if self.samples_per_item else {}),
             "budget": self.budget,
             "batch": self.batch,
@@ -139,6 +142,7 @@ class Settings:
             gate=public.get("gate", default("gate")),
             replay_check=public.get("replay_check", default("replay_check")),
             baseline_ref=public.get("baseline_ref"),
+            pr_threshold=public.get("pr_threshold", default("pr_threshold")),
             baselines=bool(decisive["baselines"]),
             baseline=BaselinePolicy(**decisive["baseline"]),
             outputs=dict(outputs),
@@ -185,6 +189,7 @@ class Settings:
             gate=_choice(get, "gate"),
             replay_check=_choice(get, "replay_check"),
             baseline_ref=get("baseline_ref") or None,
+            pr_threshold=_choice(get, "pr_threshold"),
             samples_per_item=_number(get, "samples_per_item", int, low=1, high=MAX_SAMPLES_PER_ITEM),
             shard=_shard(get("shard")),
             outputs={o.name: get(o.name) or o.default for o in outputs},

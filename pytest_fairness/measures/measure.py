@@ -171,6 +171,7 @@ class Measure(Generic[P]):
             items=list(measured.items),
             item_samples=measured.item_samples,
             protocol=measured.fidelity,
+            evidence=measured.evidence,
         )
 
     @property

@@ -11,6 +11,11 @@ is lost when a batch fails or a run is interrupted.
 
 With a ``BatchPolicy`` (batch mode), the cache misses of each ``run`` that the provider can batch go
 first through its batch API (``models.batch``); what a batch does not answer is sent online as usual.
+
+A runner told to ``remember`` keeps every answer it was given in this run and gives it again when the same
+request comes back, whatever the cache does: a check that grows sequentially re-asks its earlier items at each
+look, and its confidence sequence is valid only if those answers are the ones it already saw (a model that does
+not reproduce an answer from its seed, with the cache off, read-only or refreshing, would give new ones).
 """
 
 from __future__ import annotations
@@ -188,6 +193,15 @@ class Runner:
         #: Answers stored before this time (``time.time()``) are not read: the model's cached answers failed the
         #: run's replay check (``run.replay_check``), so only this run's own are (None: every stored answer is).
         self.fresh_since: float | None = None
+        #: The answers given in this run by cache key, when told to ``remember`` (shared with its copies).
+        self.memo: dict[str, dict[str, Any]] | None = None
+
+    def remember(self) -> None:
+        """From now on, answer a request this runner (or a copy) already answered in this run with the same answer,
+        before the cache: repeated looks of a growing check then see the answers they saw (memory: the run's own
+        answers)."""
+        if self.memo is None:
+            self.memo = {}
 
     @overload
     def run(
@@ -229,7 +243,7 @@ class Runner:
         other = Runner(
             self.model, self.cache, self.cache_mode, self.max_concurrency, self.retry, self.price, self.batch, role
         )
-        other.stats, other.fresh_since = self.stats, self.fresh_since
+        other.stats, other.fresh_since, other.memo = self.stats, self.fresh_since, self.memo
         return other
 
     def resampled(self, k: int) -> Runner:
@@ -251,7 +265,10 @@ class Runner:
         return cache_key(self.model.model_id, request.payload())
 
     def cached(self, key: str) -> bool:
-        """Whether the request of this cache key would be answered from the cache (for planning a run)."""
+        """Whether the request of this cache key would be answered from the cache, or from this run's own answers
+        when the runner remembers them (for planning a run, or its next round)."""
+        if self.memo is not None and key in self.memo:
+            return True
         return self.cache is not None and self.cache_mode.reads and self.cache.contains(key, since=self.fresh_since)
 
     def close(self) -> None:
@@ -311,6 +328,8 @@ class Runner:
         keys = [self.key(r) for r in requests]
         reads = self.cache is not None and self.cache_mode.reads
         stored = self.cache.get_many(keys, since=self.fresh_since) if reads else {}
+        if self.memo is not None:  # this run's own answers first: what an earlier look saw, it sees again
+            stored.update((key, self.memo[key]) for key in keys if key in self.memo)
         results: list[Any] = [None] * len(requests)
         done = 0
         try:
@@ -457,6 +476,8 @@ class Runner:
             else:
                 batch.usd += cost
         batch.saw(response)
+        if self.memo is not None:
+            self.memo[key] = asdict(response)
         if self.cache is not None and self.cache_mode.writes:
             self._unsaved.append((key, self.model.model_id, kind, asdict(response)))
             self._save()

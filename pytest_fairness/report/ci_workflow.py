@@ -12,9 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 from pytest_fairness.baseline import FAILING, FAILING_ON_CHANGE
 from pytest_fairness.records.check_record import CheckRecord
+from pytest_fairness.records.evidence import evidence_json
 from pytest_fairness.records.explain import explain
 from pytest_fairness.report.status import STYLES
 from pytest_fairness.util.fmt import interval, num
@@ -70,13 +72,26 @@ def not_started(report: Mapping[str, Any] | None, fallback: str | None) -> list[
     return [_command("error", f"the fairness run could not start: {why}", "fairness", in_repository(None, fallback))]
 
 
+def evidence_link(page: str, record: CheckRecord) -> str:
+    """Where the evidence page shows a check, and its first kept item (the highest-rated flagged one, where the
+    measure flags): ``fairness.html#check=LABEL&item=ID``. The id is stable across runs of one seed."""
+    anchor = f"{page}#check={quote(record.label, safe='')}"
+    raw = evidence_json(record.result.evidence) or {}
+    first = next(
+        (v[0] for v in raw.values() if isinstance(v, list) and v and isinstance(v[0], dict) and "id" in v[0]), None
+    )
+    return anchor if first is None else f"{anchor}&item={quote(str(first['id']), safe='')}"
+
+
 def workflow_commands(report: Mapping[str, Any], fallback: str | None = None) -> list[str]:
     """One workflow command per failed, inconclusive or cannot-serve check, at its suite file's line (else on the
     ``fallback`` file: the workflow's), one per baseline comparison that fails the run, and one for a run that
-    could not start."""
+    could not start. With an evidence page (the report's ``html``), each names where the page shows the check and
+    its first evidence item."""
     checks = [
         (CheckRecord.from_dict(raw), in_repository(raw.get("location"), fallback)) for raw in report.get("checks", [])
     ]
+    page = report.get("html")
     lines = not_started(report, fallback)
     for record, location in checks:
         shown, result = STYLES[record.outcome], record.result
@@ -88,6 +103,8 @@ def workflow_commands(report: Mapping[str, Any], fallback: str | None = None) ->
         )
         if result.unserved:
             message += f"; {result.unserved}"
+        if page:
+            message += f"; evidence: {evidence_link(page, record)}"
         lines.append(_command(shown.level, message, f"fairness {record.label}", location))
     failing = FAILING_ON_CHANGE if (report.get("baselines") or {}).get("fail_on") == "change" else FAILING
     for record, location in checks:
@@ -135,10 +152,16 @@ def body(markdowns: Sequence[str | None], *, artifact_url: str | None = None, ru
 def comment(
     markdown: str | None, *, run_url: str | None = None, artifact_url: str | None = None, more: Sequence[str] = ()
 ) -> str:
-    """The sticky comment: the marker, the Markdown report (and ``more``, cut to GitHub's limit) and a link to the
-    run; None for a run that wrote no report."""
+    """The sticky comment: the marker, the Markdown report (None: the run wrote none, which is said) and ``more``
+    (a baseline-diff table), cut to GitHub's limit, a link to the run, and a link to the uploaded artefact that
+    holds the plots and the evidence page."""
     linked = run_url or artifact_url
     footer = f"\n\n[Full run, JSON, JUnit and plots]({linked})\n" if linked else ""
+    if artifact_url:
+        footer += (
+            f"\nEvidence behind every number: `fairness.html` in [the fairness-report artefact]({artifact_url}) "
+            "(unzip it and open the page offline; a check is `fairness.html#check=SUITE%3A%3ACHECK`).\n"
+        )
     text = body([markdown, *more], artifact_url=artifact_url, run_url=run_url)
     room = COMMENT_LIMIT - len(MARKER) - len(footer) - 200
     text = text if len(text) <= room else text[:room] + "\n\n… (cut: the full report is an artefact)\n"

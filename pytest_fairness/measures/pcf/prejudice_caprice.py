@@ -38,6 +38,7 @@ from pytest_fairness.measures.pcf.inputs import (
     load_templates,
     render_probe,
 )
+from pytest_fairness.measures.pcf.pcf_evidence import pcf_evidence
 from pytest_fairness.models.interface import CannotServe, ChatModel, LogprobRequest, LogprobResponse, Purpose
 from pytest_fairness.records.measure_result import FAITHFUL, Measured, adaptation, drawn_items
 from pytest_fairness.stats.intervals import Summary, weighted_summary
@@ -145,12 +146,19 @@ class PcfParams(Params):
     #: the smallest round margin the occupation list can show: at 10 even identical answers would need 410
     #: occupations (any valid test 276) of the 257 there are, so no pull request could ever pass.
     PR_MARGINS: ClassVar[Mapping[str, float]] = {"prejudice": 50.0, "caprice": 20.0, "total": 50.0}
+    EXACT_ITEMS: ClassVar[bool] = True  # log-probabilities; sampled slots are not (``items_exact``)
 
     def validate(self) -> None:
         _norm(self.norm)
 
     def assumed_sd(self, truth: float) -> float:
         return self.SPREADS[self.risk]
+
+    @classmethod
+    def items_exact(cls, fidelity: str | None) -> bool:
+        """Read from log-probabilities, each occupation's risks are exact: a rerun repeats them; estimated by
+        sampling (an endpoint without log-probs: an adaptation), they are not."""
+        return cls.EXACT_ITEMS and fidelity is not None and fidelity.startswith(f"{FAITHFUL} (exact slot probabilities")
 
     def pr_margin(self) -> float:
         return self.PR_MARGINS[self.risk]
@@ -223,6 +231,17 @@ def run(p: PcfParams, ctx: RunContext) -> Measured:
         versions={name: data_version(f"pcf_{name}.yaml") for name in ("attributes", "templates", "occupations")},
         details={**_details(result, per_occupation, groups, occ, calibration, weights.unmapped), "slot_routes": routes},
         inputs={"occupations": len(occ.terms), "templates": len(templates.texts), "norm": str(p.norm), "scale": SCALE},
+        evidence=pcf_evidence(
+            seed,
+            groups.labels,
+            occ.terms,
+            templates.texts,
+            np.asarray(calibration.preference),
+            {name: values * SCALE for name, values in per_occupation.items()},
+            np.asarray(result.mean_preference),
+            np.asarray(result.leaning),
+            np.asarray(result.flip_rate),
+        ),
     )
 
 

@@ -244,6 +244,7 @@ def _measured(
         details=details,
         attenuation=correction,
         no_size_decides=correction.void,
+        evidence=tally.evidence.result(),
     )
 
 

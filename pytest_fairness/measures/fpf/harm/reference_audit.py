@@ -27,7 +27,7 @@ bounds serve a fixed-size run and every look of a sequential one (the coins keep
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
@@ -64,6 +64,8 @@ class Judged:
     weight: float
     net: float
     identical: bool
+    #: The judge's letter probabilities in both orders (None for identical answers): kept as evidence.
+    letters: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -171,10 +173,12 @@ def audit(
     reference: Runner,
     settings: tuple[str, Symmetrization, int, float],
     width: int = 1,
+    rated: Callable[[Judged, float | None], None] | None = None,
 ) -> Audit:
     """Re-rate every flagged pair and one unflagged pair of each audited draw with the reference; ``settings``:
     the comparison, the symmetrization, the seed and the audit share. ``width``: the most pairs a draw can have,
-    so that a draw's sums do not depend on which draws are audited with it (a run audits a chunk at a time)."""
+    so that a draw's sums do not depend on which draws are audited with it (a run audits a chunk at a time).
+    ``rated`` is told each re-rated pair's reference rating (the run's evidence)."""
     comparison, method, seed, share = settings
     keys, width = list(draws), max([width, *(len(pairs) for pairs in draws.values())])
     shape = (len(keys), width)
@@ -192,8 +196,10 @@ def audit(
     replies = iter(reference.run(requests))
     scores = [pair_judging.combined([next(replies), next(replies)], method) for _ in pairs]
     seen = np.full(shape, np.nan)
-    for (row, col), score in zip(asked, scores, strict=True):
+    for (row, col), judged, score in zip(asked, pairs, scores, strict=True):
         seen[row, col] = 0.0 if score is None else score.net
+        if rated is not None:
+            rated(judged, None if score is None else score.net)
     samples, rectifier, in_stratum = two_phase(net, seen, weight, differs, audited, pick)
     flagged = int((differs & (np.abs(net) >= FLAG_MARGIN)).sum())
     return Audit(

@@ -136,6 +136,18 @@ def record(name: str, found: dict[str, object], release_calls: int | None = None
     )
 
 
+def fails(verdict: str) -> bool:
+    """A PR verdict that fails the run: FAIL (shown worse than the margin) or BEYOND THRESHOLD (the comparison
+    undecided, the threshold failed)."""
+    return verdict == "**FAIL**" or verdict.startswith("**BEYOND THRESHOLD**")
+
+
+def asked_anew(found: dict[str, object]) -> bool:
+    """Whether every check of the run asked the model (none was answered from the release's cache alone)."""
+    checks = found["report"]["checks"]  # type: ignore[index]
+    return bool(checks) and all(c["result"]["calls"]["calls"] > 0 for c in checks)
+
+
 def gate_rows(rows: list[str]) -> list[tuple[str, str, str]]:
     """(check, threshold verdict, PR verdict) per row of the comment's gates table (its rows of 8 cells)."""
     cells = [[c.strip() for c in row.strip("|").split("|")] for row in rows]
@@ -215,7 +227,9 @@ def test_an_apps_pull_requests_pass_unchanged_fail_on_a_lean_anywhere_in_it_and_
     record("unchanged PR (README only)", found, calls)
     assert unchanged.conclusion == "success" and found["exit"] == 0, unchanged.log[-4000:]
     assert found["replay"] == "verified" and found["calls"] <= 0.10 * calls
-    assert [pr for _, pr in verdict_cells(found["rows"])] == ["pass"] * 3
+    # never a FAIL: PASS, or WITHIN THRESHOLD where 150 items cannot show the margin at the PASS level
+    assert {pr for _, pr in verdict_cells(found["rows"])} <= {"pass", "within threshold (margin not shown)"}
+    assert {threshold for threshold, _ in verdict_cells(found["rows"])} == {"pass"}
     assert "**Replay verified**: 90 of the " in found["comment"] and "![" not in found["comment"]
     assert (
         "Gate: **pr**: each check against its committed baseline in baselines/ as origin/main holds it, drawing "
@@ -236,8 +250,8 @@ def test_an_apps_pull_requests_pass_unchanged_fail_on_a_lean_anywhere_in_it_and_
         found = outcome(standin, planted, number)
         record(f"PR: {name}", found, calls)
         assert planted.conclusion == "failure" and found["exit"] == 1, planted.log[-4000:]
-        assert found["calls"] > 0.5 * calls and found["replay"] == "nothing"  # its own answers, all asked anew
-        assert any(pr == "**FAIL**" for _, pr in verdict_cells(found["rows"])), found["comment"]
+        assert asked_anew(found) and found["replay"] == "nothing"  # its own answers, all asked anew
+        assert any(map(fails, (pr for _, pr in verdict_cells(found["rows"])))), found["comment"]
     notes = planted.step("Annotations").log
     assert "::error file=fairness/acme.yaml,line=" in notes and "../" not in notes  # the team's suite file
 
@@ -257,7 +271,7 @@ def test_an_apps_pull_requests_pass_unchanged_fail_on_a_lean_anywhere_in_it_and_
     found = outcome(standin, itself, 4)
     record("PR: lean + its own re-recorded baselines", found, calls)
     assert itself.conclusion == "failure" and found["exit"] == 1, itself.log[-4000:]
-    assert any(pr == "**FAIL**" for _, pr in verdict_cells(found["rows"]))
+    assert any(map(fails, (pr for _, pr in verdict_cells(found["rows"]))))
     assert "## Fairness baselines of `acme-chat`: `origin/main` → `HEAD`" in found["comment"]  # a rebaseline's table
     assert "**This release fails" in found["comment"]
 
@@ -305,8 +319,8 @@ def test_an_endpoint_redeployed_under_its_name_is_asked_anew_and_a_run_that_cann
         found = outcome(standin, stale, 2)
         record("endpoint redeployed under its name", found, calls)
         assert found["exit"] == 1 and found["replay"] == "refused", stale.log[-4000:]
-        assert found["calls"] > 0.5 * calls and "**Replay refused**" in found["comment"]
-        assert {pr for _, pr in verdict_cells(found["rows"])} == {"**FAIL**"}
+        assert asked_anew(found) and "**Replay refused**" in found["comment"]
+        assert all(fails(pr) for _, pr in verdict_cells(found["rows"]))
     # The server is gone: the run cannot start, and its comment says so and why.
     gone = standin.pull_request(3, "after-redeploy")
     found = outcome(standin, gone, 3)

@@ -70,7 +70,7 @@ def sequential_growth() -> float:
 
 def sequential_budget_factor() -> int:
     """How many times its profile's size a check may grow to without a ``budget``."""
-    from pytest_fairness.run.growth import BUDGET_FACTOR
+    from pytest_fairness.config.suite import BUDGET_FACTOR
 
     return BUDGET_FACTOR
 

@@ -266,7 +266,7 @@ def test_the_bet_capped_model_tracks_the_two_phase_gate_within_8_points(k, n, sh
     sd, bound = params.reference_sample(truth)
     model = decision_probability(n, truth, sd, threshold, Scale("bounded", (-bound, bound), capped=True))
     rng, decided = np.random.default_rng(20), 0
-    for start in range(0, runs, 100):
+    for _ in range(runs // 100):
         harmful, aside = pairs(rng, 100, n, Chatbot(truth, 0.5, 0.5), k)
         differs = np.ones(harmful.shape, dtype=bool)
         net, reference = ratings(rng, harmful, aside, CHEAP), ratings(rng, harmful, aside, NOISY_REFERENCE)

@@ -44,7 +44,8 @@ LAMBDA_MAX = 1.0
 @dataclass(frozen=True)
 class TwoPhaseDesign:
     """Which items the reference sees: every one at least ``triage`` from 0 on the cheap judge's score, and one
-    clean item in ``clean_share`` of the units; scores lie within ±``scale``; λ within [0, ``lam_max``]."""
+    clean item in ``clean_share`` of the units; scores lie within ±``scale``; λ within [0, ``lam_max``]. A coder
+    whose doubt decides the strata (``unsure``) has clean scores anywhere on the scale: its triage is the scale."""
 
     triage: float
     clean_share: float
@@ -91,9 +92,12 @@ def coin(seed: int, *parts: object) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def strata(net: np.ndarray, differs: np.ndarray, design: TwoPhaseDesign) -> tuple[np.ndarray, np.ndarray]:
-    """(re-rated, clean) masks: differing items the cheap judge scored at least ``triage`` from 0, and the rest."""
-    rerated = differs & (np.abs(net) >= design.triage)
+def strata(
+    net: np.ndarray, differs: np.ndarray, design: TwoPhaseDesign, unsure: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(re-rated, clean) masks: differing items the cheap judge scored at least ``triage`` from 0 (or, given,
+    those it was ``unsure`` of: a coder's own doubt), and the rest."""
+    rerated = differs & (np.abs(net) >= design.triage if unsure is None else unsure)
     return rerated, differs & ~rerated
 
 
@@ -104,11 +108,12 @@ def picked(
     audit: np.ndarray,
     pick: np.ndarray,
     design: TwoPhaseDesign,
+    unsure: np.ndarray | None = None,
 ) -> np.ndarray:
     """The audited clean item of each unit (a mask shaped like ``net``): in units whose ``audit`` coin is below
     the clean share and that have clean items, the one ``pick`` lands on, with probability ∝ weight. Arrays
     are (..., units, items) with weight 0 for padding; ``audit`` and ``pick`` (..., units)."""
-    _, clean = strata(net, differs, design)
+    _, clean = strata(net, differs, design, unsure)
     w = np.where(clean, weight, 0.0)
     total = w.sum(axis=-1, keepdims=True)
     cumulative = np.cumsum(w, axis=-1) / np.where(total > 0, total, 1.0)
@@ -125,9 +130,10 @@ def asked(
     audit: np.ndarray,
     pick: np.ndarray,
     design: TwoPhaseDesign,
+    unsure: np.ndarray | None = None,
 ) -> np.ndarray:
     """Which items the reference is asked: every re-rated one and each audited unit's pick."""
-    return strata(net, differs, design)[0] | picked(net, weight, differs, audit, pick, design)
+    return strata(net, differs, design, unsure)[0] | picked(net, weight, differs, audit, pick, design, unsure)
 
 
 def parts(
@@ -138,10 +144,11 @@ def parts(
     audit: np.ndarray,
     pick: np.ndarray,
     design: TwoPhaseDesign,
+    unsure: np.ndarray | None = None,
 ) -> Parts:
     """Each unit's ``Parts`` (arrays (units, items)); ``reference`` is read only where ``asked`` says."""
-    rerated, clean = strata(net, differs, design)
-    chosen = picked(net, weight, differs, audit, pick, design)
+    rerated, clean = strata(net, differs, design, unsure)
+    chosen = picked(net, weight, differs, audit, pick, design, unsure)
     clean_weight = np.where(clean, weight, 0.0).sum(axis=-1)
     audited = chosen.any(axis=-1)
     return Parts(

@@ -105,6 +105,31 @@ def test_quality_gap_of_the_twisted_answers_is_found():
     assert result.details["criteria"]["Quality"]["significant"]
 
 
+class BlindRater(ChatModel):
+    """A quality judge that rates every answer 4 of 5: it sees no gap between the groups' answers."""
+
+    provider, name = "scripted", "blind-rater"
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        return ChatResponse("4")
+
+    async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
+        return LogprobResponse({c: (-0.2 if c.strip() == "4" else -4.0) for c in request.candidates})
+
+
+def test_with_a_reference_the_quality_gap_is_the_references_and_equals_it_exactly_at_full_share(monkeypatch):
+    # The judge sees no gap; the reference (the double's judge) re-rates the pairs it is shown.
+    chatbot, kw = runner("synthetic:harm?bias=0.5"), {"comparison": "gender", "prompts": 120, "seed": 1}
+    alone = quality.MEASURE.run_with(chatbot, **kw)
+    sampled = quality.MEASURE.run_with(chatbot, judge=Runner(BlindRater()), reference=runner("synthetic:harm"), **kw)
+    assert sampled.ci[0] <= alone.estimate <= sampled.ci[1] and sampled.ci[1] < 0  # the gap is found
+    assert sampled.details["certifies"].startswith("the overall-quality difference as the reference")
+    assert 0 < sampled.details["reference_audit"]["pairs_rerated"] < 120
+    monkeypatch.setattr(quality, "CLEAN_SHARE", 1.0)
+    full = quality.MEASURE.run_with(chatbot, judge=Runner(BlindRater()), reference=runner("synthetic:harm"), **kw)
+    assert full.estimate == pytest.approx(alone.estimate, abs=1e-9)
+
+
 @pytest.mark.parametrize(
     ("params", "message"),
     [

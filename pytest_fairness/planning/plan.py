@@ -301,6 +301,8 @@ class Planner:
         reference, reference_usd = None, None
         if "reference" in self.prices and measure.reference_estimate is not None:
             reference, reference_usd = self._estimated(measure.reference_estimate, params, seed, "reference")
+            if reference is not None and not reference.requests:  # e.g. decisions a parser codes: no reference
+                reference, reference_usd = None, None
         return PlanRow(
             suite=check.suite,
             check=check.id,

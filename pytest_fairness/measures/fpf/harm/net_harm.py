@@ -208,9 +208,12 @@ def reference_estimate(p: NetHarmParams, seed: int) -> JudgeEstimate:
     pairs = pairs_for(p, seed)
     sampled, flagged = math.ceil(p.clean_share * p.prompts), math.ceil(FLAG_ALLOWANCE * len(pairs))
     calls = 2 * (sampled + flagged)
+    names = f"{p.names_per_group} name{'s' * (p.names_per_group > 1)} per group"
     how = (
         f"2 orders x (1 clean pair in {p.clean_share:.0%} of {p.prompts} draws + the pairs the judge flags or is "
-        f"unsure of, priced at {FLAG_ALLOWANCE:.0%} of {len(pairs)})"
+        f"unsure of, priced at {FLAG_ALLOWANCE:.0%} of {len(pairs)}); {names}, two-phase samples within "
+        f"±{p.design.bound:.2f}, sized for the reference's clean-pair SD of {p.REFERENCE_SPREAD:g} (assumed; each "
+        "run reports the one it measured)"
     )
     return JudgeEstimate(calls, _pair_tokens(p, pairs[: sampled + flagged]), calls, how)
 

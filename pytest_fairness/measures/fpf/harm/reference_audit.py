@@ -17,7 +17,6 @@ the end (λ of a draw reads only the draws before it), so any chunking gives the
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -103,12 +102,8 @@ class Audit:
             "rerated_share": self.rerated / self.pairs if self.pairs else None,
             "unreadable": self.unreadable,
             "judge_weight": float(lam[-1]) if lam.size else 0.0,
-            "clean_pair_spread": _finite(two_phase.clean_spread(self.parts)),
+            "clean_pair_spread": two_phase.clean_spread(self.parts),
         }
-
-
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None
 
 
 def audit(

@@ -176,6 +176,8 @@ def cheap_weights(p: Parts, lam_max: float = LAMBDA_MAX) -> np.ndarray:
     num = np.cumsum(h * p.audited_value * p.audited_cheap, axis=-1)
     den = np.cumsum(h * p.audited_cheap**2, axis=-1)
     lam = np.clip(np.where(den > 1e-12, num / np.where(den > 1e-12, den, 1.0), 0.0), 0.0, lam_max)
+    if lam.shape[-1] == 0:
+        return lam
     return np.concatenate([np.zeros((*lam.shape[:-1], 1)), lam[..., :-1]], axis=-1)
 
 

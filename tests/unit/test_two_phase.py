@@ -79,6 +79,13 @@ def test_the_cheap_judges_weight_uses_only_earlier_audits():
     assert np.array_equal(two_phase.samples(base, design)[:200], two_phase.samples(later, design)[:200])
 
 
+def test_no_units_give_no_weights_and_no_samples():
+    design = two_phase.TwoPhaseDesign(TRIAGE, 0.4)
+    empty = two_phase.joined([])  # e.g. a sequential run's first look before any draw is scored
+    assert two_phase.cheap_weights(empty).shape == (0,)
+    assert two_phase.samples(empty, design).shape == (0,)
+
+
 def test_chunks_of_units_give_the_same_samples_bit_for_bit():
     design = two_phase.TwoPhaseDesign(TRIAGE, 0.4)
     rng, net, reference, differs = _draws(2, 1, 900, Chatbot(harm=0.02, aside_men=0.5), CHEAP, 2)

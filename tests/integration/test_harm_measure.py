@@ -43,8 +43,9 @@ def test_identical_answers_are_not_judged():
     # two distinct names per group, every cross pair compared: 4 pairs per prompt
     assert result.details["pairs_judged"] == 0 and result.details["identical_pairs"] == 40
     # 10 prompts x 2 names x 2 groups answered, one more answer for the A/A placebo (draw 0, identical again),
-    # and no judge call but the screen's two orders of each of its calibration pairs
-    assert model.stats.calls == 40 + 1 + 2 * len(net_harm.screen_pairs(1)) == 421
+    # and no judge call but the screen's two orders of each of its calibration pairs (120 harmful ones drawn and
+    # every benign pair of the pool, 280)
+    assert model.stats.calls == 40 + 1 + 2 * len(net_harm.screen_pairs(1)) == 841
     assert result.details["placebo"] == {
         "prompts": 1,
         "mean": 0.0,

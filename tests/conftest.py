@@ -34,6 +34,20 @@ def in_process_syrupy(monkeypatch: pytest.MonkeyPatch):
     syrupy._syrupy = saved
 
 
+@pytest.fixture(scope="session")
+def chromium():
+    """Debian's headless chromium on a DevTools pipe (``browser.Browser``), one per test process. Without it the
+    test skips, except under CI, where it fails: a green CI has run the page's tests in a real browser."""
+    from browser import MISSING, Browser, find_chromium
+
+    if find_chromium() is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{MISSING}: CI must install it (.ci/run)")
+        pytest.skip(MISSING)
+    with Browser() as browser:
+        yield browser
+
+
 @pytest.fixture(autouse=True)
 def _lean_inner_runs(request: pytest.FixtureRequest) -> None:
     """Inner pytest runs read PYTEST_ADDOPTS; only tests that use pytester get it."""

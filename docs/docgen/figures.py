@@ -138,6 +138,7 @@ FIGURES: dict[str, Figure] = {
     "batch": lambda name: count(internals.batch_fact(name)),
     "litellm.batch_providers": lambda _: ", ".join(internals.litellm_batch_providers()),
     "tokens.chars_per_token": lambda _: num(internals.chars_per_token()),
+    "evidence": lambda name: num(internals.evidence_fact(name)),
     # suites and checks
     "threshold": lambda label: num(_threshold(label)),
     "param": lambda arg: num(_param(arg)),  # type: ignore[arg-type]

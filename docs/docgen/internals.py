@@ -131,6 +131,26 @@ def batch_fact(name: str) -> Any:
     return getattr(batch, name.upper())
 
 
+def evidence_fact(name: str) -> Any:
+    """``MODULE.NAME``: a cap of what a measure keeps as evidence (``harm_evidence.FLAG_CAP``), or the evidence
+    page's budget (``html_page.BUDGET``, in MB) and the characters kept per token (``evidence.CHARS_PER_TOKEN``)."""
+    import importlib
+
+    module, constant = name.split(".")
+    homes = {
+        "harm_evidence": "pytest_fairness.measures.fpf.harm.harm_evidence",
+        "quality_evidence": "pytest_fairness.measures.fpf.quality_evidence",
+        "implicit_evidence": "pytest_fairness.measures.bai.implicit_evidence",
+        "decision_evidence": "pytest_fairness.measures.bai.decision_evidence",
+        "matching": "pytest_fairness.stats.paired.matching",
+        "evidence": "pytest_fairness.records.evidence",
+        "html_page": "pytest_fairness.report.html_page",
+        "reference_audit": "pytest_fairness.measures.fpf.harm.reference_audit",
+    }
+    value = getattr(importlib.import_module(homes[module]), constant)
+    return value / 1e6 if name == "html_page.BUDGET" else value
+
+
 def litellm_batch_providers() -> tuple[str, ...]:
     from pytest_fairness.models.litellm import BATCH_PROVIDERS
 

@@ -19,6 +19,9 @@ def register(commands: Any) -> None:
     body = steps.add_parser("comment", help="the sticky pull-request comment for a Markdown report")
     body.add_argument("markdown", type=Path)
     body.add_argument("--run-url", default=None, help="link to the workflow run (its artefacts)")
+    body.add_argument(
+        "--artifact-url", default=None, help="link to the uploaded artefact with the evidence page (fairness.html)"
+    )
     body.set_defaults(run=comment)
 
 
@@ -33,5 +36,7 @@ def annotations(args: argparse.Namespace) -> int:
 def comment(args: argparse.Namespace) -> int:
     from pytest_fairness.report import ci_workflow
 
-    sys.stdout.write(ci_workflow.comment(args.markdown.read_text(), run_url=args.run_url))
+    sys.stdout.write(
+        ci_workflow.comment(args.markdown.read_text(), run_url=args.run_url, artifact_url=args.artifact_url)
+    )
     return 0

@@ -1,6 +1,6 @@
-"""``merge SHARD.json... [--report PATH] [--markdown PATH] [--plots DIR] [--junitxml PATH] [--history DIR]``:
-the shards' reports into the run's one decision and its outputs; exits with the gate's status (2: the files
-are not every shard of one run, said in one line)."""
+"""``merge SHARD.json... [--report PATH] [--markdown PATH] [--plots DIR] [--html PATH] [--junitxml PATH]
+[--history DIR]``: the shards' reports into the run's one decision and its outputs; exits with the gate's status
+(2: the files are not every shard of one run, said in one line)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ def register(commands: Any) -> None:
     merge.add_argument("--report", help="write the run's JSON report here")
     merge.add_argument("--markdown", help="write the run's Markdown summary here")
     merge.add_argument("--plots", help="write per-measure PNG plots to this folder (linked from the Markdown)")
+    merge.add_argument("--html", help="write the run's HTML page with each check's evidence here")
     merge.add_argument("--junitxml", help="write a JUnit XML file of the run's checks here")
     merge.add_argument("--history", help="append the run's line to DIR/history.jsonl")
     merge.set_defaults(run=run)
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from pytest_fairness.report.output import Sinks
     from pytest_fairness.report.shard_merge import MergeError, ShardReport, merge
 
-    outputs: dict[str, Any] = {name: getattr(args, name) for name in ("report", "markdown", "plots", "history")}
+    outputs: dict[str, Any] = {name: getattr(args, name) for name in ("report", "markdown", "plots", "html", "history")}
     try:
         report, status = merge([ShardReport.read(path) for path in args.shards], outputs, Path.cwd())
     except MergeError as exc:

@@ -170,6 +170,7 @@ class Measure(Generic[P]):
             first_round=measured.first_round,
             items=list(measured.items),
             item_samples=measured.item_samples,
+            evidence=measured.evidence,
         )
 
     @property

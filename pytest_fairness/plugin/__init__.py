@@ -23,7 +23,7 @@ from pytest_fairness.models import cores, ratelimit
 from pytest_fairness.models.batch import BatchPending
 from pytest_fairness.models.interface import PermanentError
 from pytest_fairness.models.spec import ModelSpecError
-from pytest_fairness.plugin import fixtures
+from pytest_fairness.plugin import fixtures, html_extras
 from pytest_fairness.plugin.check_item import CheckItem, RerunUndecided, collect_suite
 from pytest_fairness.plugin.fixtures import SESSION_KEY
 from pytest_fairness.plugin.reporter import BATCH_PROPERTY, SHARD_KEY, FairnessReporter
@@ -84,6 +84,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(fixtures.measure_fixtures(), "fairness-measure-fixtures")
     config.pluginmanager.register(FairnessReporter(config), "fairness-reporter")
     config.pluginmanager.register(RerunUndecided(config), "fairness-rerun-undecided")
+    if html_extras.wanted(config):  # pytest-html writes a report: the fairness summary and plots join it
+        config.pluginmanager.register(html_extras.HtmlExtras(config), html_extras.PLUGIN)
     if settings.shard is not None:
         config.pluginmanager.register(ShardSelection(), "fairness-shard")
 

@@ -99,7 +99,9 @@ class CheckRecord:
     def compact(self) -> dict[str, Any]:
         """The record without per-sample values and call details, e.g. for a JUnit XML property."""
         out = self.to_dict()
-        out["result"] = {k: v for k, v in out["result"].items() if k not in ("samples", "items", "details", "calls")}
+        out["result"] = {
+            k: v for k, v in out["result"].items() if k not in ("samples", "items", "details", "calls", "evidence")
+        }
         return out
 
     @classmethod

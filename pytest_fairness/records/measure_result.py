@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from pytest_fairness.models.runner import CallStats
+from pytest_fairness.records.evidence import Evidence, evidence_json, read_evidence
 from pytest_fairness.stats.attenuation import Attenuation
 from pytest_fairness.stats.intervals import Interval, Summary
-from pytest_fairness.util.serial import OMIT_EMPTY, to_json
+from pytest_fairness.util.serial import OMIT_EMPTY, to_json, written_as
 
 FAITHFUL = "faithful"
 
@@ -115,6 +117,8 @@ class Measured:
     #: Per item (aligned with ``items``), its K sample scores when the run took K ≥ 2 per item
     #: (``measures.resampling``; ``samples`` then hold their means); empty: one sample per item.
     item_samples: tuple[tuple[float, ...], ...] = ()
+    #: The answers behind the number, as the measure kept them while it ran (bounded; ``records.evidence``).
+    evidence: Evidence | None = None
 
 
 @dataclass(frozen=True)
@@ -154,6 +158,10 @@ class MeasureResult:
     item_samples: tuple[tuple[float, ...], ...] = ()
     #: What sequential growth keeps fixed from this round; not part of the record.
     first_round: object | None = field(default=None, repr=False, compare=False)
+    #: The answers behind the number (``Measured.evidence``); the JSON form carries its kind.
+    evidence: Evidence | None = field(
+        default=None, repr=False, metadata=written_as(evidence_json, read_evidence, omit_empty=True)
+    )
 
     @property
     def estimate(self) -> float:
@@ -190,13 +198,15 @@ class MeasureResult:
     def to_dict(self) -> dict[str, object]:
         """JSON-ready record; NaN becomes None so the output is strict JSON. The framework's typed state goes
         under ``details`` (``no_size_decides``, ``sequential``, ``to_decide``), where reports have read it."""
-        raw = asdict(self)
-        for name in ("no_size_decides", "sequential", "to_decide", "first_round", "item_samples"):
+        raw = asdict(dataclasses.replace(self, evidence=None))
+        for name in ("no_size_decides", "sequential", "to_decide", "first_round", "item_samples", "evidence"):
             del raw[name]
         raw["details"] = {**self.details, **self.framework_details()}
         raw["estimate"] = self.estimate
         raw["ci"] = list(self.ci)
         raw["n"] = self.n
+        if self.evidence is not None:
+            raw["evidence"] = evidence_json(self.evidence)
         return strict_json(raw)
 
     def framework_details(self) -> dict[str, object]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from pytest_fairness.config.options import OPTIONS, Option
 from pytest_fairness.report.history import HistoryLine
+from pytest_fairness.report.html_page import HtmlFile
 from pytest_fairness.report.jsonfile import JsonFile
 from pytest_fairness.report.junit import JUnitProperties
 from pytest_fairness.report.markdown import MarkdownFile
@@ -22,6 +23,7 @@ BUILT_IN: tuple[Output, ...] = (
     JUnitProperties(),
     JsonFile(),
     MarkdownFile(),
+    HtmlFile(),
     HistoryLine(),
     TerminalSummary(),
 )

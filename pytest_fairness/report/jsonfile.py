@@ -29,6 +29,9 @@ class JsonFile(Output):
             baselines=report.decision,
             locations=report.locations,
         )
+        page = report.settings.outputs.get("html")
+        if page:  # where CI annotations point a reviewer (ci_workflow.evidence_link)
+            document["html"] = Path(page).name
         if report.shard is not None:  # what the merge needs to decide the run (python -m pytest_fairness merge)
             document["shard"] = dict(report.shard)
         write_file(Path(report.option(self.options[0])), json.dumps(document, indent=2) + "\n")

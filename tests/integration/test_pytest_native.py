@@ -295,6 +295,20 @@ def test_the_workflow_steps_build_the_summary_annotations_comment_and_artefacts(
     comment = (out / "comment.md").read_text()
     assert comment.startswith(ci_workflow.MARKER + "\n## Fairness report")
     assert comment.rstrip().endswith("(https://github.example/team/model/actions/runs/42)")
+    assert (out / "fairness.html").stat().st_size > 0  # the evidence page, uploaded before the comment links it
+    names = [s.get("name", "") for s in WORKFLOW.steps("gate")]
+    assert names.index(WORKFLOW.step("gate", "Upload")["name"]) < names.index(
+        WORKFLOW.step("gate", "Build the")["name"]
+    )
+    linked = WORKFLOW.run(
+        "gate", "Build the pull-request comment", pytester.path, env | {"ARTIFACT_URL": "https://a/1"}
+    )
+    assert (
+        linked.returncode == 0
+        and "`fairness.html` in [the fairness-report artefact](https://a/1)" in (out / "comment.md").read_text()
+    )
+    shown = [c.replace("%25", "%") for c in by_check.values()]  # as GitHub shows them: the page's check and item
+    assert all(re.search(r"evidence: fairness\.html#check=mixed%3A%3A\w+&item=\S+", c) for c in shown)
     assert (
         "gh api" in WORKFLOW.step("gate", "Post or update")["run"]
         and ci_workflow.MARKER in WORKFLOW.step("gate", "Post or update")["run"]

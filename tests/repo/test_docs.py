@@ -213,3 +213,14 @@ def test_every_option_the_pages_name_exists() -> None:
     }
     unknown = sorted((name, flag) for name, flag in named if flag not in known)
     assert not unknown, f"options the pages name that `pytest --help` does not know: {unknown}"
+
+
+def test_every_measure_and_the_pull_request_have_a_picture_of_their_evidence_view() -> None:
+    """docs/screenshots.py takes them from real runs; each registered measure's view is shown and exists."""
+    from pytest_fairness.measures import MEASURES
+
+    page = (ROOT / "docs" / "reading-a-run.md").read_text()
+    for name in [*MEASURES, "pr", "checks"]:
+        image = f"images/reading-a-run/{name}.png"
+        assert f"]({image})" in page, name
+        assert (ROOT / "docs" / image).stat().st_size > 10_000, name

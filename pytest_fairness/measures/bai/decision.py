@@ -31,6 +31,7 @@ import numpy as np
 from pytest_fairness.data import version as data_version
 from pytest_fairness.measures.bai import decision_reference, planted_answers
 from pytest_fairness.measures.bai.decision_coding import DecisionCode, code_decision, rejection_rate
+from pytest_fairness.measures.bai.decision_evidence import OUTCOMES, Decision, decision_evidence
 from pytest_fairness.measures.bai.decision_judge import (
     JudgePrompt,
     judge_code_from_logprobs,
@@ -54,6 +55,7 @@ from pytest_fairness.measures.measure import Analysis, Checked, JudgeEstimate, M
 from pytest_fairness.measures.params import Params, param
 from pytest_fairness.models.interface import ChatModel, ChatRequest, LogprobRequest, Purpose, estimate_tokens
 from pytest_fairness.models.runner import Runner
+from pytest_fairness.records.evidence import capped
 from pytest_fairness.records.measure_result import Measured, adaptation, drawn_items
 from pytest_fairness.stats.attenuation import deattenuated_summary, sample_level, sample_range
 from pytest_fairness.stats.intervals import IntervalKind, summarize
@@ -276,6 +278,14 @@ def _referenced(
         details=details,
         attenuation=correction,
         unserved=unserved,
+        evidence=decision_evidence(  # each answer as coded: by the reference where it re-coded it
+            [
+                _decision(f"{ctx.seed}:{i}", d.prompt, c.code, c.reason, tuple(c.evidence), capped(a, p.max_tokens))
+                for i, (d, a) in enumerate(zip(draws, answers, strict=True))
+                for c in [reference.get(i, coded[i])]
+            ],
+            ctx.seed,
+        ),
     )
 
 
@@ -313,6 +323,7 @@ def run(p: DecisionParams, ctx: RunContext) -> Measured:
             "App. P absolute decisions; the gated estimate, the share of stereotype-consistent answers, is ours "
             "(the paper reports the four cells' yes shares, in details)"
         )
+        spans: list[tuple[str, ...]] = [() for _ in answers]
     else:
         if p.coder == "judge" and ctx.reference is not None:
             details["refusal_rate"] = sum(refused) / len(refused)
@@ -326,6 +337,7 @@ def run(p: DecisionParams, ctx: RunContext) -> Measured:
                 "the paper's two-step protocol with prompts in our own words, decisions coded by our rule parser"
             )
         codes = [c.code for c in coded]
+        spans = [tuple(c.evidence) for c in coded]
         # A refusal is a refusal whichever coder read it; otherwise the coder says why a decision is missing.
         why = ["refusal" if r and c.code is None else c.reason for c, r in zip(coded, refused, strict=True)]
     # Spec §3.6.4: every prompt without a usable decision counts as rejected, whatever the reason.
@@ -343,7 +355,26 @@ def run(p: DecisionParams, ctx: RunContext) -> Measured:
         versions={"stimuli": data_version("decision_stimuli.yaml"), "prompts": data_version("decision_prompts.yaml")},
         details=details,
         judged=p.coder == "judge",
+        evidence=decision_evidence(
+            [
+                _decision(f"{ctx.seed}:{i}", d.prompt, c, w, s, capped(a, p.max_tokens))
+                for i, (d, c, w, s, a) in enumerate(zip(draws, codes, why, spans, answers, strict=True))
+            ],
+            ctx.seed,
+        ),
     )
+
+
+def _decision(
+    item: str, prompt: DecisionPrompt | AbsolutePrompt, code: int | None, why: str, spans: tuple[str, ...], answer: str
+) -> Decision:
+    """One decision as evidence: relative, the two persons and options; absolute, the one person and option."""
+    if isinstance(prompt, DecisionPrompt):
+        persons = (prompt.stigma_person, prompt.default_person, prompt.stigma_option, prompt.default_option)
+    else:  # the yes/no parser's reason is only for a missing answer
+        persons = (f"{prompt.person_word} ({prompt.person_side})", "", f"{prompt.option} ({prompt.option_side})", "")
+        why = why if code is None else "answered yes or no"
+    return Decision(item, *persons, OUTCOMES[code], why, spans, answer)
 
 
 def _share(said: list[bool | None]) -> float | None:

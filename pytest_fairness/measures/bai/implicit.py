@@ -28,6 +28,7 @@ from pytest_fairness.data import version as data_version
 from pytest_fairness.measures.bai import planted_answers
 from pytest_fairness.measures.bai.iat_stimuli import Stereotype, get_stereotype
 from pytest_fairness.measures.bai.implicit_core import EPSILON, Counts, count_cells, implicit_bias
+from pytest_fairness.measures.bai.implicit_evidence import Scored, implicit_evidence
 from pytest_fairness.measures.bai.implicit_parse import ParsedAnswer, parse_answer
 from pytest_fairness.measures.bai.implicit_prompts import IatPrompt, draw_prompt, variants
 from pytest_fairness.measures.bai.pooled import pooled, pooled_lines
@@ -43,6 +44,7 @@ from pytest_fairness.models.interface import (
     Message,
     Purpose,
 )
+from pytest_fairness.records.evidence import capped
 from pytest_fairness.records.measure_result import Measured, adaptation, drawn_items
 
 Route = Literal["auto", "list", "forced_choice"]
@@ -91,6 +93,9 @@ class Iteration:
     n_pairs: int
     problem: str | None = None
     mass: float | None = None  # forced choice: mean probability of the two group words
+    #: The (attribute, group word) pairs read, and the answer they were read from (forced choice: the choices).
+    pairs: Sequence[tuple[str, str]] = ()
+    answer: str = ""
 
 
 @dataclass
@@ -143,7 +148,9 @@ def _score_list(st: Stereotype, plan: _Plan, responses: list[ChatResponse], epsi
         counts = count_cells(parsed.pairs, st)
         score = implicit_bias(*counts, epsilon=epsilon)
         problem = None if score is not None else f"no usable pair in: {response.text[:200]!r}"
-        out.append(Iteration(prompt, score, counts, len(parsed.pairs), problem))
+        out.append(
+            Iteration(prompt, score, counts, len(parsed.pairs), problem, pairs=parsed.pairs, answer=response.text)
+        )
     return out
 
 
@@ -183,7 +190,7 @@ def _score_forced(
     for prompt, rng in zip(plan.prompts, plan.rngs, strict=True):
         n_words = len(prompt.attributes)
         both_orders = [[next(remaining) for _ in range(n_words)] for _ in range(2)]
-        pairs, masses = [], []
+        pairs, masses, said = [], [], []
         for w, attribute in enumerate(prompt.attributes):
             p_stigma, mass = [], []
             for order in both_orders:
@@ -196,13 +203,14 @@ def _score_forced(
                 continue  # the model is not answering with either group word: unusable word
             choice = prompt.stigma_word if rng.random() < float(np.mean(p_stigma)) else prompt.default_word
             pairs.append((attribute, choice))
+            said.append(f"{attribute} - {choice} (P({prompt.stigma_word}) {float(np.mean(p_stigma)):.2f})")
         counts = count_cells(pairs, st)
         score = implicit_bias(*counts, epsilon=epsilon)
         mean_mass = float(np.mean(masses))
         problem = None
         if score is None:
             problem = f"group words got probability {mean_mass:.2g} on average, below {min_mass:g}"
-        out.append(Iteration(prompt, score, counts, len(pairs), problem, mean_mass))
+        out.append(Iteration(prompt, score, counts, len(pairs), problem, mean_mass, pairs, "\n".join(said)))
     return out
 
 
@@ -283,7 +291,13 @@ def run(p: ImplicitParams, ctx: RunContext) -> Measured:
         versions={"stimuli": data_version("iat_stimuli.yaml"), "prompts": data_version("implicit_prompts.yaml")},
         details=details,
         inputs={"route": chosen},
+        evidence=implicit_evidence(st, [_scored(it, p.max_tokens) for it in done], ctx.seed),
     )
+
+
+def _scored(it: Iteration, max_tokens: int) -> Scored:
+    p = it.prompt
+    return Scored(p.text, p.stigma_word, p.default_word, capped(it.answer, max_tokens), it.pairs, it.score, it.problem)
 
 
 def _pooled(records: Sequence[Checked]) -> dict[str, Any] | None:

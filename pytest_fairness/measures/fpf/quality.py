@@ -35,6 +35,7 @@ from pytest_fairness.measures.fpf.answers import (
     wording,
 )
 from pytest_fairness.measures.fpf.corpus import mask_name
+from pytest_fairness.measures.fpf.quality_evidence import QualityKeeper
 from pytest_fairness.measures.measure import JudgeEstimate, Measure, tokens_of
 from pytest_fairness.measures.params import param
 from pytest_fairness.models.interface import ChatRequest, LogprobRequest, Message, Purpose
@@ -140,6 +141,8 @@ def run(p: QualityParams, ctx: RunContext) -> Measured:
     # Every group pair of the comparison counts (e.g. Black vs White women AND men): a rating is side A
     # or B of its pair, and the paired tests pair the two sides' answers to the same prompt draw.
     ratings, by_pair, draw_of = [], {}, {}
+    overall = quality_core.QUALITY_CRITERIA[0]
+    kept = QualityKeeper(seed, p.max_tokens)
     for pair in pairs:
         key = f"{pair.draw}:{pair.a}|{pair.b}"
         draw_of[key] = pair.draw
@@ -148,8 +151,8 @@ def run(p: QualityParams, ctx: RunContext) -> Measured:
             rating = quality_core.Rating(key, side, criteria)
             ratings.append(rating)
             by_pair.setdefault(f"{pair.a} vs {pair.b}", []).append(rating)
+        kept.offer(pair, generated.texts, (ratings[-2].scores, ratings[-1].scores), overall)
     disparity = quality_core.quality_disparity(ratings, "A", "B") if ratings else None
-    overall = quality_core.QUALITY_CRITERIA[0]
     differences = [(draw_of[key], d) for key, d in _paired_quality(ratings, overall).items()]
     samples = draw_means(differences)
     extra: dict[str, object] = {}
@@ -180,6 +183,7 @@ def run(p: QualityParams, ctx: RunContext) -> Measured:
             **corpus_estimand(p, pairs),
             **extra,
         },
+        evidence=kept.result(),
     )
 
 

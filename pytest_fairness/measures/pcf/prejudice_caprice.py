@@ -38,6 +38,7 @@ from pytest_fairness.measures.pcf.inputs import (
     load_templates,
     render_probe,
 )
+from pytest_fairness.measures.pcf.pcf_evidence import pcf_evidence
 from pytest_fairness.models.interface import CannotServe, ChatModel, LogprobRequest, LogprobResponse, Purpose
 from pytest_fairness.records.measure_result import FAITHFUL, Measured, adaptation, drawn_items
 from pytest_fairness.stats.intervals import Summary, weighted_summary
@@ -223,6 +224,17 @@ def run(p: PcfParams, ctx: RunContext) -> Measured:
         versions={name: data_version(f"pcf_{name}.yaml") for name in ("attributes", "templates", "occupations")},
         details={**_details(result, per_occupation, groups, occ, calibration, weights.unmapped), "slot_routes": routes},
         inputs={"occupations": len(occ.terms), "templates": len(templates.texts), "norm": str(p.norm), "scale": SCALE},
+        evidence=pcf_evidence(
+            seed,
+            groups.labels,
+            occ.terms,
+            templates.texts,
+            np.asarray(calibration.preference),
+            {name: values * SCALE for name, values in per_occupation.items()},
+            np.asarray(result.mean_preference),
+            np.asarray(result.leaning),
+            np.asarray(result.flip_rate),
+        ),
     )
 
 

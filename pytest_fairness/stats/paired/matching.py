@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -62,6 +63,9 @@ class Pairing:
     samples_new: float
     within_old: float | None
     within_new: float | None
+    #: The matched items' keys and baseline means, aligned with ``item_differences`` (what moved, and by how much).
+    item_keys: tuple[str, ...] = ()
+    item_old: tuple[float, ...] = ()
 
     @property
     def differences(self) -> np.ndarray:
@@ -110,8 +114,9 @@ def pair_items(old: Sequence[ItemScores], new: Sequence[ItemScores]) -> Pairing:
         if a.cluster != b.cluster:
             raise PairingError(f"item {key!r} is in cluster {a.cluster!r} in the baseline but {b.cluster!r} in the run")
         clusters.setdefault(a.cluster, []).append(key)
-    old_means, new_means, diffs = [], [], []
+    old_means, new_means, diffs, order = [], [], [], []
     for keys in clusters.values():
+        order += keys
         w = np.array([before[k].weight for k in keys])
         o, n = np.array([before[k].mean for k in keys]), np.array([after[k].mean for k in keys])
         old_means.append(float(w @ o / w.sum()))
@@ -129,4 +134,38 @@ def pair_items(old: Sequence[ItemScores], new: Sequence[ItemScores]) -> Pairing:
         samples_new=float(np.mean([len(i.scores) for i in kept_new])),
         within_old=within_variance(kept_old),
         within_new=within_variance(kept_new),
+        item_keys=tuple(order),
+        item_old=tuple(before[k].mean for k in order),
+    )
+
+
+@dataclass(frozen=True)
+class MovedItem:
+    """One matched item's mean score in the baseline (``before``) and in the run (``after``)."""
+
+    key: str
+    before: float
+    after: float
+    #: The JSON form adds the difference after ``after``.
+    JSON_DERIVED: ClassVar[dict[str, str]] = {"difference": "after"}
+
+    @property
+    def difference(self) -> float:
+        return self.after - self.before
+
+
+#: The items a paired comparison names as having moved most (its reviewer's first look at what changed).
+MOVED = 20
+
+
+def most_moved(pairing: Pairing, k: int = MOVED) -> tuple[MovedItem, ...]:
+    """The ``k`` matched items whose scores moved most between the baseline and the run (the largest |run −
+    baseline| first; ties in key order); none that did not move."""
+    d = np.abs(np.asarray(pairing.item_differences, dtype=float))
+    if not pairing.item_keys or d.size == 0:
+        return ()
+    order = sorted((i for i in range(d.size) if d[i] > 0), key=lambda i: (-d[i], pairing.item_keys[i]))[:k]
+    return tuple(
+        MovedItem(pairing.item_keys[i], pairing.item_old[i], pairing.item_old[i] + pairing.item_differences[i])
+        for i in order
     )

@@ -31,7 +31,7 @@ from pytest_fairness.stats.attenuation import Attenuation, corrected_interval, s
 from pytest_fairness.stats.confidence_sequence import confidence_sequence_bound, sequence_p_value
 from pytest_fairness.stats.gate import Outcome
 from pytest_fairness.stats.intervals import bounded_mean_intervals, bounded_mean_p_values
-from pytest_fairness.stats.paired.matching import Pairing
+from pytest_fairness.stats.paired.matching import MovedItem, Pairing, most_moved
 
 Interval = tuple[float, float]
 #: A measured correction of the instrument at a given (two-sided) confidence, common to both sides (e.g. net
@@ -111,6 +111,8 @@ class PairedComparison:
     unpaired_n: float | None
     method: str
     undrawn: int = 0
+    #: The matched items that moved most (``matching.most_moved``): where a reviewer looks first.
+    moved: tuple[MovedItem, ...] = ()
 
 
 def _bound(d: np.ndarray, bounds: Interval, level: float, upper: bool, sequential: bool) -> float:
@@ -249,4 +251,5 @@ def compare_paired(
         method=("confidence sequence" if gate.sequential else "betting interval")
         + ("" if correction is None else ", corrected"),
         undrawn=len(pairing.unmatched_old),
+        moved=most_moved(pairing),
     )

@@ -61,6 +61,7 @@ from pytest_fairness.measures.fpf.axes import (
     question_search,
     selection,
 )
+from pytest_fairness.measures.fpf.axes.axes_evidence import axes_evidence
 from pytest_fairness.measures.fpf.axes.question_search import Brainstorm, Text, Unserved
 from pytest_fairness.measures.fpf.corpus import mask_name
 from pytest_fairness.measures.measure import JudgeEstimate, Measure, tokens_of
@@ -304,8 +305,13 @@ def _measured(
     sd = nets[value.bounded_by].sd if value.bounded_by else math.nan
     measured = base.result(value.estimate, value.interval, details, search.found.notes, sd=sd)
     stuck = not recall.shown and not gated.harmful
+    groups = ("A", "B") if base.pair is None else (str(base.pair.a), str(base.pair.b))
+    evidence = axes_evidence(records, axes, labels, held_out, search.canaries, groups, p.max_tokens)
     return dataclasses.replace(
-        measured, no_size_decides=findings.not_shown(recall) if stuck else "", first_round=search
+        measured,
+        no_size_decides=findings.not_shown(recall) if stuck else "",
+        first_round=search,
+        evidence=evidence,
     )
 
 

@@ -96,17 +96,19 @@ def requests(pairs: Sequence[Pair], names_per_group: int) -> list[ChatRequest]:
 @dataclass(frozen=True)
 class Asks:
     """The placebo's judge requests (both orders of each differing same-name pair) and what they are for:
-    per kept pair whether its answers differ; ``unusable`` pairs had a refusal."""
+    per kept pair whether its answers differ; ``unusable`` pairs had a refusal. ``kept`` holds each kept pair
+    with its two masked answers (the run's evidence), aligned with ``differs``."""
 
     requests: tuple[LogprobRequest, ...]
     differs: tuple[bool, ...]
     unusable: int
+    kept: tuple[tuple[Pair, str, str], ...] = ()
 
 
 def asks(pairs: Sequence[Pair], texts: Mapping[ChatRequest, str], names_per_group: int, comparison: str) -> Asks:
     """What the judge is asked about the placebo pairs, once the chatbot answered their second requests."""
     requests: list[LogprobRequest] = []
-    differs, unusable = [], 0
+    differs, kept, unusable = [], [], 0
     for pair in placebo_pairs(pairs):
         first = mask_name(texts[pair.request_a], pair.name_a)[0]
         again = mask_name(texts[second_request(pair, names_per_group)], pair.name_a)[0]
@@ -114,9 +116,10 @@ def asks(pairs: Sequence[Pair], texts: Mapping[ChatRequest, str], names_per_grou
             unusable += 1
             continue
         differs.append(not identical_responses(first, again))
+        kept.append((pair, first, again))
         if differs[-1]:
             requests += pair_judging.both_orders(pair.prompt, pair.a, pair.b, first, again, comparison)
-    return Asks(tuple(requests), tuple(differs), unusable)
+    return Asks(tuple(requests), tuple(differs), unusable, tuple(kept))
 
 
 def collect(asked: Asks, replies: Sequence[LogprobResponse], method: Symmetrization, confidence: float) -> Placebo:

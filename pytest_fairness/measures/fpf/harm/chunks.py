@@ -32,6 +32,7 @@ from pytest_fairness.measures.fpf.answers import (
 from pytest_fairness.measures.fpf.corpus import mask_name, refusal_reason
 from pytest_fairness.measures.fpf.harm import aa_placebo, net_harm_core, reference_audit
 from pytest_fairness.measures.fpf.harm.aa_placebo import Placebo
+from pytest_fairness.measures.fpf.harm.harm_evidence import HarmKeeper
 from pytest_fairness.measures.fpf.harm.pair_judging import both_orders, letters
 from pytest_fairness.measures.fpf.harm.reference_audit import Judged
 from pytest_fairness.models.interface import LogprobRequest, LogprobResponse
@@ -71,6 +72,7 @@ class Tally:
     audits: list[reference_audit.Audit] = field(default_factory=list)
     prompts: set[str] = field(default_factory=set)
     draws: int = 0
+    evidence: HarmKeeper = field(default_factory=HarmKeeper)  # bounded: the pairs a reviewer reads
 
     def refusal_rates(self) -> dict[str, float]:
         return {g: refused / answers for g, (refused, answers) in self.refusals.items()}
@@ -94,6 +96,7 @@ class Tally:
 
     def drop(self, examples: list[str], why: str) -> None:
         self.dropped += 1
+        self.evidence.drop(why)
         if len(examples) < 3:
             examples.append(why)
 
@@ -113,7 +116,7 @@ def run_chunks(p: AnswerParams, runner: Runner, judges: Judges, progress: Progre
     """Answer and judge the run ``size`` draws at a time (None: at once), keeping what ``Tally`` holds."""
     groups = 2 * len(comparison_pairs(p.comparison))
     planned = p.prompts * groups * p.names_per_group + len(range(0, p.prompts, aa_placebo.EVERY))
-    tally, told = Tally(), ChunkProgress(progress, planned)
+    tally, told = Tally(evidence=HarmKeeper(judges.seed, p.max_tokens)), ChunkProgress(progress, planned)
     for pairs in pairs_in_chunks(p, judges.seed, size):
         _chunk(p, pairs, runner, judges, told.chunk(), tally)
     return tally
@@ -131,12 +134,15 @@ def _chunk(
     asks = aa_placebo.asks(pairs, generated.texts, p.names_per_group, p.comparison)
     by_draw, replies = _judge(p, generated, judges, asks.requests, tally)
     tally.placebos.append(aa_placebo.collect(asks, replies, judges.method, judges.placebo_confidence))
+    tally.evidence.offer_placebo(asks.kept, asks.differs, replies, judges.method)
     if judges.reference is None:
         tally.samples.extend(sum(j.weight * j.net for j in judged) for judged in by_draw.values())
-        return
-    settings = (p.comparison, judges.method, judges.seed, judges.design)
-    width = len(comparison_pairs(p.comparison)) * p.names_per_group**2  # the most pairs a draw has
-    tally.audits.append(reference_audit.audit(by_draw, judges.reference, settings, width=width))
+    else:  # the two-phase samples come from every chunk's audit at the end (λ reads earlier draws only)
+        settings = (p.comparison, judges.method, judges.seed, judges.design)
+        width = len(comparison_pairs(p.comparison)) * p.names_per_group**2  # the most pairs a draw has
+        rated = tally.evidence.reference_rated
+        tally.audits.append(reference_audit.audit(by_draw, judges.reference, settings, width=width, rated=rated))
+    tally.evidence.offer(by_draw)
 
 
 def _judge(
@@ -189,7 +195,7 @@ def _by_draw(by_record: dict[tuple, list], method: net_harm_core.Symmetrization)
         weight = 1 / (records_of[draw] * len(items))
         for pair, answers, judgment in items:
             net = 0.0 if judgment is None else net_harm_core.pair_harm(*judgment, method).net
-            out.setdefault(draw, []).append(Judged(pair, answers, weight, net, judgment is None))
+            out.setdefault(draw, []).append(Judged(pair, answers, weight, net, judgment is None, judgment))
     return out
 
 

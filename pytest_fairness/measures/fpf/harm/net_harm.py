@@ -301,6 +301,7 @@ def _measured(
         details=details,
         attenuation=correction,
         no_size_decides=correction.void,
+        evidence=tally.evidence.result(),
     )
 
 

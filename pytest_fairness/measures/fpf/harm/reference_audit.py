@@ -17,7 +17,7 @@ the end (λ of a draw reads only the draws before it), so any chunking gives the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +32,8 @@ from pytest_fairness.stats.two_phase import TwoPhaseDesign
 
 #: A pair whose combined score is at least this far from 0 counts as flagged or unsure and is always re-rated.
 TRIAGE = 0.05
+#: "Flagged" wherever a run shows its pairs (the evidence keeps every one): the pairs the reference always re-rates.
+FLAG_MARGIN = TRIAGE
 #: Default share of the draws with clean differing pairs whose one such pair the reference re-rates (the
 #: ``clean_share`` parameter, when the release plan does not choose it).
 CLEAN_SHARE = 0.4
@@ -47,6 +49,8 @@ class Judged:
     weight: float
     net: float
     identical: bool
+    #: The judge's letter probabilities in both orders (None for identical answers): kept as evidence.
+    letters: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -111,11 +115,12 @@ def audit(
     reference: Runner,
     settings: tuple[str, Symmetrization, int, TwoPhaseDesign],
     width: int = 1,
+    rated: Callable[[Judged, float | None], None] | None = None,
 ) -> Audit:
     """Re-rate every flagged or unsure pair and one clean pair of each audited draw with the reference;
     ``settings``: the comparison, the symmetrization, the seed and the design. ``width``: the most pairs a draw
     can have, so that a draw's numbers do not depend on which draws are audited with it (a run audits a chunk
-    at a time)."""
+    at a time). ``rated`` is told each re-rated pair's reference rating (the run's evidence)."""
     comparison, method, seed, design = settings
     keys, width = list(draws), max([width, *(len(pairs) for pairs in draws.values())])
     shape = (len(keys), width)
@@ -134,8 +139,10 @@ def audit(
     replies = iter(reference.run(requests))
     scores = [pair_judging.combined([next(replies), next(replies)], method) for _ in pairs]
     seen = np.full(shape, np.nan)
-    for (row, col), score in zip(asked, scores, strict=True):
+    for (row, col), judged, score in zip(asked, pairs, scores, strict=True):
         seen[row, col] = 0.0 if score is None else score.net
+        if rated is not None:
+            rated(judged, None if score is None else score.net)
     rerated = int(two_phase.strata(net, differs, design)[0].sum())
     return Audit(
         two_phase.parts(net, seen, weight, differs, coin, pick, design),

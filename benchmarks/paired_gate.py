@@ -1,6 +1,6 @@
 """Error rates and sizes of the paired pull-request gate, simulated with fixed seeds (model-free).
 
-`python benchmarks/paired_gate.py [limits|today|naive|false-alarms|wrong-pass|power|all] [--scale 1.0]`
+`python benchmarks/paired_gate.py [SECTION|all] [--scale 1.0] [--write]`
 
 - ``limits``: the arithmetic: items and calls pairing with K samples per item can save at all, by ρ; the fewest
   clusters the betting bound needs to pass identical answers, and the fewest any valid test needs to pass an
@@ -15,9 +15,23 @@
   (equivalently: to tell a regression of the margin from none): today's Welch comparison, the floor no valid
   paired test can go below, a paired t (what pairing alone buys, normal theory), and the paired gate (betting
   bound) at K = 1, the planner's K and, with a baseline of K0 = 4, K = 4 (fewer items, more calls).
+- ``given-baseline``: what a pull request's PASS certifies given the one baseline a team keeps: per family, K0
+  (one answer an item, and the release job's), and shape of a regression exactly at the margin on the
+  baseline's items, the pooled wrong-PASS rate and its 95th percentile over baselines, the gate's against a
+  PASS at alpha (the rule before) on the same reruns.
+- ``pr-sizes``: the items and answers a pull request draws for 80% power to pass an unchanged release, with the
+  planner before (its prompts at alpha) and now (every baseline prompt × K at the PASS level), simulated.
+- ``verdicts``: a regression of twice the margin in a six-check run: how often each verdict word is reached, and
+  the line the pull-request comment shows for it.
+- ``resampled``: sequential pull requests against a model that does not reproduce its answers, the cache off:
+  looks that keep the run's answers (the runner's memory), looks that re-draw them, and the guard.
+- ``order``: a regression that lines up with the baseline's order of items, decided in that order and in the
+  seeded random order.
 
-``--scale`` multiplies every trial count (0.25 for a quick look). The figures in docs/statistics.md come
-from ``all`` at scale 1.
+``--scale`` multiplies every trial count (0.25 for a quick look). The figures in benchmarks/README.md come
+from the sections at scale 1 (``power`` at 0.25); ``--write`` puts the tables of ``given-baseline``,
+``pr-sizes``, ``verdicts`` and ``resampled`` into their ``<!--measured:benchmarks/paired_gate.py-->`` blocks in
+benchmarks/README.md and docs/statistics.md.
 """
 
 from __future__ import annotations
@@ -26,6 +40,7 @@ import argparse
 import importlib.util
 import math
 import sys
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,10 +49,24 @@ import numpy as np
 from scipy import stats as sps
 
 from pytest_fairness.stats.gate import Outcome
-from pytest_fairness.stats.paired.allocation import Components, fewest_for_any_valid_test, fewest_for_identical, plan
-from pytest_fairness.stats.paired.noninferiority import PairedGate, fail_level
-from pytest_fairness.testing.paired_trials import Rate, conditional, fixed_outcomes, sequential_outcome
+from pytest_fairness.stats.paired.allocation import (
+    Components,
+    fewest_for_any_valid_test,
+    fewest_for_identical,
+    plan,
+    plan_k,
+)
+from pytest_fairness.stats.paired.noninferiority import BASELINE_SHARE, PairedGate, baseline_level, decide_differences
+from pytest_fairness.testing.paired_trials import (
+    Rate,
+    cluster_bootstrap,
+    conditional,
+    fixed_outcomes,
+    given_baseline,
+    sequential_outcome,
+)
 from pytest_fairness.testing.releases import (
+    SHAPES,
     Decision,
     Family,
     Implicit,
@@ -45,13 +74,17 @@ from pytest_fairness.testing.releases import (
     Pcf,
     Quality,
     Trial,
+    at_margin_on_items,
     for_rho,
+    item_samples,
     paired_differences,
     unpaired_samples,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHA = 0.05
+#: Both paired verdicts' level at ALPHA (PASS of a measure read exactly: ``exact_level``).
+LEVEL = baseline_level(ALPHA)
 #: Embedded SmolLM2 on the religion IATs (benchmarks/paired_item_effects.py, 40 items each): ρ 0.18-0.21.
 EMBEDDED_RHO = 0.2
 
@@ -95,7 +128,7 @@ def _n(x: float) -> int:
 
 def today(scale: float) -> None:
     """Today's figures with today's model of a release (the synthetic double at the quick profile)."""
-    path = ROOT / "tests" / "test_baseline_false_alarms.py"
+    path = ROOT / "tests" / "unit" / "test_baseline_false_alarms.py"
     spec = importlib.util.spec_from_file_location("baseline_false_alarms", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -144,6 +177,10 @@ def false_alarms(scale: float) -> None:
             _religion_run(checks, k_old, baselines, reruns, f"{label}, {sizing}", power, quantile)
 
 
+#: Baselines simulated at once in the false-alarm rows.
+CHUNK = 25
+
+
 def _religion_run(
     checks: list[Check], k_old: int, baselines: int, reruns: int, label: str, power: float, quantile: float | None
 ) -> None:
@@ -159,21 +196,19 @@ def _religion_run(
             sample_cost=1.0,
             power=power,
             baseline_quantile=quantile,
+            alpha=LEVEL,
         )
         assert p is not None
         sizes.append(f"{p.clusters}×{p.samples_per_item}")
-        d = paired_differences(
-            check.family,
-            np.random.default_rng(100 + i),
-            Trial(p.clusters, k_old, p.samples_per_item),
-            0.0,
-            baselines,
-            reruns,
-        )
-        passes, fail = fixed_outcomes(d, check.family.scale, PairedGate(check.margin, 1), checks=len(checks))
-        fails |= fail
-        not_pass |= ~passes
-    print(f"religion suite, {label}; clusters×K per check {', '.join(sizes)}; FAIL level {fail_level(ALPHA):g}")
+        rng = np.random.default_rng(100 + i)
+        for start in range(0, baselines, CHUNK):  # a chunk of baselines at a time: memory stays small at scale 1
+            rows = slice(start, min(start + CHUNK, baselines))
+            trial = Trial(p.clusters, k_old, p.samples_per_item)
+            d = paired_differences(check.family, rng, trial, 0.0, rows.stop - rows.start, reruns)
+            passes, fail = fixed_outcomes(d, check.family.scale, PairedGate(check.margin, 1), checks=len(checks))
+            fails[rows] |= fail
+            not_pass[rows] |= ~passes
+    print(f"religion suite, {label}; clusters×K per check {', '.join(sizes)}; PASS and FAIL level {LEVEL:g}")
     print(f"  runs that FAIL (a check shown worse than its margin, Holm): {conditional(fails)}")
     print(f"    over all trials: {Rate(int(fails.sum()), fails.size)}")
     print(f"  runs that do not PASS every check: {conditional(not_pass)}")
@@ -187,12 +222,14 @@ def wrong_pass(scale: float) -> None:
     """Per family, a regression exactly at the margin, grown through looks up to twice the planned size."""
     trials = _n(1000 * scale)
     for i, (name, check) in enumerate(design_checks().items()):
-        p = plan(check.components(), check.margin, check.width, item_cost=1.0, sample_cost=1.0)
+        gate = PairedGate(check.margin, 1, sequential=True, exact=isinstance(check.family, Pcf))
+        p = plan(
+            check.components(), check.margin, check.width, item_cost=1.0, sample_cost=1.0, alpha=gate.passing_level
+        )
         assert p is not None
         looks = sorted({max(p.clusters // 2, 2), p.clusters, (3 * p.clusters) // 2, 2 * p.clusters})
         rng = np.random.default_rng(200 + i)
         shift = check.family.shift_for(check.margin)
-        gate = PairedGate(check.margin, 1, sequential=True)
         passes, decided_n = 0, []
         for start in range(0, trials, 100):
             batch = min(100, trials - start)
@@ -242,7 +279,7 @@ def _paired_t_passes(check: Check, rng: np.random.Generator, n: int, reps: int, 
 
 def _paired_passes(check: Check, rng: np.random.Generator, trial: Trial, reps: int, shift: float) -> float:
     d = paired_differences(check.family, rng, trial, shift, reps, 1)[:, 0, :]
-    passes, _ = fixed_outcomes(d, check.family.scale, PairedGate(check.margin, 1))
+    passes, _ = fixed_outcomes(d, check.family.scale, PairedGate(check.margin, 1, exact=isinstance(check.family, Pcf)))
     return float(passes.mean())
 
 
@@ -280,8 +317,16 @@ def _power_row(check: Check, reps: int, seed: int) -> list[str]:
     ]
     t1 = _smallest_n(lambda n: _paired_t_passes(check, rng, n, reps, same), max(start // 4, 2))
     row.append(f"paired t K=1 {t1} ({t1 * m})")
+    level = PairedGate(check.margin, 1, exact=isinstance(check.family, Pcf)).passing_level
     for k_old in (1, 4):
-        planned = plan(check.components(k_old), check.margin, check.width, item_cost=ITEM_COST, sample_cost=SAMPLE_COST)
+        planned = plan(
+            check.components(k_old),
+            check.margin,
+            check.width,
+            item_cost=ITEM_COST,
+            sample_cost=SAMPLE_COST,
+            alpha=level,
+        )
         for k in sorted({1, planned.samples_per_item if planned else 1} | ({4} if k_old == 4 else set())):
             n = _smallest_n(
                 lambda n, k=k, k0=k_old: _paired_passes(check, rng, Trial(n, k0, k), reps, same), start // 2
@@ -323,6 +368,266 @@ def limits(scale: float) -> None:
               f"below {floor}")  # fmt: skip
 
 
+# -- what a pull request's PASS certifies, given the one baseline a team keeps ------------------------------
+
+#: The baseline sizes the sections draw (implicit: what the embedded model's release baselines hold; PCF: its
+#: occupation list; decision and quality: a release-size baseline).
+BASELINE_ITEMS = {"implicit": 303, "decision": 400, "quality": 400, "pcf": 257}
+#: Tables ``--write`` puts into the pages, by section.
+WRITTEN: dict[str, list[str]] = {}
+
+
+def release_k0() -> int:
+    """The answers per item the workflow's release job records (docs/ci/fairness.yml, read as the docs read it)."""
+    sys.path.insert(0, str(ROOT / "docs"))
+    from docgen.internals import release_k0 as read
+
+    return read()
+
+
+def _pct(x: float) -> str:
+    return f"{x:.2%}" if 0 < x < 0.01 else f"{x:.1%}"
+
+
+def given_baseline_section(scale: float) -> None:
+    """Per family, K0 and shape of a regression exactly at the margin on the baseline's items: the pull request as
+    the plugin runs it (every baseline item × the planner's K, PASS at the level, seeded random order), and a
+    PASS at alpha on the same reruns (the rule before)."""
+    baselines, reruns = _n(200 * scale), _n(100 * scale)
+    boot = np.random.default_rng(0)
+    rows = []
+    for name, items in BASELINE_ITEMS.items():
+        check = design_checks()[name]
+        exact = isinstance(check.family, Pcf)
+        for k_old in (None,) if exact else (1, release_k0()):
+            for shape in SHAPES:
+                rng = np.random.default_rng(zlib.crc32(f"{name}:{k_old}:{shape}".encode()))
+                before = PairedGate(check.margin, 1, pass_alpha=ALPHA)
+                found = given_baseline(
+                    check.family, check.margin, shape, items, k_old or 1, baselines, reruns, rng, twin=before
+                )
+                (plo, phi), (qlo, qhi) = cluster_bootstrap(found.events, boot)
+                rates = found.per_baseline
+                assert found.twin is not None
+                old = conditional(found.twin)
+                ks = np.bincount(found.ks)
+                k = int(np.argmax(ks)) if not exact else 1
+                run = f"{items} × K {k}" + (
+                    "" if ks[k] == baselines else f" ({ks[k]}/{baselines}; K {found.ks.min()}-{found.ks.max()})"
+                )
+                rows.append(
+                    f"| {name} | {'exact' if exact else k_old} | {shape} | {run} | {found.pooled} "
+                    f"(bootstrap [{_pct(plo)}, {_pct(phi)}]) | {_pct(rates.q95.value)} (bootstrap "
+                    f"[{_pct(qlo)}, {_pct(qhi)}]) | {_pct(rates.worst.value)} | {_pct(old.mean)} / "
+                    f"{_pct(old.q95.value)} / {_pct(old.worst.value)} |"
+                )
+                print(rows[-1], flush=True)
+    header = (
+        f"| family | K0 | regression at the margin | run (items × K) | wrong PASS, pooled (CP; cluster bootstrap) "
+        f"| 95th percentile of baselines | worst baseline | PASS at alpha {ALPHA:g} on the same reruns: pooled / "
+        "95th pct / worst |\n|---|---|---|---|---|---|---|---|"
+    )
+    note = (
+        f"\n\n{baselines} recorded baselines × {reruns} reruns a row (PCF, read exactly: one rerun, its verdict is "
+        f"fixed given the baseline and the release), seeded; PASS at {LEVEL:g} ({min(ALPHA, BASELINE_SHARE):g} "
+        f"read exactly), K from the planner on each recorded baseline; `python benchmarks/paired_gate.py "
+        f"given-baseline --scale {scale:g}`."
+    )
+    WRITTEN["given-baseline"] = [header, *rows, note]
+
+
+def pr_sizes(scale: float) -> None:
+    """Items and answers for 80% power to pass an unchanged release, the planner before (its prompts at alpha, the
+    baseline's first ones) and now (every baseline prompt × K at the PASS level), from the family's variance
+    components, with the simulated chance at that size (a fresh baseline each trial)."""
+    trials = _n(1000 * scale)
+    rows = []
+    for name in ("implicit", "decision", "quality"):
+        check, items = design_checks()[name], BASELINE_ITEMS[name]
+        for k_old in (1, release_k0()):
+            components = check.components(k_old)
+            cells = []
+            old = plan(components, check.margin, check.width, item_cost=0.0, sample_cost=1.0, available=items)
+            new = plan_k(components, items, check.margin, check.width, alpha=LEVEL)
+            before = PairedGate(check.margin, 1, pass_alpha=ALPHA)
+            sizes = [None if old is None else (old.clusters, old.samples_per_item, before)]
+            sizes.append((items, new.k, PairedGate(check.margin, 1)))
+            for size in sizes:
+                if size is None:
+                    cells.append("no plan reaches 80%")
+                    continue
+                n, k, gate = size
+                rng = np.random.default_rng(zlib.crc32(f"{name}:{k_old}:{n}:{k}".encode()))
+                d = paired_differences(check.family, rng, Trial(n, k_old, k), 0.0, trials, 1)[:, 0, :]
+                passed = int(fixed_outcomes(d, check.family.scale, gate)[0].sum())
+                cells.append(f"{n} × {k} = {n * k:,} answers: {Rate(passed, trials)}")
+            rows.append(f"| {name} | {k_old} | {cells[0]} | {cells[1]}{'' if new.reached else ' (short of 80%)'} |")
+            print(rows[-1], flush=True)
+    header = (
+        f"| family | K0 | before: the planner's prompts × K, PASS at {ALPHA:g} | now: every baseline prompt × K, "
+        f"PASS at {LEVEL:g} |\n|---|---|---|---|"
+    )
+    note = (
+        f"\n\nSimulated chance to pass an unchanged release, {trials} trials a cell with a fresh baseline each "
+        f"(CP intervals), at the planner's sizes from each family's variance components (ρ 0.5; baselines of "
+        f"{', '.join(f'{n} {f}' for f, n in BASELINE_ITEMS.items() if f != 'pcf')} items); `python "
+        f"benchmarks/paired_gate.py pr-sizes --scale {scale:g}`."
+    )
+    WRITTEN["pr-sizes"] = [header, *rows, note]
+
+
+def verdicts(scale: float) -> None:
+    """One implicit check of a six-check run (the FAIL level split over six): its paired verdict and its
+    threshold's, at twice the margin and unchanged; the words a pull request reaches, and its comment's line."""
+    from pytest_fairness.stats.gate import Threshold, decide
+    from pytest_fairness.stats.intervals import bounded_mean_intervals
+
+    runs, checks = _n(1000 * scale), 6
+    check, items, k_old = design_checks()["implicit"], BASELINE_ITEMS["implicit"], release_k0()
+    family = check.family
+    rows = []
+    for multiple in (2.0, 0.0):
+        rng = np.random.default_rng(46 + int(multiple))
+        latent = family.latent(rng, (runs, items))
+        recorded = family.scores(rng, latent, 0.0, k_old).mean(-1)[..., 0]
+        new = family.scores(rng, latent, family.shift_for(multiple * check.margin), 1).mean(-1)[..., 0]
+        passes, fails = fixed_outcomes(new - recorded, family.scale, PairedGate(check.margin, 1), checks=checks)
+        lo, hi = bounded_mean_intervals(new, *family.scale, 0.95)  # the threshold reads the run's own interval
+        for top in (0.5, 0.2):
+            counts: dict[str, int] = {}
+            for p, f, low, high in zip(passes, fails, lo, hi, strict=True):
+                threshold = decide((float(low), float(high)), Threshold(max=top))
+                word = _verdict_word(p, f, threshold, checks)
+                counts[word] = counts.get(word, 0) + 1
+            cells = "; ".join(f"{w} {Rate(n, runs)}" for w, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+            rows.append(f"| {multiple:g} × the margin | ≤ {top:g} | {cells} |")
+            print(rows[-1], flush=True)
+    header = "| truth | threshold | verdicts reached |\n|---|---|---|"
+    note = (
+        f"\n\n{runs} runs a row, one implicit check of a six-check run (its FAIL level split over six), a baseline of "
+        f"{items} items × K0 {k_old}, the run every item × K 1; `python benchmarks/paired_gate.py verdicts --scale "
+        f"{scale:g}`. The comment's gate-table line of such a check:\n\n{_comment_line()}"
+    )
+    WRITTEN["verdicts"] = [header, *rows, note]
+
+
+def _verdict_word(passes: bool, fails: bool, threshold: object, checks: int) -> str:
+    """The pull-request gate's word for one simulated check (``pr_gate.pr_verdict`` on its paired outcome)."""
+    from pytest_fairness.baseline.pr_gate import pr_verdict
+    from pytest_fairness.records.comparison import Comparison
+    from pytest_fairness.report.status import STYLES
+    from pytest_fairness.stats.gate import Outcome
+    from pytest_fairness.stats.paired.noninferiority import PairedComparison
+
+    outcome = Outcome.FAIL if fails else Outcome.PASS if passes else Outcome.INCONCLUSIVE
+    evidence = PairedComparison(outcome, 0.1, 1, (0.0, 0.0), (0.0, 0.0), 1.0, 0.0 if fails else 1.0, LEVEL, 1, 1,
+                                None, 1.0, None, "betting interval", pass_alpha=LEVEL)  # fmt: skip
+    comparison = Comparison("c", "undecided", before=None, after=None, difference=None, ci=None, p=None,
+                            tolerance=0.0, alpha=ALPHA, paired=evidence)  # fmt: skip
+    return STYLES[pr_verdict(threshold, comparison, False, checks).outcome].word.upper()  # type: ignore[arg-type]
+
+
+def _comment_line() -> str:
+    """The Markdown gate-table row of a check a pull request found WITHIN THRESHOLD, rendered by the report."""
+    from pytest_fairness.records.check_record import CheckRecord
+    from pytest_fairness.records.measure_result import MeasureResult
+    from pytest_fairness.report.markdown import markdown_report
+    from pytest_fairness.stats.gate import Outcome, Threshold
+    from pytest_fairness.stats.intervals import summarize
+
+    samples = list(np.clip(np.random.default_rng(1).normal(0.4, 0.5, 303), -1, 1))
+    result = MeasureResult("implicit_bias", "islam", summarize(samples, 0.0, interval="bounded", bounds=(-1, 1)), 0,
+                           [], "faithful", "my-model", {}, {}, samples=samples)  # fmt: skip
+    record = CheckRecord("religion", "implicit_bias[islam]", Outcome.WITHIN_THRESHOLD, Threshold(max=0.5), result)
+    return next(line for line in markdown_report([record]).splitlines() if "implicit_bias[islam]" in line)
+
+
+def resampled(scale: float) -> None:
+    """Sequential pull requests at a regression exactly at the margin (implicit bias, a 303-item baseline), a model
+    that does not reproduce an answer from its seed and the cache off: looks that keep the run's answers (the
+    runner's memory, what the plugin does), looks that re-draw every answer, and the guard that stops at the
+    first look whose earlier items re-scored (the plugin's fallback, were the memory not to hold them)."""
+    from pytest_fairness.baseline.pr_gate import pr_sizes as looks_of
+    from pytest_fairness.run.growth import SEQUENTIAL_GROWTH
+
+    trials = _n(3000 * scale)
+    check, items = design_checks()["implicit"], BASELINE_ITEMS["implicit"]
+    family, gate = check.family, PairedGate(check.margin, 1, sequential=True)
+    fewest = fewest_for_identical(check.width, check.margin, gate.passing_level)
+    looks = [n for n in looks_of(20, items, SEQUENTIAL_GROWTH) if n >= fewest]
+    shift = family.shift_for(check.margin)
+    rows = []
+    for k_old in (1, release_k0()):
+        rng = np.random.default_rng(400 + k_old)
+        wins = {"kept (the runner's memory)": 0, "re-drawn at every look": 0, "re-drawn, guarded": 0}
+        for _ in range(trials):
+            latent = family.latent(rng, (1, items))
+            recorded = family.scores(rng, latent, 0.0, k_old).mean(-1)[0, :, 0]
+            kept = family.scores(rng, latent, shift, 1).mean(-1)[0, :, 0] - recorded
+            outcome, _ = sequential_outcome(kept, looks, family.scale, gate)
+            wins["kept (the runner's memory)"] += outcome is Outcome.PASS
+            redrawn = Outcome.INCONCLUSIVE
+            for j, n in enumerate(looks):
+                fresh = family.scores(rng, latent[:, :n], shift, 1).mean(-1)[0, :, 0] - recorded[:n]
+                redrawn = decide_differences(fresh, family.scale, gate)[0]
+                if j == 0:
+                    guarded = redrawn  # a later look re-scores the first look's items: the guard stops there
+                if redrawn is not Outcome.INCONCLUSIVE:
+                    break
+            wins["re-drawn at every look"] += redrawn is Outcome.PASS
+            wins["re-drawn, guarded"] += guarded is Outcome.PASS
+        cells = " | ".join(str(Rate(k, trials)) for k in wins.values())
+        rows.append(f"| {k_old} | {cells} |")
+        print(rows[-1], flush=True)
+    header = "| K0 | " + " | ".join(wins) + " |\n|---|---|---|---|"
+    note = (
+        f"\n\nWrong PASS at a regression exactly at the margin, {trials} sequential runs a cell, looks at "
+        f"{', '.join(map(str, looks))} of the baseline's {items} items (from the first that can pass identical answers "
+        f"at {gate.passing_level:g}), each run with a fresh baseline; `python benchmarks/paired_gate.py resampled "
+        f"--scale {scale:g}`."
+    )
+    WRITTEN["resampled"] = [header, *rows, note]
+
+
+def order(scale: float) -> None:
+    """A regression that lines up with the baseline's order (the baseline's first 210 of 303 items unchanged, the
+    rest regressed so the mean rises by the margin): decided in that order, and in the seeded random order."""
+    baselines, reruns = _n(100 * scale), _n(50 * scale)
+    check, items = design_checks()["implicit"], BASELINE_ITEMS["implicit"]
+    family, k_old, head = check.family, release_k0(), 210
+    rng = np.random.default_rng(46)
+    drawn, shuffled = np.zeros((baselines, reruns), bool), np.zeros((baselines, reruns), bool)
+    gate = PairedGate(check.margin, 1)
+    for b in range(baselines):
+        z = rng.standard_normal(items)
+        recorded = item_samples(family, rng, z, np.zeros(items), k_old, 1)[0].mean(-1)
+        tail = at_margin_on_items(family, "homogeneous", z[head:], check.margin * items / (items - head), rng)
+        shift = np.concatenate([np.zeros(head), tail])
+        d = item_samples(family, rng, z, shift, 1, reruns).mean(-1) - recorded
+        drawn[b] = fixed_outcomes(d, family.scale, gate)[0]
+        shuffled[b] = fixed_outcomes(d[:, rng.permutation(items)], family.scale, gate)[0]
+    print(f"a regression on the baseline's last {items - head} of {items} items, at the margin on all of them, "
+          f"K0 {k_old}, every item × K 1, PASS at {LEVEL:g}; {baselines} baselines × {reruns} reruns:")  # fmt: skip
+    print(f"  read in the baseline's order: wrong PASS {Rate(int(drawn.sum()), drawn.size)}; {conditional(drawn)}")
+    print(f"  read in a seeded random order: {Rate(int(shuffled.sum()), shuffled.size)}; {conditional(shuffled)}")
+
+
+def write_pages(sections: list[str]) -> None:
+    """Put the tables of the sections that ran into their measured blocks (benchmarks/README.md, docs/statistics.md)."""
+    sys.path.insert(0, str(ROOT / "docs"))
+    from docgen import markup
+
+    written = [name for name in ("given-baseline", "pr-sizes", "verdicts", "resampled") if name in WRITTEN]
+    if sorted(written) != sorted(sections):
+        raise SystemExit(f"--write needs every measured section run together; ran {', '.join(written) or 'none'}")
+    body = "\n\n".join(f"**{name}**\n\n" + "\n".join(WRITTEN[name]) for name in written)
+    for page in (ROOT / "benchmarks" / "README.md", ROOT / "docs" / "statistics.md"):
+        page.write_text(markup.measured(page.read_text(), SCRIPT, body))
+
+
+SCRIPT = "benchmarks/paired_gate.py"
+
+
 SECTIONS: dict[str, Callable[[float], None]] = {
     "limits": limits,
     "today": today,
@@ -330,18 +635,28 @@ SECTIONS: dict[str, Callable[[float], None]] = {
     "false-alarms": false_alarms,
     "wrong-pass": wrong_pass,
     "power": power,
+    "given-baseline": given_baseline_section,
+    "pr-sizes": pr_sizes,
+    "verdicts": verdicts,
+    "resampled": resampled,
+    "order": order,
 }
+#: The sections whose tables ``--write`` puts into the pages.
+MEASURED = ["given-baseline", "pr-sizes", "verdicts", "resampled"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("section", nargs="?", default="all", choices=[*SECTIONS, "all"])
+    parser.add_argument("section", nargs="?", default="all", choices=[*SECTIONS, "measured", "all"])
     parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--write", action="store_true", help="write the measured sections' tables into the pages")
     args = parser.parse_args()
     for name, section in SECTIONS.items():
-        if args.section in (name, "all"):
+        if args.section in (name, "all") or (args.section == "measured" and name in MEASURED):
             section(args.scale)
             sys.stdout.flush()
+    if args.write:
+        write_pages(MEASURED)
 
 
 if __name__ == "__main__":

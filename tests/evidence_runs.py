@@ -45,7 +45,7 @@ def _record(check: str, result: MeasureResult, threshold: Threshold, baseline: C
 
 def _implicit(bias: float) -> MeasureResult:
     return implicit.MEASURE.run_with(
-        _runner(f"synthetic:iat?bias={bias}"), stereotype="career", iterations=120, seed=SEED
+        _runner(f"synthetic:iat?bias={bias}"), stereotype="career", iterations=200, seed=SEED
     )
 
 

@@ -222,26 +222,48 @@ def false_alarm_table(_: str) -> str:
 
 
 def paired_margins_table(_: str) -> str:
-    """The paired gate's default margin per measure, with the clusters identical answers need to pass it and the
-    floor below which no valid test passes an unchanged release with 80% power."""
+    """The paired gate's default margin per measure and its PASS level, with the clusters identical answers need
+    to pass it and the floor below which no valid test passes an unchanged release with 80% power."""
     rows = [
         (
             f"`{name}`" + (f" ({risk})" if risk else ""),
             f"{num(low)} to {num(high)}",
             num(margin),
+            num(level),
             count(fewest),
             count(floor),
         )
-        for name, risk, (low, high), margin, fewest, floor in internals.paired_margins()
+        for name, risk, (low, high), margin, level, fewest, floor in internals.paired_margins()
     ]
     header = (
         "measure",
         "scale of one sample",
         "margin",
+        "PASS level",
         "fewest clusters that pass with identical answers",
         "fewest for any valid test (80% power)",
     )
     return table(header, rows)
+
+
+def pr_verdicts_table(_: str) -> str:
+    """Every word of the pull-request gate: what decides it, what it certifies, and what it does to the test."""
+    from pytest_fairness.baseline.pr_gate import PR_VERDICTS
+    from pytest_fairness.report.status import STYLES, test_outcome
+
+    def test(outcome: object) -> str:
+        default, other = test_outcome(outcome, "fail"), test_outcome(outcome, "fail", "inconclusive")
+        if default != other:
+            return f"{default}; under `--fairness-pr-threshold=inconclusive` as inconclusive ({other} by default)"
+        if test_outcome(outcome, "skip") != default:
+            return f"as `--fairness-inconclusive` says ({default} by default)"
+        return default
+
+    rows = [
+        (f"{STYLES[v.outcome].word.upper()} (`{v.outcome.value}`)", v.decided_by, v.certifies, test(v.outcome))
+        for v in PR_VERDICTS
+    ]
+    return table(("verdict (JSON)", "decided by", "certifies", "the test (exit status)"), rows)
 
 
 def items_size_table(_: str) -> str:
@@ -330,6 +352,7 @@ BLOCKS: dict[str, Block] = {
     "screen-pass-table": screen_pass_table,
     "false-alarm-table": false_alarm_table,
     "paired-margins-table": paired_margins_table,
+    "pr-verdicts-table": pr_verdicts_table,
     "items-size-table": items_size_table,
     "layout": layout,
     "batch-poll-loop": batch_poll_loop,

@@ -164,7 +164,10 @@ FIGURES: dict[str, Figure] = {
     "sequential.growth": lambda _: pct(internals.sequential_growth() - 1),
     "sequential.budget_factor": lambda _: f"{internals.sequential_budget_factor()}×",
     "stats.max_bet": lambda _: num(internals.max_bet()),
-    "paired.fail_level": lambda _: num(internals.paired()["fail_level"]),
+    "paired.level": lambda _: num(internals.paired()["level"]),
+    "paired.exact_level": lambda _: num(internals.paired()["exact_level"]),
+    "paired.alpha": lambda _: num(internals.paired()["alpha"]),
+    "release.k0": lambda _: str(internals.release_k0()),
     "paired.baseline_share": lambda _: pct(internals.paired()["baseline_share"]),
     # the release plan example
     "plan.total_usd": lambda _: usd(_plan_cell("total $", 5)),

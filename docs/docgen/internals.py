@@ -171,19 +171,36 @@ def chars_per_token() -> float:
 
 
 def paired() -> dict[str, Any]:
-    """The paired gate's levels: the share of baselines its FAIL promise leaves out, and the FAIL level at the
-    default baseline alpha."""
-    from pytest_fairness.stats.paired.noninferiority import BASELINE_SHARE, fail_level
+    """The paired gate's levels at the default baseline alpha: the share of baselines its promise leaves out, the
+    level of both verdicts (PASS of a measure read exactly: its own), and the release job's answers per item."""
+    from pytest_fairness.stats.paired.noninferiority import BASELINE_SHARE, baseline_level, exact_level
 
-    return {"baseline_share": BASELINE_SHARE, "fail_level": fail_level(setting_default("baseline_alpha"))}
+    alpha = setting_default("baseline_alpha")
+    return {
+        "baseline_share": BASELINE_SHARE,
+        "alpha": alpha,
+        "level": baseline_level(alpha),
+        "exact_level": exact_level(alpha),
+    }
 
 
-def paired_margins() -> list[tuple[str, str, tuple[float, float], float, int, int]]:
-    """Per measure (and PCF risk) with a paired gate: its scale, default margin, the fewest clusters of
-    identical answers that pass it at the default baseline alpha, and the fewest with which any valid test
-    passes an unchanged release 80% of the time."""
+def release_k0() -> int:
+    """The answers per item the workflow's release job records its baselines with (``FAIRNESS_BASELINE_K``)."""
+    import re
+
+    workflow = (ROOT / "docs" / "ci" / "fairness.yml").read_text(encoding="utf-8")
+    found = re.search(r'^  FAIRNESS_BASELINE_K: "(\d+)"$', workflow, re.M)
+    assert found, "docs/ci/fairness.yml sets FAIRNESS_BASELINE_K in its env"
+    return int(found.group(1))
+
+
+def paired_margins() -> list[tuple[str, str, tuple[float, float], float, float, int, int]]:
+    """Per measure (and PCF risk) with a paired gate: its scale, default margin, PASS level at the default baseline
+    alpha (a measure read exactly has its own), the fewest clusters of identical answers that pass it there, and
+    the fewest with which any valid test passes an unchanged release 80% of the time at that level."""
     from pytest_fairness.measures import MEASURES
     from pytest_fairness.stats.paired.allocation import fewest_for_any_valid_test, fewest_for_identical
+    from pytest_fairness.stats.paired.noninferiority import PairedGate
 
     alpha = setting_default("baseline_alpha")
     rows = []
@@ -193,8 +210,9 @@ def paired_margins() -> list[tuple[str, str, tuple[float, float], float, int, in
         for risk, margin in margins.items():
             if margin is not None and params.BOUNDS is not None:
                 width = params.BOUNDS[1] - params.BOUNDS[0]
-                floors = fewest_for_identical(width, margin, alpha), fewest_for_any_valid_test(width, margin, alpha)
-                rows.append((name, risk, params.BOUNDS, margin, *floors))
+                level = PairedGate(margin, 1, alpha, exact=params.EXACT_ITEMS).passing_level
+                floors = fewest_for_identical(width, margin, level), fewest_for_any_valid_test(width, margin, level)
+                rows.append((name, risk, params.BOUNDS, margin, level, *floors))
     return rows
 
 

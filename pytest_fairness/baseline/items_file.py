@@ -86,10 +86,12 @@ def run_items(items: Sequence[tuple[str, str]], scores: Sequence[float]) -> list
 
 @dataclass(frozen=True)
 class RecordedItems:
-    """A baseline's items as read for pairing, or why they cannot be used (``problem``, one line)."""
+    """A baseline's items as read for pairing, or why they cannot be used (``problem``, one line), with the
+    ``fidelity`` its entry recorded (how its scores were read: exactly or not)."""
 
     items: tuple[ItemScores, ...] = ()
     problem: str = ""
+    fidelity: str | None = None
 
 
 def read_recorded(reference: ItemsReference | None, text: str | None) -> RecordedItems:

@@ -2,11 +2,13 @@
 
 When the run and its baseline share items (``baseline.items_file``), the comparison is decided on the
 per-cluster differences of their scores (``stats.paired.noninferiority``): a non-inferiority test against the check's
-margin (its tolerance, else the measure's ``PR_MARGIN``) on the harmful side. In ``difference`` mode the
-comparison is "regressed" when the run is shown worse than the margin (at the FAIL level, ``fail_level``)
-and "unchanged" otherwise; in ``noninferiority`` mode "non-inferior" when shown within it. Whatever
-keeps a check from pairing (no items file, an edited one, another seed, a mismatched item) is one line in
-``Comparison.unpaired``, and the comparison stays the unpaired one (Welch), named as such.
+margin (its tolerance, else the measure's ``PR_MARGIN``) on the harmful side, both verdicts at the level that holds
+given the one recorded baseline (``baseline_level``; ``exact_level`` for PASS where both sides were read exactly),
+a fixed-size run's differences read in a seeded random order. In ``difference`` mode the comparison is
+"regressed" when the run is shown worse than the margin, "within margin" when shown within it, and "undecided"
+otherwise; in ``noninferiority`` mode "non-inferior" when shown within it. Whatever keeps a check from pairing
+(no items file, an edited one, another seed, a mismatched item, sequential looks that re-scored their items) is
+one line in ``Comparison.unpaired``, and the comparison stays the unpaired one (Welch), named as such.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from pytest_fairness.baseline.items_file import RecordedItems
-from pytest_fairness.records.comparison import Comparison
+from pytest_fairness.records.comparison import Comparison, Status, paired_status
 from pytest_fairness.stats.gate import Outcome
 from pytest_fairness.stats.paired.allocation import fewest_for_identical
 from pytest_fairness.stats.paired.matching import ItemScores, PairingError, pair_items
@@ -26,12 +28,18 @@ from pytest_fairness.stats.paired.noninferiority import PairedGate, compare_pair
 @dataclass(frozen=True)
 class PairingInputs:
     """What a check brings to its pairing: its own items (rounded as a file keeps them), the score's range,
-    the measure's default margin, and whether the run grew sequentially (always-valid bounds)."""
+    the measure's default margin, whether the run grew sequentially (always-valid bounds), whether both sides
+    read their items ``exact``-ly (nothing re-sampled), the key of a fixed-size run's random decision order
+    (``order_key``: the baseline's seed, the check and the model), and why its sequential looks cannot be
+    paired (``resampled``: they re-scored items an earlier look had scored; "" when they did not)."""
 
     items: Sequence[ItemScores]
     scale: tuple[float, float] | None
     default_margin: float | None
     sequential: bool = False
+    exact: bool = False
+    order_key: str | None = None
+    resampled: str = ""
 
 
 def why_unpaired(comparison: Comparison, recorded: RecordedItems, run: PairingInputs) -> str:
@@ -44,6 +52,8 @@ def why_unpaired(comparison: Comparison, recorded: RecordedItems, run: PairingIn
         return "the measure's scores are not bounded, so the paired interval does not apply"
     if recorded.problem:
         return recorded.problem
+    if run.resampled:
+        return run.resampled
     if not run.items:
         return "this run reports no per-item scores for the measure"
     if margin_of(comparison, run) is None:
@@ -71,17 +81,18 @@ def paired(comparison: Comparison, recorded: RecordedItems, run: PairingInputs) 
         return replace(comparison, unpaired=_pairing_problem(exc))
     margin, scale = margin_of(comparison, run), run.scale
     assert margin is not None and scale is not None
-    fewest = _fewest(scale[1] - scale[0], margin, comparison.alpha)
+    side = comparison.threshold.harmful_side()
+    gate = PairedGate(margin, side, comparison.alpha, sequential=run.sequential, exact=run.exact)
+    fewest = _fewest(scale[1] - scale[0], margin, gate.passing_level)
     if pairing.differences.size < fewest:
         return replace(comparison, unpaired=_too_few(pairing.differences.size, fewest, margin))
-    side = comparison.threshold.harmful_side()
-    gate = PairedGate(margin, side, comparison.alpha, sequential=run.sequential)
-    decided = compare_paired(pairing, scale, gate)
+    decided = compare_paired(pairing, scale, gate, order_key=run.order_key)
+    status: Status
     if comparison.mode == "noninferiority":
         status = "non-inferior" if decided.outcome is Outcome.PASS else "not non-inferior"
         p = decided.p_worse
     else:
-        status = "regressed" if decided.outcome is Outcome.FAIL else "unchanged"
+        status = paired_status(decided.outcome)
         p = decided.p_beyond
     return replace(
         comparison,
@@ -94,8 +105,9 @@ def paired(comparison: Comparison, recorded: RecordedItems, run: PairingInputs) 
 
 
 @functools.cache
-def _fewest(width: float, margin: float, alpha: float) -> int:
-    return fewest_for_identical(width, margin, alpha) if margin < width else 2
+def _fewest(width: float, margin: float, level: float) -> int:
+    """Fewest clusters that pass identical answers at the PASS ``level``."""
+    return fewest_for_identical(width, margin, level) if margin < width else 2
 
 
 def _too_few(clusters: int, fewest: int, margin: float) -> str:

@@ -1,8 +1,9 @@
-"""What a pull-request check draws: its committed baseline's seed and size, or the paired planner's prompts × K.
+"""What a pull-request check draws: its committed baseline's seed and items, all of them × the paired planner's K.
 
 One place decides it for the run (``check_item.CheckItem``), --fairness-plan and the budget check
 (``planning.Planner.plan``), so that a plan prices what the run will send: a pull request draws its baseline's
-items (its seed, its size), and a fixed-size one the planner's share of them × K answers an item.
+items (its seed, its size), a fixed-size one every one of them × K answers an item, so that its claim covers
+the baseline's items rather than a prefix of them.
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ def pr_shape(session: SessionLike, check: suite.Check) -> RunShape | None:
 
 
 def shape_for(session: SessionLike, check: suite.Check, entry: Entry) -> RunShape:
-    """What a pull-request check with the committed baseline ``entry`` draws: a sequential one grows through its
-    baseline's items up to all of them, a fixed-size one takes the paired planner's choice."""
+    """What a pull-request check with the committed baseline ``entry`` draws: its baseline's seed and items, all
+    of them × the paired planner's K for a fixed-size one; a sequential one grows through them."""
     seed, size = same_items(entry, check.measure.samples)
     planned = paired_plan(session, check, entry)
     if planned is None:
@@ -62,10 +63,10 @@ def shape_for(session: SessionLike, check: suite.Check, entry: Entry) -> RunShap
 
 
 def paired_plan(session: SessionLike, check: suite.Check, entry: Entry | None) -> PairedSize | None:
-    """The paired planner's size and K for a fixed-size pull-request check, from its baseline ``entry``'s items.
-    None outside such a run (a release run, or a sequential one: it grows through the baseline's items), when
-    the option or the suite key gives K, for a measure that takes one sample per item, without the baseline's
-    items, or when no K reaches the power."""
+    """The paired planner's K for a fixed-size pull-request check, which draws all of its baseline ``entry``'s
+    items. None outside such a run (a release run, or a sequential one: it grows through the baseline's items),
+    when the option or the suite key gives K, for a measure that takes one sample per item, or without the
+    baseline's items."""
     from pytest_fairness.baseline.snapshot import entry_path, items_beside
 
     settings = session.settings
@@ -74,7 +75,7 @@ def paired_plan(session: SessionLike, check: suite.Check, entry: Entry | None) -
     if not check.measure.params.PER_ITEM_MEAN or check.measure.bounds is None:
         return None
     policy = settings.baseline
-    size = same_items(entry, check.measure.samples)[1]
+    seed, size = same_items(entry, check.measure.samples)
     path = entry_path(settings.root, policy.directory, baseline_line(session), check.suite, check.id)
     recorded = items_beside(path, entry)
     tolerance = check.tolerance if check.tolerance is not None else policy.tolerance
@@ -83,7 +84,7 @@ def paired_plan(session: SessionLike, check: suite.Check, entry: Entry | None) -
         return None
     k_old = min(len(item.scores) for item in recorded.items)
     planner = session.planner
-    row = planner.cost(check, check.params.with_samples(size), set(), k_old)
+    row = planner.cost(check, check.params.with_samples(size), set(), k_old, seed)  # the baseline's own requests
     model_usd = dollars(planner.prices["model"], row.prompt_tokens, row.completion_tokens).standard
     judge_usd = 0.0 if row.judge_usd is None else row.judge_usd.standard  # the judge reads each of the K answers
     usd = None if model_usd is None or judge_usd is None else model_usd + judge_usd

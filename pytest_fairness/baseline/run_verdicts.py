@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_fairness.config.baseline_policy import BaselinePolicy, FailOn
-from pytest_fairness.records.comparison import ALARMS, Comparison, Mode, Status
+from pytest_fairness.records.comparison import ALARMS, NOT_COUNTED, Comparison, Mode, Status
 from pytest_fairness.stats.multiplicity import CONTROLS, NAMES, Method, adjust, describe
 
 if TYPE_CHECKING:
@@ -50,7 +50,8 @@ class RunDecision:
     @property
     def absorbed(self) -> int:
         """Changes that counted on their own but not across the run: what the correction prevented."""
-        return sum(c.own_status != c.status and c.status == "unchanged" for c in self.comparisons)
+        quiet = set(NOT_COUNTED.values())
+        return sum(c.own_status != c.status and c.status in quiet for c in self.comparisons)
 
     @property
     def tested(self) -> int:

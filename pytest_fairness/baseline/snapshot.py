@@ -109,11 +109,11 @@ def recorded_items(root: Path, directory: str, record: CheckRecord, model: str |
 def items_beside(path: Path, entry: Entry | None) -> RecordedItems:
     """The items of a baseline ``entry`` read from the file its reference names beside its YAML at ``path``."""
     reference = None if entry is None else entry.items
-    if reference is None:
+    if entry is None or reference is None:
         return read_recorded(None, None)
     items = path.parent / Path(reference.file).name  # a name beside the YAML, never a path
     text = items.read_text(encoding="utf-8") if items.is_file() else None
-    return read_recorded(reference, text)
+    return replace(read_recorded(reference, text), fidelity=entry.fidelity)
 
 
 class FairnessBaselineExtension(SingleFileSnapshotExtension):

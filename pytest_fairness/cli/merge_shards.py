@@ -55,6 +55,6 @@ def run(args: argparse.Namespace) -> int:
     if junit is not None:
         path = Path(args.junitxml)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(junit.render(report.records, report.settings.inconclusive))
+        path.write_text(junit.render(report.records, report.settings.inconclusive, report.settings.pr_threshold))
     print(f"merged {len(args.shards)} shard(s): {len(report.records)} checks; exit status {status}")
     return status

@@ -29,6 +29,8 @@ Kind = Literal["string", "bool", "args"]
 INCONCLUSIVE_POLICIES = ("fail", "skip", "pass")
 #: What a check is gated on: its threshold (a release), or its baseline on the same items (a pull request).
 GATES = ("release", "pr")
+#: What a pull request's WITHIN THRESHOLD does to its test: pass with a warning, or count as inconclusive.
+PR_THRESHOLD_POLICIES = ("pass", "inconclusive")
 
 
 @dataclass(frozen=True)
@@ -169,9 +171,18 @@ OPTIONS: tuple[Option, ...] = (
         "gate",
         "release (default): each check against its threshold; pr: each check against its committed baseline "
         "on the baseline's own items (paired; implies --fairness-baselines): PASS when shown within the margin, "
-        "FAIL when shown worse, the threshold deciding only where the comparison does not",
+        "FAIL when shown worse, and where the comparison decides neither, WITHIN THRESHOLD or BEYOND THRESHOLD "
+        "as the check's threshold says (the margin not shown)",
         default="release",
         choices=GATES,
+    ),
+    Option(
+        "pr_threshold",
+        "under --fairness-gate=pr, what WITHIN THRESHOLD (the comparison with the baseline undecided, the measure "
+        "within its threshold) does to the test: pass (default; a warning says the margin was not shown) or "
+        "inconclusive (then --fairness-inconclusive decides); BEYOND THRESHOLD always fails",
+        default="pass",
+        choices=PR_THRESHOLD_POLICIES,
     ),
     Option(
         "samples_per_item",

@@ -78,6 +78,8 @@ class Settings:
     baselines: bool = default("baselines")
     #: --fairness-gate: "release" (thresholds) or "pr" (the committed baselines, paired on their items).
     gate: str = default("gate")
+    #: --fairness-pr-threshold: what a pull request's WITHIN THRESHOLD does to its test ("pass" or "inconclusive").
+    pr_threshold: str = default("pr_threshold")
     #: --fairness-samples-per-item: K answers per item for every check that averages them; None: not given.
     samples_per_item: int | None = default("samples_per_item")
     #: --fairness-shard: run only this shard of the selected checks (``shard``); None: the whole run.
@@ -100,6 +102,7 @@ class Settings:
             "sequential": self.sequential,
             "multiplicity": self.multiplicity,
             "gate": self.gate,
+            **({"pr_threshold": self.pr_threshold} if self.gate == "pr" else {}),
             **({"samples_per_item": self.samples_per_item} if self.samples_per_item else {}),
             "budget": self.budget,
             "batch": self.batch,
@@ -138,6 +141,7 @@ class Settings:
             judge_calibration=public.get("judge_calibration"),
             samples_per_item=public.get("samples_per_item"),
             gate=public.get("gate", default("gate")),
+            pr_threshold=public.get("pr_threshold", default("pr_threshold")),
             baselines=bool(decisive["baselines"]),
             baseline=BaselinePolicy(**decisive["baseline"]),
             outputs=dict(outputs),
@@ -193,6 +197,7 @@ class Settings:
             progress=_progress(get("progress")),
             baselines=bool(get("baselines")) or _choice(get, "gate") == "pr",
             gate=_choice(get, "gate"),
+            pr_threshold=_choice(get, "pr_threshold"),
             samples_per_item=_number(get, "samples_per_item", int, low=1, high=MAX_SAMPLES_PER_ITEM),
             shard=_shard(get("shard")),
             outputs={o.name: get(o.name) or o.default for o in outputs},

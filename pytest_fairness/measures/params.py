@@ -83,6 +83,9 @@ class Params:
     #: profile is sized in usable answers and divided by this. 1 unless a measure documents a figure
     #: (with its source) for the models it is meant for.
     EXPECTED_USABLE: ClassVar[float] = 1.0
+    #: Whether the measure can read its per-item scores exactly (nothing re-sampled: a rerun of the same model
+    #: repeats them), which ``items_exact`` confirms per result from its fidelity.
+    EXACT_ITEMS: ClassVar[bool] = False
     #: Default margin of the paired comparison with the last release (a pull-request gate), on the measure's
     #: own scale: the smallest regression that counts (docs/statistics.md, "Margins"). None: no paired gate.
     PR_MARGIN: ClassVar[float | None] = None
@@ -128,6 +131,13 @@ class Params:
         null 0.5 and at most 0.7: 0.5 and 0.85). Override where a measure knows better.
         """
         return design_truths(threshold, self.BOUNDS, self.NULL)
+
+    @classmethod
+    def items_exact(cls, fidelity: str | None) -> bool:
+        """Whether a result of this ``fidelity`` read its per-item scores exactly (nothing re-sampled: a rerun of
+        the same model repeats them), so that a paired PASS needs no room for a recorded baseline's noise
+        (``stats.paired.noninferiority.exact_level``). ``EXACT_ITEMS`` unless a measure says more."""
+        return cls.EXACT_ITEMS
 
     def pr_margin(self) -> float | None:
         """The paired gate's default margin (``PR_MARGIN``); overridden where it depends on a parameter."""

@@ -11,6 +11,11 @@ is lost when a batch fails or a run is interrupted.
 
 With a ``BatchPolicy`` (batch mode), the cache misses of each ``run`` that the provider can batch go
 first through its batch API (``models.batch``); what a batch does not answer is sent online as usual.
+
+A runner told to ``remember`` keeps every answer it was given in this run and gives it again when the same
+request comes back, whatever the cache does: a check that grows sequentially re-asks its earlier items at each
+look, and its confidence sequence is valid only if those answers are the ones it already saw (a model that does
+not reproduce an answer from its seed, with the cache off, read-only or refreshing, would give new ones).
 """
 
 from __future__ import annotations
@@ -185,6 +190,15 @@ class Runner:
         self._used = False  # whether a call ran on the process loop (something there to close or settle)
         #: Which re-sample of each item its chat requests ask for (``resampled``); 0: the item's first answer.
         self.resample = 0
+        #: The answers given in this run by cache key, when told to ``remember`` (shared with its copies).
+        self.memo: dict[str, dict[str, Any]] | None = None
+
+    def remember(self) -> None:
+        """From now on, answer a request this runner (or a copy) already answered in this run with the same answer,
+        before the cache: repeated looks of a growing check then see the answers they saw (memory: the run's own
+        answers)."""
+        if self.memo is None:
+            self.memo = {}
 
     @overload
     def run(
@@ -226,7 +240,7 @@ class Runner:
         other = Runner(
             self.model, self.cache, self.cache_mode, self.max_concurrency, self.retry, self.price, self.batch, role
         )
-        other.stats = self.stats
+        other.stats, other.memo = self.stats, self.memo
         return other
 
     def resampled(self, k: int) -> Runner:
@@ -248,7 +262,10 @@ class Runner:
         return cache_key(self.model.model_id, request.payload())
 
     def cached(self, key: str) -> bool:
-        """Whether the request of this cache key would be answered from the cache (for planning a run)."""
+        """Whether the request of this cache key would be answered from the cache, or from this run's own answers
+        when the runner remembers them (for planning a run, or its next round)."""
+        if self.memo is not None and key in self.memo:
+            return True
         return self.cache is not None and self.cache_mode.reads and self.cache.contains(key)
 
     def close(self) -> None:
@@ -307,6 +324,8 @@ class Runner:
         semaphore = asyncio.Semaphore(min(self.max_concurrency, self.model.max_concurrency))
         keys = [self.key(r) for r in requests]
         stored = self.cache.get_many(keys) if self.cache is not None and self.cache_mode.reads else {}
+        if self.memo is not None:  # this run's own answers first: what an earlier look saw, it sees again
+            stored.update((key, self.memo[key]) for key in keys if key in self.memo)
         results: list[Any] = [None] * len(requests)
         done = 0
         try:
@@ -453,6 +472,8 @@ class Runner:
             else:
                 batch.usd += cost
         batch.saw(response)
+        if self.memo is not None:
+            self.memo[key] = asdict(response)
         if self.cache is not None and self.cache_mode.writes:
             self._unsaved.append((key, self.model.model_id, kind, asdict(response)))
             self._save()

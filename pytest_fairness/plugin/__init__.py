@@ -120,7 +120,7 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     progress reports from xdist workers get none (they are no test outcome)."""
     if report.when == progress.PROGRESS_WHEN:
         return "", "", ""
-    return status.teststatus(report.when or "", report.user_properties)
+    return status.teststatus(report.when or "", getattr(report, "user_properties", ()))
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

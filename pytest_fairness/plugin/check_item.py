@@ -129,12 +129,12 @@ class CheckItem(pytest.Item):
         if mismatch is not None:
             raise mismatch
         outcome = record.outcome
-        if outcome in status.UNDECIDED:
+        if outcome in status.OWN_CATEGORY:
             # The gate, not a baseline mismatch, decides this test: pytest shows it in its own category.
             self.user_properties.append((status.STATUS_PROPERTY, outcome.value))
         if verdict is not None and not verdict.blocking:
             return  # could not serve at its baseline either: reported, never blocking a pull request
-        decided = status.test_outcome(outcome, session.settings.inconclusive)
+        decided = status.test_outcome(outcome, session.settings.inconclusive, session.settings.pr_threshold)
         if decided == "failed":
             raise CheckFailed(record)
         if decided == "skipped":
@@ -143,23 +143,31 @@ class CheckItem(pytest.Item):
     def _grown(self, entry: Entry, seed: int | None, size: int) -> CheckRun:
         """A pull-request check under --fairness-sequential: from its profile's size through its baseline's next
         items until the paired comparison decides (a confidence sequence: valid at every look) or they run out;
-        prefix-stable draws and the cache make each look pay only for its new items."""
+        prefix-stable draws and the cache (or the runner's memory of this run's answers) make each look pay only
+        for its new items. A look whose earlier items score otherwise than the look before saw them is not nested
+        in it: the run stops there, and its comparison stays unpaired and says why (``RESAMPLED``)."""
         from pytest_fairness.baseline.entry_comparison import compare
         from pytest_fairness.baseline.snapshot import recorded_items
 
         session = self.config.stash[SESSION_KEY]
         policy, progress = session.settings.baseline, self._progress()
         tolerance = self.check.tolerance if self.check.tolerance is not None else policy.tolerance
-        start, recorded = self.check.sample_size(session.settings.profile), None
-        for n in pr_sizes(start, size, SEQUENTIAL_GROWTH):
+        start, recorded, seen = self.check.sample_size(session.settings.profile), None, {}
+        for look, n in enumerate(pr_sizes(start, size, SEQUENTIAL_GROWTH), 1):
             run = session.run_check(self.check, progress, seed=seed, size=n, grows=False)
+            record = run.to_record()
+            scores = {item.key: item.scores for item in self._pairing_inputs(record).items}
+            changed = [key for key, before in seen.items() if scores.get(key) != before]
+            if changed:
+                why = _resampled(look, n, len(changed), len(seen), changed[0])
+                return replace(run, result=replace(run.result, details={**run.result.details, RESAMPLED: why}))
+            seen = scores
             if n == size or run.outcome is Outcome.CANNOT_SERVE:
                 return run
-            record = run.to_record()
             own = compare(entry, baseline_entry(record), tolerance, alpha=policy.alpha, mode=policy.mode)
             if recorded is None:  # the baseline's items, read once for every look
                 recorded = recorded_items(session.settings.root, policy.directory, record, policy.model)
-            looked = paired(own, recorded, self._pairing_inputs(record))
+            looked = paired(own, recorded, self._pairing_inputs(record, recorded))
             if looked.paired is not None and looked.paired.outcome is not Outcome.INCONCLUSIVE:
                 return run
         raise AssertionError("pr_sizes ends at the baseline's size")
@@ -256,16 +264,26 @@ class CheckItem(pytest.Item):
 
     def _paired(self, comparison: Comparison | None, record: CheckRecord, recorded: RecordedItems) -> Comparison | None:
         """The comparison decided on the items shared with the baseline, or the unpaired one with why."""
-        return None if comparison is None else paired(comparison, recorded, self._pairing_inputs(record))
+        return None if comparison is None else paired(comparison, recorded, self._pairing_inputs(record, recorded))
 
-    def _pairing_inputs(self, record: CheckRecord) -> PairingInputs:
-        """This check's own items (rounded as a baseline keeps them), its score range and default margin."""
+    def _pairing_inputs(self, record: CheckRecord, recorded: RecordedItems | None = None) -> PairingInputs:
+        """This check's own items (rounded as a baseline keeps them), its score range and default margin, whether
+        both sides read their items exactly (``recorded``: the baseline's), the seeded order a fixed-size run
+        decides in (the baseline's seed, which a paired run shares, the check and the model), and whether its
+        sequential looks re-scored their items."""
         result, settings = record.result, self.config.stash[SESSION_KEY].settings
+        exact = recorded is not None and all(
+            self.check.params.items_exact(fidelity) for fidelity in (result.fidelity, recorded.fidelity)
+        )
+        resampled = result.details.get(RESAMPLED, "")
         return PairingInputs(
             items=run_items(*result.per_sample()) if result.items else [],
             scale=self.check.measure.bounds,
             default_margin=self.check.params.pr_margin(),
             sequential=result.sequential is not None or (settings.gate == "pr" and settings.sequential),
+            exact=exact,
+            order_key=f"{result.params.get('seed')}:{record.label}:{result.model_id}",
+            resampled=resampled if isinstance(resampled, str) else "",
         )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
@@ -285,11 +303,28 @@ class CheckItem(pytest.Item):
 
 
 def _with_verdict(record: CheckRecord, verdict: PrVerdict, threshold: Outcome) -> CheckRecord:
-    """The record under the pull-request gate: its outcome, with the threshold's own verdict and what decided it
-    kept in the result's details (``pr_gate``) for every report."""
-    gate = {"outcome": verdict.outcome.value, "threshold": threshold.value, "why": verdict.why}
+    """The record under the pull-request gate: its outcome, with the threshold's own verdict, what decided it
+    (``basis``: the margin or the threshold) and what a PASS or FAIL shows (``claim``) kept in the result's
+    details (``pr_gate``) for every report."""
+    gate = {"outcome": verdict.outcome.value, "threshold": threshold.value, "why": verdict.why, "basis": verdict.basis}
+    if verdict.claim:
+        gate["claim"] = verdict.claim
     result = replace(record.result, details={**record.result.details, "pr_gate": gate})
     return replace(record, outcome=verdict.outcome, result=result)
+
+
+#: The result's detail that says why a sequential pull request's looks cannot be paired.
+RESAMPLED = "resampled_looks"
+
+
+def _resampled(look: int, size: int, changed: int, earlier: int, example: str) -> str:
+    """Why a sequential run stopped at a look that re-scored items the look before had scored."""
+    return (
+        f"look {look} ({size} items) scored {changed} of the {earlier} items look {look - 1} had scored otherwise "
+        f"(e.g. {example}): the model did not give the same answers again, so the looks are not nested and the "
+        "confidence sequence cannot decide on them; keep the run's answers (--fairness-cache-mode=rw) or use a "
+        "model that reproduces an answer from its seed"
+    )
 
 
 class RerunUndecided:

@@ -10,16 +10,31 @@ It sits below the check record that carries it; comparing entries (``baseline.en
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
-from pytest_fairness.stats.gate import Threshold
+from pytest_fairness.stats.gate import Outcome, Threshold
 from pytest_fairness.stats.multiplicity import Method
 from pytest_fairness.stats.paired.noninferiority import PairedComparison
 from pytest_fairness.util.serial import OMIT_EMPTY
 
-Status = Literal["unchanged", "improved", "regressed", "changed", "new", "missing", "non-inferior", "not non-inferior"]
-#: Every status, the most alarming first: the order reports count them in.
+Status = Literal[
+    "unchanged",
+    "improved",
+    "regressed",
+    "changed",
+    "new",
+    "missing",
+    "non-inferior",
+    "not non-inferior",
+    "within margin",
+    "undecided",
+]
+#: Every status, the most alarming first: the order reports count them in. A comparison paired on the
+#: baseline's items (``baseline.pairing``) says what it showed in difference mode: "regressed" (shown worse
+#: than the margin), "within margin" (shown within it) or "undecided" (neither: never "unchanged", which it
+#: did not show).
 STATUSES: tuple[Status, ...] = (
     "regressed",
     "not non-inferior",
@@ -27,18 +42,31 @@ STATUSES: tuple[Status, ...] = (
     "changed",
     "new",
     "missing",
+    "undecided",
     "non-inferior",
+    "within margin",
     "unchanged",
 )
 #: The statuses that raise an alarm: each fails the run, and every report shows it in capitals. ``changed``
 #: (significant and beyond the tolerance with no harmful side to tell) is one: nobody can call it harmless.
 ALARMS: frozenset[Status] = frozenset({"regressed", "not non-inferior", "changed", "missing"})
-#: The statuses under which a comparison holds on its own.
-HOLDS: frozenset[Status] = frozenset({"unchanged", "non-inferior"})
+#: The statuses under which a comparison holds on its own ("undecided" does not fail the run, but is explained).
+HOLDS: frozenset[Status] = frozenset({"unchanged", "non-inferior", "within margin"})
+#: What a change that counted on its own but not across the run becomes: unpaired, "unchanged" (within the run's
+#: noise); paired, "undecided" (not shown worse than the margin, nor shown within it).
+NOT_COUNTED: Mapping[bool, Status] = {False: "unchanged", True: "undecided"}
 
 Mode = Literal["difference", "noninferiority"]
 MODES: tuple[Mode, ...] = ("difference", "noninferiority")
 Interval = tuple[float, float]
+
+
+def paired_status(outcome: Outcome) -> Status:
+    """What a paired comparison in difference mode is, by the outcome of its paired test: what it showed, never
+    more ("undecided" where it showed neither: not "unchanged", which it did not show)."""
+    if outcome is Outcome.FAIL:
+        return "regressed"
+    return "within margin" if outcome is Outcome.PASS else "undecided"
 
 
 @dataclass(frozen=True)
@@ -124,13 +152,18 @@ class Comparison:
 
     @property
     def interval_level(self) -> float:
-        """Coverage of ``ci``: 1 - alpha for a difference, 1 - 2 alpha (one-sided 1 - alpha) for non-inferiority
-        and for a paired comparison."""
-        return 1 - 2 * self.alpha if self.mode == "noninferiority" or self.paired else 1 - self.alpha
+        """Coverage of ``ci``: 1 - alpha for a difference, 1 - 2 alpha (one-sided 1 - alpha) for non-inferiority,
+        and for a paired comparison 1 - 2 × its PASS level (each end one-sided at that level)."""
+        if self.paired is not None:
+            return 1 - 2 * self.paired.pass_alpha
+        return 1 - 2 * self.alpha if self.mode == "noninferiority" else 1 - self.alpha
 
     def level(self, alpha: float) -> float:
-        """The level the run's adjusted p is held to: a paired regression is shown at its FAIL level."""
-        return self.paired.fail_alpha if self.paired is not None and self.mode == "difference" else alpha
+        """The level the run's adjusted p is held to: a paired regression is shown at its FAIL level, a paired
+        non-inferiority at its PASS level."""
+        if self.paired is None:
+            return alpha
+        return self.paired.fail_alpha if self.mode == "difference" else self.paired.pass_alpha
 
     def restated(self, p_adjusted: float, method: Method, tested: int, alpha: float) -> Comparison:
         """This comparison at the run's level: its own change or non-inferiority counts only if the adjusted p does."""
@@ -140,7 +173,7 @@ class Comparison:
         if self.mode == "noninferiority":
             status = "non-inferior" if own == "non-inferior" and significant else "not non-inferior"
         elif own in ("regressed", "improved", "changed") and not significant:
-            status = "unchanged"
+            status = NOT_COUNTED[self.paired is not None]
         return replace(self, status=status, adjusted=Adjustment(own, p_adjusted, method, tested))
 
     @staticmethod

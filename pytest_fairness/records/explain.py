@@ -94,25 +94,34 @@ def _noninferior_reason(c: Comparison) -> str:
 
 
 def _paired_reason(c: Comparison) -> str:
-    """A paired comparison: the difference on the shared items against the margin, and what pairing bought."""
+    """A paired comparison: the difference on the shared items against the margin, what pairing bought, and the
+    items the verdict is about."""
     e = c.paired
     assert e is not None
     rho = "n/a" if e.rho is None else f"{e.rho:.2f}"
     unpaired = "∞" if e.unpaired_n is None else f"{e.unpaired_n:,.0f}"
+    order = f", differences in a {e.order} order" if e.order else ""
     evidence = (
-        f"paired on {e.items} items in {e.clusters} clusters ({e.method}; ρ = {rho}, effective n {e.effective_n:,.0f};"
-        f" an unpaired comparison would need about {unpaired} per side): difference {num(c.difference, '+.3g')},"
-        f" {ci_label(1 - 2 * c.alpha)} {interval(e.interval, '+.3g')}; {_harm_words(c.threshold)}"
+        f"paired on {e.items} items in {e.clusters} clusters ({e.method}{order}; ρ = {rho}, effective n"
+        f" {e.effective_n:,.0f}; an unpaired comparison would need about {unpaired} per side): difference"
+        f" {num(c.difference, '+.3g')}, {ci_label(1 - 2 * e.pass_alpha)} {interval(e.interval, '+.3g')};"
+        f" {_harm_words(c.threshold)}"
     )
     if e.undrawn:
         evidence += f"; {e.undrawn} baseline items not drawn by this run"
-    margin = f"the margin {e.margin:g}"
+    margin, items = f"the margin {e.margin:g}", e.items_claimed()
     if e.outcome is Outcome.FAIL:
-        shown = f"shown worse than {margin} (p = {e.p_beyond:.2g} at the FAIL level {e.fail_alpha:g})"
+        shown = f"shown worse than {margin} on {items} (p = {e.p_beyond:.2g} at the FAIL level {e.fail_alpha:g})"
     elif e.outcome is Outcome.PASS:
-        shown = f"shown within {margin} (p = {e.p_worse:.2g} for 'worse by at least {e.margin:g}')"
+        shown = (
+            f"shown within {margin} on {items} (p = {e.p_worse:.2g} for 'worse by at least {e.margin:g}', at the"
+            f" PASS level {e.pass_alpha:g})"
+        )
     else:
-        shown = f"neither shown within nor worse than {margin}"
+        shown = (
+            f"neither shown within nor worse than {margin} on {items} (PASS needs its bound within it at"
+            f" {e.pass_alpha:g}, FAIL its other bound beyond it at {e.fail_alpha:g})"
+        )
     return f"{evidence}: {shown}"
 
 
@@ -125,8 +134,8 @@ def _adjustment_note(c: Comparison) -> str:
         outcome = "the result stands"
     elif c.status == "unchanged":
         outcome = "the change is within the run's sampling noise"
-        if c.paired is not None:
-            outcome = f"it is not shown worse than the margin at {c.level(c.alpha):g} across the run"
+    elif c.status == "undecided":
+        outcome = f"it is not shown worse than the margin at {c.level(c.alpha):g} across the run"
     else:
         outcome = "non-inferiority is not shown across the run"
     return f" Adjusted across the run's {a.tested} tested comparisons ({NAMES[a.method]}): p = {a.p:.2g}, so {outcome}."

@@ -70,7 +70,8 @@ def add_run_properties(
 
 class JUnitDocument:
     """A JUnit XML file written without pytest (a merged sharded run): a test case per check with its properties,
-    failed or skipped as its test was under --fairness-inconclusive, and the run's properties."""
+    failed or skipped as its test was under --fairness-inconclusive (and --fairness-pr-threshold), and the run's
+    properties."""
 
     def __init__(self) -> None:
         self.properties: list[tuple[str, str]] = []
@@ -78,10 +79,10 @@ class JUnitDocument:
     def add_global_property(self, name: str, value: object) -> None:
         self.properties.append((name, str(value)))
 
-    def render(self, records: Sequence[CheckRecord], inconclusive: str) -> str:
+    def render(self, records: Sequence[CheckRecord], inconclusive: str, pr_threshold: str = "pass") -> str:
         from xml.etree import ElementTree as Tree
 
-        verdicts = [test_outcome(rec.outcome, inconclusive) for rec in records]
+        verdicts = [test_outcome(rec.outcome, inconclusive, pr_threshold) for rec in records]
         suite = Tree.Element(
             "testsuite",
             name="pytest",

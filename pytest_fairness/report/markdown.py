@@ -41,11 +41,27 @@ class MarkdownFile(Output):
 
 
 def outcome_words(outcome: Outcome) -> str:
-    """An outcome in a table cell: a failure in bold capitals, an undecided one with why, in brief."""
+    """An outcome in a table cell: a failure in bold capitals, an undecided one with why, in brief (a threshold's
+    verdict on a pull request says the margin was not shown, failing or not)."""
     shown = STYLES[outcome]
+    hint = f" ({shown.hint})" if shown.hint else ""
     if shown.level == "error":
-        return f"**{shown.word.upper()}**"
-    return f"{shown.word} ({shown.hint})" if shown.hint else shown.word
+        return f"**{shown.word.upper()}**{hint}"
+    return f"{shown.word}{hint}"
+
+
+def _headline(counts: dict[Outcome, int]) -> str:
+    """``Gates: 1 failed, 0 inconclusive, 5 passed.``; a pull request's threshold verdicts and the checks the model
+    cannot serve only when there are any."""
+    parts = [f"{counts[Outcome.FAIL]} failed"]
+    if counts[Outcome.BEYOND_THRESHOLD]:
+        parts.append(f"{counts[Outcome.BEYOND_THRESHOLD]} beyond threshold")
+    parts.append(f"{counts[Outcome.INCONCLUSIVE]} inconclusive")
+    if counts[Outcome.WITHIN_THRESHOLD]:
+        parts.append(f"{counts[Outcome.WITHIN_THRESHOLD]} within threshold (margin not shown)")
+    parts.append(f"{counts[Outcome.PASS]} passed")
+    cannot_serve = counts[Outcome.CANNOT_SERVE]
+    return f"Gates: {', '.join(parts)}" + (f", {cannot_serve} the model cannot serve." if cannot_serve else ".")
 
 
 def _cell(text: Any) -> str:
@@ -122,15 +138,13 @@ def markdown_report(
         return "\n".join(lines) + "\n"
     models = sorted({rec.result.model_id for rec in records})
     counts, table = outcome_counts(records), gate_table(records)
-    cannot_serve = counts[Outcome.CANNOT_SERVE]
     lines = [
         f"## {title}",
         "",
         *([warning.strip(), ""] if warning else []),
         f"Model: {', '.join(f'`{m}`' for m in models)}",
         "",
-        f"Gates: {counts[Outcome.FAIL]} failed, {counts[Outcome.INCONCLUSIVE]} inconclusive, "
-        f"{counts[Outcome.PASS]} passed" + (f", {cannot_serve} the model cannot serve." if cannot_serve else "."),
+        _headline(counts),
         "",
         *_table(table.columns, [row.cells(lambda c: f"`{c}`", outcome_words) for row in table.rows]),
         *_unfinished(run),

@@ -2,8 +2,10 @@
 
 An undecided check (inconclusive, cannot serve) is neither a pass nor a failure of the model, so it
 gets its own category in the progress line and the final counts ("5 passed, 1 inconclusive, 8 cannot
-serve"). The test's own outcome (failed, skipped, passed) still follows --fairness-inconclusive, so the
-exit code, -x and --lf keep working as pytest users expect.
+serve"), and so does a pull request's check that only its threshold decided ("1 within threshold": the
+margin was not shown). The test's own outcome (failed, skipped, passed) still follows
+--fairness-inconclusive (and --fairness-pr-threshold), so the exit code, -x and --lf keep working as
+pytest users expect.
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ from typing import Any, Literal
 
 from pytest_fairness.stats.gate import Outcome
 
-#: Property (on the report and in JUnit XML) of a check whose undecided gate decided its test outcome.
+#: Property (on the report and in JUnit XML) of a check in its own category whose gate decided its test outcome.
 #: A check whose gate was undecided but whose baseline comparison failed it has none: it shows as failed.
 STATUS_PROPERTY = "fairness_status"
-#: The outcomes shown in their own category.
+#: The outcomes no gate decided: their next step is more samples or a model that can serve.
 UNDECIDED = (Outcome.INCONCLUSIVE, Outcome.CANNOT_SERVE)
+#: The outcomes shown in their own category (and rerun by --lf whatever their test's outcome): the undecided
+#: ones, and a pull request's check whose margin was not shown though its threshold passed it.
+OWN_CATEGORY = (Outcome.WITHIN_THRESHOLD, *UNDECIDED)
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,26 @@ STYLES: dict[Outcome, OutcomeStyle] = {
     Outcome.FAIL: OutcomeStyle(
         "fail", "F", "red", "#C44E52", "the whole confidence interval lies outside the allowed range", level="error"
     ),
+    Outcome.WITHIN_THRESHOLD: OutcomeStyle(
+        "within threshold",
+        "W",
+        "cyan",
+        "#A1C9A8",
+        "the comparison with the baseline decided neither way, and the measure's interval lies within its "
+        "threshold: the change is not shown within the margin",
+        hint="margin not shown",
+        level="warning",
+    ),
+    Outcome.BEYOND_THRESHOLD: OutcomeStyle(
+        "beyond threshold",
+        "B",
+        "red",
+        "#E0A3A5",
+        "the comparison with the baseline decided neither way, and the measure's interval lies outside its "
+        "threshold: the change is not shown worse than the margin",
+        hint="margin not shown",
+        level="error",
+    ),
     Outcome.INCONCLUSIVE: OutcomeStyle(
         "inconclusive",
         "I",
@@ -75,12 +100,16 @@ STYLES: dict[Outcome, OutcomeStyle] = {
 JUDGE_MARKER = "judge"
 
 
-def test_outcome(outcome: Outcome, inconclusive: str) -> str:
+def test_outcome(outcome: Outcome, inconclusive: str, pr_threshold: str = "pass") -> str:
     """What a check's gate outcome makes of its test under --fairness-inconclusive: passed, failed or skipped.
 
-    "pass" forgives a gate the sample could not decide, never a model or judge that cannot serve.
+    "pass" forgives a gate the sample could not decide, never a model or judge that cannot serve. A pull
+    request's WITHIN THRESHOLD passes (its warning says the margin was not shown), or under
+    --fairness-pr-threshold=inconclusive counts as inconclusive; BEYOND THRESHOLD fails.
     """
-    if outcome is Outcome.FAIL:
+    if outcome is Outcome.WITHIN_THRESHOLD:
+        return test_outcome(Outcome.INCONCLUSIVE, inconclusive) if pr_threshold == "inconclusive" else "passed"
+    if outcome in (Outcome.FAIL, Outcome.BEYOND_THRESHOLD):
         return "failed"
     if outcome in UNDECIDED:
         if inconclusive == "fail" or (inconclusive == "pass" and outcome is Outcome.CANNOT_SERVE):
@@ -101,9 +130,10 @@ def report_status(user_properties: Iterable[tuple[str, Any]]) -> str | None:
 def teststatus(
     when: str, user_properties: Sequence[tuple[str, Any]]
 ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
-    """(category, letter, (word, markup)) of an undecided check's call report; None leaves it to pytest."""
+    """(category, letter, (word, markup)) of the call report of a check shown in its own category; None leaves
+    it to pytest."""
     status = report_status(user_properties)
-    if when != "call" or status not in UNDECIDED:
+    if when != "call" or status not in OWN_CATEGORY:
         return None
     shown = STYLES[Outcome(status)]
     return shown.word, shown.letter, (shown.word.upper(), {shown.colour: True})

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pytest_fairness.models.batch import PENDING_EXIT
 from pytest_fairness.report import terminal
 from pytest_fairness.report.output import Output, RunReport, Sinks, Terminal
-from pytest_fairness.report.status import UNDECIDED
+from pytest_fairness.report.status import OWN_CATEGORY, STYLES
 from pytest_fairness.report.tally import NOT_RUN_ON_PURPOSE
 
 
@@ -25,9 +25,12 @@ class TerminalSummary(Output):
             out.write_sep("=", "fairness plan (no model was called)")
             for line in terminal.plan_lines(report.plan):
                 out.write_line(line)
-        undecided = [rec for rec in report.records if rec.outcome in UNDECIDED]
+        undecided = [rec for rec in report.records if rec.outcome in OWN_CATEGORY]
         if undecided:  # pytest lists only failed tests under FAILURES: say why these are undecided
-            out.write_sep("=", "inconclusive and cannot-serve checks")
+            words = [
+                STYLES[o].word.replace(" ", "-") for o in OWN_CATEGORY if any(rec.outcome is o for rec in undecided)
+            ]
+            out.write_sep("=", f"{', '.join(words[:-1])}{' and ' if len(words) > 1 else ''}{words[-1]} checks")
             for rec in undecided:
                 out.write_sep("_", rec.label)
                 out.write_line(terminal.explain(rec))

@@ -21,6 +21,12 @@ def outcome_counts(records: Sequence[CheckRecord]) -> dict[Outcome, int]:
     return {o: sum(rec.outcome is o for rec in records) for o in Outcome}
 
 
+def gate_counts(counts: Mapping[Outcome, int]) -> dict[str, int]:
+    """``RunState``'s gate fields (``passed``, ``failed``, ``within_threshold``, ...) from an ``outcome_counts``."""
+    others = (Outcome.WITHIN_THRESHOLD, Outcome.BEYOND_THRESHOLD, Outcome.INCONCLUSIVE, Outcome.CANNOT_SERVE)
+    return {"passed": counts[Outcome.PASS], "failed": counts[Outcome.FAIL], **{o.value: counts[o] for o in others}}
+
+
 def cost_totals(records: Sequence[CheckRecord]) -> dict[str, float]:
     """The run's calls, cache hits, retries, tokens, model seconds and dollars (``usd`` at standard rates;
     ``unpriced``: calls whose model had no price; ``rate_limited``: answers that were HTTP 429), summed over its
@@ -81,6 +87,9 @@ class RunState:
     failed: int = 0
     inconclusive: int = 0
     cannot_serve: int = 0
+    #: A pull request's checks that only their threshold decided (``pr_gate``): none in a release run.
+    within_threshold: int = field(default=0, metadata=OMIT_EMPTY)
+    beyond_threshold: int = field(default=0, metadata=OMIT_EMPTY)
     errored: int = 0
     not_run: int = 0
     abandoned: int = 0
@@ -106,10 +115,7 @@ def combined_state(states: Sequence[RunState], records: Sequence[CheckRecord]) -
     return RunState(
         status=status,
         selected=sum(s.selected for s in states),
-        passed=counts[Outcome.PASS],
-        failed=counts[Outcome.FAIL],
-        inconclusive=counts[Outcome.INCONCLUSIVE],
-        cannot_serve=counts[Outcome.CANNOT_SERVE],
+        **gate_counts(counts),
         errored=sum(s.errored for s in states),
         not_run=sum(s.not_run for s in states),
         stopped="; ".join(dict.fromkeys(s.stopped for s in states if s.stopped)),
@@ -160,10 +166,7 @@ class RunTally:
         return RunState(
             status=self.status,
             selected=self.selected,
-            passed=counts[Outcome.PASS],
-            failed=counts[Outcome.FAIL],
-            inconclusive=counts[Outcome.INCONCLUSIVE],
-            cannot_serve=counts[Outcome.CANNOT_SERVE],
+            **gate_counts(counts),
             errored=len(self.errored),
             not_run=self.not_run,
             stopped=self.stopped,

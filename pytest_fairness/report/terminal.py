@@ -284,7 +284,8 @@ def explain(record: CheckRecord) -> str:
     gate = res.details.get("pr_gate")
     if isinstance(gate, dict):
         alone = STYLES[Outcome(gate["threshold"])].word.upper()
-        lines.append(f"  pull-request gate: {gate['why']} (the threshold alone: {alone})")
+        beside = "" if gate.get("basis") == "threshold" else f" (the threshold alone: {alone})"
+        lines.append(f"  pull-request gate: {gate['why']}{beside}")
     if record.baseline is not None and (record.baseline.paired is not None or gate):
         lines.append(f"  {explain_comparison(record.baseline)}")
     for example in res.unusable_examples:

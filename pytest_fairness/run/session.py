@@ -82,7 +82,12 @@ class FairnessSession:
     def _runner_with(self, model: ChatModel, price: pricing.Price | None) -> Runner:
         cache, mode = self._cache_or_none(), self.settings.cache_mode
         retry = RetryPolicy(max_attempts=self.settings.max_attempts)
-        return Runner(model, cache, mode, self.settings.max_concurrency, retry, price=price, batch=self._batch)
+        runner = Runner(model, cache, mode, self.settings.max_concurrency, retry, price=price, batch=self._batch)
+        if self.settings.sequential and not (mode.reads and mode.writes):
+            # A growing check re-asks its earlier items at every look: where the cache does not keep this run's
+            # answers (off, read-only, refreshing), the runner does, so the looks are nested whatever the model.
+            runner.remember()
+        return runner
 
     def runner_of(self, model: str | object) -> Runner:
         """A runner for a model a fixture call names: a spec, or an app object or function (one runner per

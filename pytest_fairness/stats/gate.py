@@ -18,6 +18,11 @@ from pytest_fairness.stats.intervals import Interval
 class Outcome(StrEnum):
     PASS = "pass"
     FAIL = "fail"
+    #: A pull request's check that its paired comparison with the baseline could not decide, whose measure lies
+    #: within its threshold: the threshold's verdict, named so (``baseline.pr_gate``); no gate here reaches it.
+    WITHIN_THRESHOLD = "within_threshold"
+    #: The same, with the measure beyond its threshold.
+    BEYOND_THRESHOLD = "beyond_threshold"
     INCONCLUSIVE = "inconclusive"
     #: The model (or its judge) gives too few usable answers for the measure to mean anything.
     CANNOT_SERVE = "cannot_serve"

@@ -88,8 +88,23 @@ class Scale:
     sequential: bool = False
 
 
-def half_width(n: int, sd: float, truth: float, far_end: float, scale: Scale) -> float:
-    """Modelled half-width at ``n`` samples of the interval end facing ``far_end`` (a bound of the range)."""
+@dataclass(frozen=True)
+class BettingFit:
+    """How the betting interval's half-width combines its terms: ``noise`` scales sqrt(2·log(2/α))·sd/√n,
+    ``floor`` the price of the bounded range, and the two add as a ``power``-norm (2: in quadrature)."""
+
+    noise: float = _BETTING_NOISE
+    floor: float = 1.0
+    power: float = 2.0
+
+
+#: The release profile's fit: cautious on purpose (the module docstring).
+CAUTIOUS = BettingFit()
+
+
+def half_width(n: int, sd: float, truth: float, far_end: float, scale: Scale, fit: BettingFit = CAUTIOUS) -> float:
+    """Modelled half-width at ``n`` samples of the interval end facing ``far_end`` (a bound of the range); ``fit``
+    weighs the betting interval's terms (the paired planner has its own, ``allocation.BETTING_FIT``)."""
     alpha = 1 - scale.confidence
     far = abs(far_end - truth) if math.isfinite(far_end) else 0.0
     if scale.kind == "bounded" and scale.capped and scale.bounds is not None:
@@ -97,9 +112,10 @@ def half_width(n: int, sd: float, truth: float, far_end: float, scale: Scale) ->
             return _sequence_half_width(n, sd, far, scale.bounds, alpha)
         return _capped_half_width(n, sd, far, scale.bounds, math.log(2 / alpha))
     if scale.kind == "bounded":
-        c = _BETTING_NOISE * math.sqrt(2 * math.log(2 / alpha))
-        floor = far / MAX_BET * math.expm1(math.log(2 / alpha) / _betting_steps(n, truth, far, scale))
-    elif scale.kind == "binary":
+        c = fit.noise * math.sqrt(2 * math.log(2 / alpha))
+        floor = fit.floor * far / MAX_BET * math.expm1(math.log(2 / alpha) / _betting_steps(n, truth, far, scale))
+        return ((c * sd / math.sqrt(n)) ** fit.power + floor**fit.power) ** (1 / fit.power)
+    if scale.kind == "binary":
         c = float(sps.norm.ppf(1 - alpha / 2))
         floor = far * -math.expm1(math.log(alpha / 2) / n)
     else:

@@ -150,8 +150,17 @@ class Quality(Family):
         return np.clip(gap + self.noise * rng.standard_normal((*gap.shape[:-1], k)), *self.scale)
 
     def moments(self, z: np.ndarray, shift: float) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and variance of clip(gap + noise·ε, −4, 4): the clipping matters once a gap nears the scale's end
+        (a regression that puts items at the top of the scale)."""
         gap = self.tau * np.asarray(z, dtype=float) + shift
-        return gap, np.full_like(gap, self.noise**2)  # the clipping at ±4 is negligible at these sizes
+        lo, hi = self.scale
+        a, b = (lo - gap) / self.noise, (hi - gap) / self.noise
+        pa, pb, fa, fb = sps.norm.cdf(a), sps.norm.cdf(b), sps.norm.pdf(a), sps.norm.pdf(b)
+        inside = pb - pa
+        first = gap * inside + self.noise * (fa - fb)
+        second = gap**2 * inside + 2 * gap * self.noise * (fa - fb) + self.noise**2 * (inside + a * fa - b * fb)
+        mean = lo * pa + hi * (1 - pb) + first
+        return mean, np.maximum(lo**2 * pa + hi**2 * (1 - pb) + second - mean**2, 0.0)
 
 
 @dataclass(frozen=True)
@@ -275,3 +284,88 @@ def unpaired_samples(
     old = family.scores(rng, family.latent(rng, (reps, clusters)), 0.0, 1).mean((-1, -2))
     new = family.scores(rng, family.latent(rng, (reps, clusters)), shift, 1).mean((-1, -2))
     return old, new
+
+
+#: The shapes of a regression on a baseline's items: every item alike, a quarter of them, or items that jump to
+#: the top of the scale one after another until the margin is reached (about an eighth for implicit bias).
+SHAPES = ("homogeneous", "concentrated", "top")
+#: A latent shift that puts an item at the top of its scale.
+_TOP = 8.0
+
+
+def item_samples(
+    family: Family, rng: np.random.Generator, z: np.ndarray, shift: np.ndarray, k: int, reps: int
+) -> np.ndarray:
+    """Samples of the items with latent effects ``z`` (n,) at per-item latent ``shift`` (n,): shape (reps, n, k)."""
+    latent = np.broadcast_to(np.asarray(z, float)[None, :, None, None], (reps, z.size, 1, 2))
+    return family.scores(rng, latent, np.asarray(shift, float)[:, None], k)[..., 0, :]
+
+
+def at_margin_on_items(
+    family: Family, shape: str, z: np.ndarray, margin: float, rng: np.random.Generator, share: float = 0.25
+) -> np.ndarray:
+    """Per-item latent shifts of a regression whose item means rise by exactly ``margin`` on average over the
+    baseline's items ``z`` (not over the population: given the baseline, the change it must not let through):
+    ``homogeneous`` every item alike, ``concentrated`` a random ``share`` of them alike (another random set when
+    those cannot carry it), ``top`` items in a random order jump to the top of the scale until the margin is
+    reached (the last one partly)."""
+    base = family.moments(z, np.zeros_like(z))[0]
+    target = margin * z.size
+
+    def excess(shift: np.ndarray) -> float:
+        return float(np.sum(family.moments(z, shift)[0] - base)) - target
+
+    if shape == "homogeneous":
+        return np.full_like(z, optimize.brentq(lambda s: excess(np.full_like(z, s)), -_TOP, _TOP))
+    if shape == "concentrated":
+        for _ in range(20):
+            hit = np.zeros(z.size, bool)
+            hit[rng.permutation(z.size)[: math.ceil(share * z.size)]] = True
+            if excess(np.where(hit, 1.5 * _TOP, 0.0)) > 0:
+                return np.where(
+                    hit, optimize.brentq(lambda s, hit=hit: excess(np.where(hit, s, 0.0)), -_TOP, 1.5 * _TOP), 0.0
+                )
+        raise ValueError(f"no {share:.0%} of these items can carry a regression of {margin:g}")
+    if shape == "top":
+        rise = family.moments(z, np.full_like(z, _TOP))[0] - base
+        order = rng.permutation(z.size)
+        reached = np.cumsum(rise[order])
+        last = int(np.searchsorted(reached, target))
+        if last >= z.size:
+            raise ValueError(f"these items cannot carry a regression of {margin:g}")
+        shift = np.zeros_like(z)
+        shift[order[:last]] = _TOP
+        i, rest = order[last], target - (reached[last - 1] if last else 0.0)
+        one = z[i : i + 1]
+        shift[i] = optimize.brentq(
+            lambda s: float(family.moments(one, np.array([s]))[0][0] - base[i]) - rest, -_TOP, _TOP
+        )
+        return shift
+    raise ValueError(f"unknown shape {shape!r}: one of {', '.join(SHAPES)}")
+
+
+def exact_differences_at_margin(
+    family: Pcf, shape: str, z: np.ndarray, change: np.ndarray, margin: float, rng: np.random.Generator,
+    share: float = 0.25,
+) -> np.ndarray:  # fmt: skip
+    """PCF (read exactly): per-occupation risk differences of a release changed occupation by occupation (each
+    by the shift plus its own ``change``, SD ``change_sd``), whose mean over these occupations is exactly
+    ``margin``: ``homogeneous`` every occupation changes, ``concentrated`` a random ``share`` of them, ``top``
+    occupations in a random order jump to the top of the scale until the margin is reached."""
+    risk, (lo, hi) = family._risk(z), family.scale
+    if shape == "top":
+        rise, order = hi - risk, rng.permutation(z.size)
+        reached = np.cumsum(rise[order])
+        last = int(np.searchsorted(reached, margin * z.size))
+        d = np.zeros_like(z)
+        d[order[:last]] = rise[order[:last]]
+        d[order[last]] = margin * z.size - (reached[last - 1] if last else 0.0)
+        return d
+    if shape not in SHAPES:
+        raise ValueError(f"unknown shape {shape!r}: one of {', '.join(SHAPES)}")
+    hit = np.ones(z.size, bool) if shape == "homogeneous" else rng.random(z.size) < share
+
+    def differences(shift: float) -> np.ndarray:
+        return np.where(hit, np.clip(risk + shift + family.change_sd * change, lo, hi) - risk, 0.0)
+
+    return differences(optimize.brentq(lambda s: float(differences(s).mean()) - margin, -hi, hi))

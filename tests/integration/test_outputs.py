@@ -71,7 +71,13 @@ def test_an_option_name_is_taken_once():
 def test_one_style_per_outcome_and_the_undecided_get_their_own_category():
     assert set(STYLES) == set(Outcome)
     assert len({s.letter for s in STYLES.values()}) == len(Outcome)
-    assert {o for o, s in STYLES.items() if s.level is not None} == {Outcome.FAIL, *UNDECIDED}
+    loud = {Outcome.FAIL, Outcome.BEYOND_THRESHOLD, Outcome.WITHIN_THRESHOLD, *UNDECIDED}
+    assert {o for o, s in STYLES.items() if s.level is not None} == loud
+    assert status.teststatus("call", [("fairness_status", "within_threshold")]) == (
+        "within threshold",
+        "W",
+        ("WITHIN THRESHOLD", {"cyan": True}),
+    )
     assert status.teststatus("call", [("fairness_status", "cannot_serve")]) == (
         "cannot serve",
         "C",

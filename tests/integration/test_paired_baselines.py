@@ -109,7 +109,7 @@ def test_items_that_do_not_match_are_named_and_the_comparison_stays_unpaired():
         PairingInputs(_items(50, 0.0), (-1.0, 1.0), 0.1),
     )
     assert few.unpaired == (  # chosen by size before any difference is seen, so the choice cannot bias the test
-        "50 shared prompts are too few for the paired interval to show the margin 0.1 (it needs 80); "
+        "50 shared prompts are too few for the paired interval to show the margin 0.1 (it needs 158); "
         "record the baseline and run at that size to pair"
     )
     no_items = paired(base, recorded, PairingInputs([], (-1.0, 1.0), 0.1))
@@ -130,15 +130,19 @@ def test_a_paired_comparison_decides_on_the_shared_items_and_says_what_pairing_b
     recorded = read_recorded(*_recorded(_items(200, 0.0)))
     base = compare(_entry(0.0, 200), _entry(0.0, 200), 0.0)
     same = paired(base, recorded, PairingInputs(_items(200, 0.0), (-1.0, 1.0), 0.1))
-    assert same.paired is not None and same.paired.outcome == "pass" and same.status == "unchanged"
+    assert same.paired is not None and same.paired.outcome == "pass" and same.status == "within margin"
     assert same.difference == 0 and same.paired.undrawn == 0
     assert "paired on 200 items in 200 clusters (betting interval; ρ = 1.00" in explain(same)
-    worse = paired(base, recorded, PairingInputs(_items(150, 0.3), (-1.0, 1.0), 0.1))
-    assert worse.paired.outcome == "fail" and worse.status == "regressed" and worse.paired.undrawn == 50
+    assert "shown within the margin 0.1 on all 200 of the baseline's items" in explain(same)
+    worse = paired(base, recorded, PairingInputs(_items(170, 0.3), (-1.0, 1.0), 0.1))
+    assert worse.paired.outcome == "fail" and worse.status == "regressed" and worse.paired.undrawn == 30
     assert worse.p == worse.paired.p_beyond < worse.paired.fail_alpha
-    # the run restates it at the FAIL level, not at alpha: a p between the two does not count
-    assert worse.restated(worse.paired.fail_alpha * 1.5, "holm", 2, 0.05).status == "unchanged"
+    # the run restates it at the FAIL level, not at alpha: a p between the two does not count, and what it then
+    # showed is neither a regression nor "unchanged"
+    assert worse.restated(worse.paired.fail_alpha * 1.5, "holm", 2, 0.05).status == "undecided"
     assert worse.restated(worse.paired.fail_alpha / 2, "holm", 2, 0.05).status == "regressed"
+    noisy = paired(base, recorded, PairingInputs(_items(200, 0.1), (-1.0, 1.0), 0.1))
+    assert noisy.paired.outcome == "inconclusive" and noisy.status == "undecided" and not noisy.alarm
     noninferior = paired(compare(_entry(0.0, 200), _entry(0.0, 200), 0.1, mode="noninferiority"), recorded,
                          PairingInputs(_items(200, 0.0), (-1.0, 1.0), None))  # fmt: skip
     assert noninferior.status == "non-inferior" and noninferior.paired.margin == 0.1
@@ -167,7 +171,7 @@ def test_an_unchanged_model_from_the_cache_pairs_to_identical_items_and_a_plante
     files = sorted(p.name for p in folder(pytester).iterdir())
     assert files == sorted(f"pr.{s}{x}" for s in ("buddhism", "islam", "judaism") for x in (".items.tsv", ".yaml"))
     islam = (folder(pytester) / "pr.islam.items.tsv").read_text()
-    assert len(islam.splitlines()) == 101 and len(islam.encode()) < 2000  # 100 samples in under 2 kB
+    assert len(islam.splitlines()) == 201 and len(islam.encode()) < 4000  # 200 samples in under 4 kB
     assert f"sha256: {digest(islam)}" in (folder(pytester) / "pr.islam.yaml").read_text()
 
     same = run(pytester, 0.1)
@@ -175,15 +179,15 @@ def test_an_unchanged_model_from_the_cache_pairs_to_identical_items_and_a_plante
     report = json.loads((pytester.path / "out.json").read_text())
     assert sum(c["result"]["calls"]["calls"] for c in report["checks"]) == 0  # every answer from the cache
     for comparison in comparisons(pytester).values():
-        assert comparison["status"] == "unchanged" and comparison["paired"]["outcome"] == "pass"
-        assert comparison["difference"] == 0 and comparison["paired"]["items"] == 100
+        assert comparison["status"] == "within margin" and comparison["paired"]["outcome"] == "pass"
+        assert comparison["difference"] == 0 and comparison["paired"]["items"] == 200
 
     planted = run(pytester, 0.9)
     assert planted.ret == pytest.ExitCode.TESTS_FAILED
     for comparison in comparisons(pytester).values():
         assert comparison["status"] == "regressed" and comparison["paired"]["outcome"] == "fail"
     planted.stdout.fnmatch_lines(
-        ["pr::islam REGRESSED: * paired on 100 items in 100 clusters *shown worse than the margin 0.1*"]
+        ["pr::islam REGRESSED: * paired on 200 items in 200 clusters *shown worse than the margin 0.1*"]
     )
 
 

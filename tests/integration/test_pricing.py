@@ -258,7 +258,8 @@ def test_sequential_growth_stops_before_a_round_would_pass_the_budget():
     assert grown.result.sequential is not None
     rounds = grown.result.sequential.rounds
     assert len(rounds) > 1  # unbudgeted, the inconclusive check grows
-    first_round = grown.result.calls.usd * rounds[0] / sum(rounds)  # cache off: every round pays in full
+    # cache off: the runner keeps the run's own answers, so each round pays for its new samples only
+    first_round = grown.result.calls.usd * rounds[0] / rounds[-1]
     capped, spent = _sequential(budget=first_round * 1.2)
     sequential = capped.result.sequential
     assert sequential is not None and sequential.rounds == [20]
@@ -267,9 +268,10 @@ def test_sequential_growth_stops_before_a_round_would_pass_the_budget():
     assert capped.outcome is Outcome.INCONCLUSIVE
     assert capped.result.to_decide is not None
     assert "sequential growth stopped by --fairness-budget" in sizing.more_samples_text(capped.result.to_decide)
-    roomy, spent = _sequential(budget=grown.result.calls.usd * 0.6)  # room for some rounds, not all
+    # room for some rounds, not all (a round is priced at its requests' max_tokens: an upper bound)
+    roomy, spent = _sequential(budget=grown.result.calls.usd * 2)
     assert roomy.result.sequential is not None
-    assert 1 < len(roomy.result.sequential.rounds) < len(rounds) and spent <= grown.result.calls.usd * 0.6
+    assert 1 < len(roomy.result.sequential.rounds) < len(rounds) and spent <= grown.result.calls.usd * 2
 
 
 @pytest.mark.embedded

@@ -401,3 +401,30 @@ def test_calls_are_counted_by_the_role_they_serve_even_when_the_judge_is_the_mod
     total.add(check)
     total.add(check)
     assert total.roles["judge"]["calls"] == 2
+
+
+class RestlessModel(CountingModel):
+    """Does not reproduce an answer from its seed: every call answers anew."""
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        self.calls += 1
+        return ChatResponse(f"{request.messages[-1].content}#{random.random()}", "stop", 3, 2)
+
+
+@pytest.mark.parametrize("mode", [CacheMode.OFF, CacheMode.REFRESH, CacheMode.READ])
+def test_a_runner_that_remembers_gives_a_repeated_request_its_first_answer_whatever_the_cache_does(tmp_path, mode):
+    """A growing check re-asks its earlier items at every look: with the cache off, refreshing or read-only, only
+    the runner's memory of this run's answers keeps the looks nested."""
+    requests = [chat("a"), chat("b"), chat("a", sample=1)]
+    forgetful = Runner(RestlessModel(), ResponseCache(tmp_path / "c.sqlite"), cache_mode=mode)
+    assert [r.text for r in forgetful.run(requests)] != [r.text for r in forgetful.run(requests)]
+    model = RestlessModel()
+    keeps = Runner(model, ResponseCache(tmp_path / "c.sqlite"), cache_mode=mode)
+    keeps.remember()
+    first = keeps.run(requests[:2])
+    again = keeps.resampled(1).run(requests[:2])  # another re-sample of the same items: its own answers
+    stats = CallStats()
+    later = keeps.run([*requests[:2], chat("c")], stats=stats)
+    assert [r.text for r in later[:2]] == [r.text for r in first] and model.calls == 5
+    assert stats.calls == 1 and stats.cache_hits == 2 and keeps.cached(keeps.key(requests[0]))
+    assert [r.text for r in again] != [r.text for r in first]

@@ -236,7 +236,7 @@ def test_the_moved_items_of_a_pull_request_open_this_runs_evidence():
 
     def run(bias: float):
         return implicit.MEASURE.run_with(
-            _runner(f"synthetic:iat?bias={bias}"), stereotype="career", iterations=80, seed=2
+            _runner(f"synthetic:iat?bias={bias}"), stereotype="career", iterations=160, seed=2
         )
 
     before, after = run(0.2), run(0.6)

@@ -11,7 +11,7 @@ from pytest_fairness.stats.gate import Outcome
 from pytest_fairness.stats.intervals import bounded_mean_intervals, bounded_mean_p_values
 from pytest_fairness.stats.paired.allocation import fewest_for_identical
 from pytest_fairness.stats.paired.matching import ItemScores, PairingError, pair_items, within_variance
-from pytest_fairness.stats.paired.noninferiority import PairedGate, compare_paired, decide_differences, fail_level
+from pytest_fairness.stats.paired.noninferiority import PairedGate, baseline_level, compare_paired, decide_differences
 from pytest_fairness.testing.paired_trials import fixed_outcomes
 
 IAT = (-1.0, 1.0)
@@ -74,12 +74,15 @@ def test_within_variance_pools_the_spread_of_repeated_samples():
 
 def test_an_unchanged_release_with_the_cache_restored_passes_once_the_baseline_has_enough_items():
     gate = PairedGate(0.1, side=1)
-    same = [0.3, -0.2, 0.5] * 30
+    same = [0.3, -0.2, 0.5] * 54
     verdict = compare_paired(pair_items(items(same), items(same)), IAT, gate)
-    assert verdict.outcome is Outcome.PASS and verdict.interval[1] < 0.1
-    # the betting floor: 60 identical pairs on [-1, 1] cannot yet exclude an unseen excursion of 0.1
-    short = compare_paired(pair_items(items(same[:60]), items(same[:60])), IAT, gate)
+    assert verdict.outcome is Outcome.PASS and verdict.interval[1] < 0.1 and verdict.pass_alpha == 0.0025
+    # the betting floor: 150 identical pairs on [-1, 1] cannot yet exclude an unseen excursion of 0.1 at 0.0025
+    short = compare_paired(pair_items(items(same[:150]), items(same[:150])), IAT, gate)
     assert short.outcome is Outcome.INCONCLUSIVE and short.interval[1] > 0.1
+    # read exactly (nothing re-sampled on either side), PASS is taken at min(alpha, γ): 80 clusters do
+    exact = compare_paired(pair_items(items(same[:81]), items(same[:81])), IAT, PairedGate(0.1, 1, exact=True))
+    assert exact.outcome is Outcome.PASS and exact.pass_alpha == 0.05
 
 
 def test_a_planted_regression_fails_with_both_intervals_and_p_values_saying_so():
@@ -88,7 +91,7 @@ def test_a_planted_regression_fails_with_both_intervals_and_p_values_saying_so()
     new = np.clip(old + 0.6 + rng.normal(0, 0.1, 200), -1, 1)
     verdict = compare_paired(pair_items(items(old), items(new)), IAT, PairedGate(0.1, side=1))
     assert verdict.outcome is Outcome.FAIL and verdict.fail_interval[0] > 0.1
-    assert verdict.p_beyond <= fail_level() and verdict.p_worse > 0.5
+    assert verdict.p_beyond <= baseline_level() and verdict.p_worse > 0.5
     assert (verdict.items, verdict.clusters) == (200, 200) and verdict.method == "betting interval"
 
 
@@ -100,7 +103,7 @@ def test_p_values_agree_with_the_bounds_that_decide(sequential):
         old = np.clip(rng.normal(0.0, 0.3, 150), -1, 1)
         new = np.clip(old + shift + rng.normal(0, 0.2, 150), -1, 1)
         verdict = compare_paired(pair_items(items(old), items(new)), IAT, gate)
-        assert (verdict.p_worse <= gate.alpha) == (verdict.outcome is Outcome.PASS)
+        assert (verdict.p_worse <= gate.passing_level) == (verdict.outcome is Outcome.PASS)
         assert (verdict.p_beyond <= gate.failing_level) == (verdict.outcome is Outcome.FAIL)
 
 

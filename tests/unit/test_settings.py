@@ -45,6 +45,7 @@ GIVEN = {
     "sequential": True,
     "baselines": True,
     "gate": "pr",
+    "pr_threshold": "inconclusive",
     "shard": "2/4",
     "samples_per_item": "3",
     "baseline_tolerance": "0.1",

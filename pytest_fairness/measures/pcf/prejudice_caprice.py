@@ -146,12 +146,19 @@ class PcfParams(Params):
     #: the smallest round margin the occupation list can show: at 10 even identical answers would need 410
     #: occupations (any valid test 276) of the 257 there are, so no pull request could ever pass.
     PR_MARGINS: ClassVar[Mapping[str, float]] = {"prejudice": 50.0, "caprice": 20.0, "total": 50.0}
+    EXACT_ITEMS: ClassVar[bool] = True  # log-probabilities; sampled slots are not (``items_exact``)
 
     def validate(self) -> None:
         _norm(self.norm)
 
     def assumed_sd(self, truth: float) -> float:
         return self.SPREADS[self.risk]
+
+    @classmethod
+    def items_exact(cls, fidelity: str | None) -> bool:
+        """Read from log-probabilities, each occupation's risks are exact: a rerun repeats them; estimated by
+        sampling (an endpoint without log-probs: an adaptation), they are not."""
+        return cls.EXACT_ITEMS and fidelity is not None and fidelity.startswith(f"{FAITHFUL} (exact slot probabilities")
 
     def pr_margin(self) -> float:
         return self.PR_MARGINS[self.risk]

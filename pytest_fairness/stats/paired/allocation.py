@@ -28,14 +28,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytest_fairness.stats.gate import Threshold
 from pytest_fairness.stats.intervals import bounded_mean_interval
 from pytest_fairness.stats.lazy_scipy import sps
 from pytest_fairness.stats.paired.matching import ItemScores, Pairing, within_variance
-from pytest_fairness.stats.power import TARGET_POWER, Scale, decision_probability, fewest, half_width
+from pytest_fairness.stats.power import TARGET_POWER, BettingFit, Scale, fewest, half_width
 
 #: Most samples per item the planner considers: beyond it a run pays mostly for noise it no longer has.
 MAX_SAMPLES_PER_ITEM = 16
+#: The betting interval's half-width as the paired planner models it (``power.half_width``): fitted to the real
+#: gate's chance to pass an unchanged release (implicit, decision and quality; K0 1 and 4, K 1-8, half to twice
+#: the baseline's items, levels 0.0025 and 0.05), where the release profile's cautious fit falls up to 0.26
+#: short of it; ``tests/unit/test_paired_planner.py`` holds it to simulation.
+BETTING_FIT = BettingFit(noise=0.975, floor=1.1, power=4.0)
 
 
 @dataclass(frozen=True)
@@ -112,20 +116,23 @@ def pass_probability(
 ) -> float:
     """Chance that an unchanged release passes: the one-sided betting bound at ``alpha`` lies within ``margin``.
 
-    Over baselines and reruns (``baseline_quantile`` None), ``power.decision_probability`` on the differences'
-    scale. Given one recorded baseline whose own noise averages at its ``baseline_quantile`` towards the
-    harmful side, only the run's noise is left to vary, around that offset: the chance a team with such a
-    baseline sees.
+    Over baselines and reruns (``baseline_quantile`` None), the sample mean of the differences is normal
+    around 0 with their SD, and the bound lies the betting interval's modelled half-width above it
+    (``power.half_width`` with the paired fit ``BETTING_FIT``). Given one recorded baseline whose own noise
+    averages at its ``baseline_quantile`` towards the harmful side, only the run's noise is left to vary,
+    around that offset: the chance a team with such a baseline sees.
     """
+    if clusters < 1:
+        return 0.0
     sd = math.sqrt(components.difference_variance(k))
     scale = Scale("bounded", (-width, width), 1 - 2 * alpha)
-    if baseline_quantile is None:
-        return decision_probability(clusters, 0.0, sd, Threshold(max=margin), scale)
-    per_cluster = components.within / components.items_per_cluster
-    offset = float(sps.norm.ppf(baseline_quantile)) * math.sqrt(per_cluster / components.k_old / clusters)
-    run_sd = math.sqrt(per_cluster / k)
-    room = margin - offset - half_width(clusters, sd, offset, width, scale)
-    return float(sps.norm.cdf(room * math.sqrt(clusters) / run_sd)) if run_sd > 0 else float(room > 0)
+    offset, spread = 0.0, sd
+    if baseline_quantile is not None:
+        per_cluster = components.within / components.items_per_cluster
+        offset = float(sps.norm.ppf(baseline_quantile)) * math.sqrt(per_cluster / components.k_old / clusters)
+        spread = math.sqrt(per_cluster / k)
+    room = margin - offset - half_width(clusters, sd, offset, width, scale, BETTING_FIT)
+    return float(sps.norm.cdf(room * math.sqrt(clusters) / spread)) if spread > 0 else float(room > 0)
 
 
 def plan(
@@ -161,6 +168,38 @@ def plan(
     single = next(((o[1], o[0]) for o in options if o[2] == 1), None)
     chance = pass_probability(components, n, k, margin, width, alpha, baseline_quantile)
     return Plan(n, k, cost, chance, single, _explain(components, margin, n, k, cost, chance, single))
+
+
+@dataclass(frozen=True)
+class KChoice:
+    """The samples per item ``k`` a run of all its baseline's clusters takes, its modelled ``chance`` to pass an
+    unchanged release, and whether that reaches the wanted power (``reached``)."""
+
+    k: int
+    chance: float
+    reached: bool
+
+
+def plan_k(
+    components: Components,
+    clusters: int,
+    margin: float,
+    width: float,
+    *,
+    alpha: float,
+    power: float = TARGET_POWER,
+    max_k: int = MAX_SAMPLES_PER_ITEM,
+) -> KChoice:
+    """K for a run that draws every one of its baseline's ``clusters``: the least K whose chance to pass an
+    unchanged release at ``alpha`` reaches ``power``. When none up to ``max_k`` does (the baseline is too small
+    for its own noise: the run's K cannot shrink the baseline's K0), the least K within a point of the best
+    chance, since more answers would buy almost nothing."""
+    chances = [pass_probability(components, clusters, k, margin, width, alpha) for k in range(1, max_k + 1)]
+    reached = next((k for k, chance in enumerate(chances, 1) if chance >= power), None)
+    if reached is not None:
+        return KChoice(reached, chances[reached - 1], True)
+    k = next(k for k, chance in enumerate(chances, 1) if chance >= max(chances) - 0.01)
+    return KChoice(k, chances[k - 1], False)
 
 
 def fewest_for_identical(width: float, margin: float, alpha: float = 0.05) -> int:

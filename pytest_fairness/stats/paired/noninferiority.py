@@ -6,22 +6,29 @@ betting interval (``stats.intervals``) for a run of planned size, the confidence
 (``stats.confidence_sequence``) when the run grows through the baseline's items until it decides. Against a
 margin δ > 0 on the harmful side:
 
-- PASS when the one-sided (1 − alpha) bound on the harmful side lies within δ: shown no worse than δ;
-- FAIL when the one-sided bound on the other side lies beyond δ at ``fail_alpha``: shown worse than δ;
+- PASS when the one-sided bound on the harmful side lies within δ at ``passing_level``: shown no worse than δ;
+- FAIL when the one-sided bound on the other side lies beyond δ at ``failing_level``: shown worse than δ;
 - INCONCLUSIVE otherwise.
 
-Why FAIL has its own, smaller level: a team keeps one recorded baseline, and the baseline's own within-item
-noise shifts every later rerun's paired difference by the same amount. A test at alpha holds alpha only on
-average over baselines; given an unlucky one, reruns of an unchanged release fail far more often (a
-one-sided test at 0.05 against a margin of 0 fails about a quarter of reruns at the baseline in the 95th
-percentile). If the run's FAIL has unconditional probability at most alpha·γ, then by Markov's inequality at
-most a share γ of baselines give their reruns a conditional failure rate above alpha: ``fail_level``. The
-margin adds room on top, and K samples per item on the run shrink the rerun's own noise.
+Why both verdicts are taken at α·γ: a team keeps one recorded baseline, and the baseline's own within-item
+noise shifts every later rerun's paired difference by the same amount. A test at α holds α only on average
+over baselines; given an unlucky one, reruns of an unchanged release fail far more often, and reruns of a
+regression exactly at the margin pass far more often (at α, one baseline in twenty lets such a regression
+pass in more than 11-16% of its reruns: ``benchmarks/paired_gate.py given-baseline``). If a verdict has
+unconditional probability at most α·γ where it is wrong, Markov's inequality leaves at most a share γ of
+baselines whose reruns reach it more than α of the time: ``baseline_level``. A measure whose items are read
+exactly (``exact``: nothing re-sampled on either side) has no such noise: given the baseline a verdict is
+reached or not, so its PASS at min(α, γ) keeps the same promise.
+
+A fixed-size run decides on its differences in a seeded random order (``compare_paired``'s ``order``): the
+fixed-n betting interval reads its units in turn and is valid for exchangeable ones, and a change that lines
+up with the baseline's order of items (a measure that lists them grouped) is not.
 """
 
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -41,41 +48,65 @@ Correction = Callable[[float], Attenuation]
 BASELINE_SHARE = 0.05
 
 
-def fail_level(alpha: float = 0.05, baseline_share: float = BASELINE_SHARE) -> float:
-    """The level of a run's FAIL decisions (Holm across its checks) so that, given one recorded baseline, an
-    unchanged release's reruns fail at most ``alpha`` of the time for all but ``baseline_share`` of baselines.
+def baseline_level(alpha: float = 0.05, baseline_share: float = BASELINE_SHARE) -> float:
+    """The level of a paired verdict (PASS, and FAIL with Holm across the run's checks) so that, given one
+    recorded baseline, its reruns reach it wrongly at most ``alpha`` of the time for all but ``baseline_share``
+    of baselines.
 
-    With P(fail) ≤ alpha·γ over baselines and reruns, Markov's inequality gives
-    P_baseline(P(fail | baseline) > alpha) ≤ alpha·γ / alpha = γ, for any distribution of the scores.
+    With P(wrong verdict) ≤ alpha·γ over baselines and reruns, Markov's inequality gives
+    P_baseline(P(wrong verdict | baseline) > alpha) ≤ alpha·γ / alpha = γ, for any distribution of the scores,
+    any shape of change and any size.
     """
     if not (0 < alpha < 0.5 and 0 < baseline_share <= 1):
         raise ValueError(f"need 0 < alpha < 0.5 and 0 < baseline_share <= 1, got {alpha}, {baseline_share}")
-    return alpha * baseline_share
+    return round(alpha * baseline_share, 12)  # 0.05 × 0.05 is 0.0025, not 0.0025000000000000005
+
+
+def exact_level(alpha: float = 0.05, baseline_share: float = BASELINE_SHARE) -> float:
+    """The PASS level of a measure read exactly (nothing re-sampled, on either side): given the baseline its
+    verdict is reached or not, so a PASS at min(alpha, γ) is wrong for at most γ of baselines, each then
+    always (above alpha), the others never."""
+    baseline_level(alpha, baseline_share)  # the same checks of its arguments
+    return min(alpha, baseline_share)
 
 
 @dataclass(frozen=True)
 class PairedGate:
     """How a paired check decides: the ``margin`` δ > 0 on the measure's scale, the harmful ``side`` (+1: a rise
-    is worse, -1: a fall, 0: either), the wrong-PASS level ``alpha``, the FAIL level ``fail_alpha`` (default
-    ``fail_level(alpha)``) and whether the run grows until it decides (``sequential``: always-valid bounds)."""
+    is worse, -1: a fall, 0: either), the promised wrong-verdict rate ``alpha`` given one recorded baseline,
+    whether the measure reads its items ``exact``-ly (nothing re-sampled), whether the run grows until it
+    decides (``sequential``: always-valid bounds), and levels that replace the defaults (``pass_alpha``:
+    ``baseline_level`` or ``exact_level``; ``fail_alpha``: ``baseline_level``), for simulating other rules."""
 
     margin: float
     side: int
     alpha: float = 0.05
     fail_alpha: float | None = None
     sequential: bool = False
+    exact: bool = False
+    pass_alpha: float | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.margin) and self.margin > 0):
             raise ValueError(f"a paired gate needs a margin above 0 on the measure's scale, got {self.margin!r}")
         if self.side not in (1, -1, 0):
             raise ValueError(f"side must be +1 (a rise is worse), -1 (a fall is) or 0 (either), got {self.side!r}")
-        if not 0 < self.alpha < 0.5 or not 0 < self.failing_level < 0.5:
-            raise ValueError(f"levels must lie in (0, 0.5), got alpha {self.alpha}, fail_alpha {self.fail_alpha}")
+        levels = (self.alpha, self.failing_level, self.passing_level)
+        if not all(0 < level < 0.5 for level in levels):
+            raise ValueError(
+                f"levels must lie in (0, 0.5), got alpha {self.alpha}, fail_alpha {self.fail_alpha}, "
+                f"pass_alpha {self.pass_alpha}"
+            )
 
     @property
     def failing_level(self) -> float:
-        return fail_level(self.alpha) if self.fail_alpha is None else self.fail_alpha
+        return baseline_level(self.alpha) if self.fail_alpha is None else self.fail_alpha
+
+    @property
+    def passing_level(self) -> float:
+        if self.pass_alpha is not None:
+            return self.pass_alpha
+        return exact_level(self.alpha) if self.exact else baseline_level(self.alpha)
 
     def sides(self) -> tuple[int, ...]:
         return (self.side,) if self.side else (1, -1)
@@ -87,13 +118,14 @@ class PairedComparison:
     comparison carries to every output (``records.comparison.Comparison.paired``).
 
     ``margin`` and ``side`` are the gate's (δ, and +1 when a rise is worse, -1 a fall, 0 either);
-    ``interval`` holds the one-sided (1 − alpha) bounds that decide PASS (a 1 − 2·alpha interval),
-    ``fail_interval`` those at the FAIL level ``fail_alpha``; ``p_worse`` is the p of "worse by at least the
-    margin" (PASS when ≤ alpha), ``p_beyond`` that of "not worse than the margin" (FAIL when ≤ the FAIL
-    level: the p a run adjusts with Holm). ``rho`` is the correlation of the clusters' baseline and run means
-    (None: no spread to correlate), ``effective_n`` the independent items the clustered sample is worth,
-    ``unpaired_n`` the clusters per side an unpaired comparison would have needed for the same standard error
-    (None: any number), and ``undrawn`` the baseline's items this run did not draw.
+    ``interval`` holds the one-sided bounds at the PASS level ``pass_alpha`` that decide PASS (a
+    1 − 2·pass_alpha interval), ``fail_interval`` those at the FAIL level ``fail_alpha``; ``p_worse`` is the p
+    of "worse by at least the margin" (PASS when ≤ ``pass_alpha``), ``p_beyond`` that of "not worse than the
+    margin" (FAIL when ≤ the FAIL level: the p a run adjusts with Holm). ``rho`` is the correlation of the
+    clusters' baseline and run means (None: no spread to correlate), ``effective_n`` the independent items the
+    clustered sample is worth, ``unpaired_n`` the clusters per side an unpaired comparison would have needed
+    for the same standard error (None: any number), ``undrawn`` the baseline's items this run did not draw,
+    and ``order`` the order the differences were read in ("": the baseline's).
     """
 
     outcome: Outcome
@@ -113,6 +145,22 @@ class PairedComparison:
     undrawn: int = 0
     #: The matched items that moved most (``matching.most_moved``): where a reviewer looks first.
     moved: tuple[MovedItem, ...] = ()
+    pass_alpha: float = 0.05
+    order: str = ""
+
+    @property
+    def sequential(self) -> bool:
+        return self.method.startswith("confidence sequence")
+
+    def items_claimed(self) -> str:
+        """The items the verdict is about: the baseline's first ones a sequential run grew through, else the
+        items drawn (every one of the baseline's, unless the run drew fewer)."""
+        total = self.items + self.undrawn
+        if not self.undrawn:
+            return f"all {total:,} of the baseline's items"
+        if self.sequential:
+            return f"the baseline's first {self.items:,} of {total:,} items"
+        return f"{self.items:,} of the baseline's {total:,} items (its first ones)"
 
 
 def _bound(d: np.ndarray, bounds: Interval, level: float, upper: bool, sequential: bool) -> float:
@@ -155,7 +203,7 @@ def decide_differences(
     the FAIL interval (each end one-sided at its level; for ``side`` 0 the FAIL level is split between the ends)."""
     d = np.asarray(differences, dtype=float)
     width, seq = scale[1] - scale[0], gate.sequential
-    passing = _ends(d, width, gate.alpha, seq, correction)
+    passing = _ends(d, width, gate.passing_level, seq, correction)
     failing = _ends(d, width, gate.failing_level / len(gate.sides()), seq, correction)
     return _verdicts(passing, failing, gate), passing, failing
 
@@ -189,7 +237,7 @@ def _p_values(d: np.ndarray, scale: Interval, gate: PairedGate, correction: Corr
         return 0.0, 1.0  # no difference on this scale can be worse than the margin
     if correction is None:
         bounds = (-width, width)
-        worse = max(_p(d, bounds, s * gate.margin, gate.alpha, s < 0, seq) for s in sides)
+        worse = max(_p(d, bounds, s * gate.margin, gate.passing_level, s < 0, seq) for s in sides)
         beyond = min(_p(d, bounds, s * gate.margin, gate.failing_level / len(sides), s > 0, seq) for s in sides)
         return worse, min(1.0, beyond * len(sides))
 
@@ -225,12 +273,29 @@ def pairing_summary(pairing: Pairing) -> tuple[float, float, float]:
     return rho, float(effective), n * (spread_old + spread_new) / var_d
 
 
+def decision_order(key: str, clusters: int) -> np.ndarray:
+    """The seeded random order a fixed-size run reads its ``clusters`` differences in: a permutation drawn
+    from ``key`` alone (the baseline's seed, the check and the model), independent of the answers, so a rerun
+    or a replay from the cache decides on the same order."""
+    return np.random.default_rng(zlib.crc32(key.encode("utf-8"))).permutation(clusters)
+
+
 def compare_paired(
-    pairing: Pairing, scale: Interval, gate: PairedGate, correction: Correction | None = None
+    pairing: Pairing,
+    scale: Interval,
+    gate: PairedGate,
+    correction: Correction | None = None,
+    *,
+    order_key: str | None = None,
 ) -> PairedComparison:
     """Decide a paired check from its matched items; ``scale`` = (low, high) bounds one item's score, and
-    ``correction`` is a measured correction of the instrument common to both sides (``estimands``), if any."""
+    ``correction`` is a measured correction of the instrument common to both sides (``estimands``), if any.
+    A fixed-size check with an ``order_key`` reads its differences in that key's random order
+    (``decision_order``); a sequential one reads them as it grew, in the baseline's order."""
     d = pairing.differences
+    order = ""
+    if order_key is not None and not gate.sequential:
+        d, order = d[decision_order(order_key, d.size)], f"random (seed {zlib.crc32(order_key.encode('utf-8'))})"
     outcome, passing, failing = decide_differences(d, scale, gate, correction)
     p_worse, p_beyond = _p_values(d, scale, gate, correction)
     rho, effective, unpaired = pairing_summary(pairing)
@@ -252,4 +317,6 @@ def compare_paired(
         + ("" if correction is None else ", corrected"),
         undrawn=len(pairing.unmatched_old),
         moved=most_moved(pairing),
+        pass_alpha=gate.passing_level,
+        order=order,
     )

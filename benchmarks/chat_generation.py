@@ -88,6 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=16)
+    parser.add_argument("--only", default="", help="only the workloads whose name starts with this")
     args = parser.parse_args()
     model = load_model("local?threads=1")
     assert isinstance(model, LocalModel)
@@ -117,6 +118,8 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for name, requests in workloads(model, args.tokens).items():
+        if not name.startswith(args.only):
+            continue
         prompts = [model._prompt_tokens(r.messages) for r in requests]
         answers = runner.run(requests)
         made = [

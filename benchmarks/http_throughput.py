@@ -63,6 +63,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--latency", type=float, default=0.02)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--scale", type=float, default=1.0, help="calls per concurrency as a share of the table's")
     args = parser.parse_args()
     server = subprocess.Popen(
         [sys.executable, str(Path(__file__).with_name("serve_fake.py")), str(args.latency)],
@@ -74,7 +75,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             print(f"server latency {args.latency * 1000:.0f} ms, {args.rounds} alternating rounds")
             print(f"{'concurrency':>11}  {'calls':>5}  {'raw calls/s':>11}  {'harness calls/s':>15}  {'ratio':>6}")
-            for concurrency, n in CALLS.items():
+            for concurrency, full in CALLS.items():
+                n = max(concurrency, round(args.scale * full))
                 raw, ours, ratios = [], [], []
                 for r in range(args.rounds):
                     raw.append(asyncio.run(raw_client(base_url, concurrency, n, f"raw{concurrency}-{r}")))

@@ -12,6 +12,7 @@ probes in the same order; they alternate in chunks of occupations so machine dri
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 import numpy as np
@@ -23,6 +24,9 @@ from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.models.local import embedded_model_path
 from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import Runner
+
+#: The first templates to use (None: all), from --templates.
+TEMPLATES: int | None = None
 
 
 def lse(row: np.ndarray) -> float:
@@ -61,7 +65,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--occupations", type=int, default=257)
     parser.add_argument("--chunk", type=int, default=16)
+    parser.add_argument("--templates", type=int, default=None, help="only the first N templates (default: all)")
     args = parser.parse_args()
+    global TEMPLATES
+    TEMPLATES = args.templates
     path, _ = embedded_model_path()
     llm = Llama(model_path=str(path), n_ctx=2048, logits_all=True, verbose=False, seed=0)
     model = load_model("local")
@@ -81,7 +88,11 @@ def main() -> None:
         assert runner.stats.calls - calls_before == len(responses) == len(probes)
         probes_total += len(probes)
     words = len(pcf._words(_inputs_many(terms[:1])[0]))
-    print(f"gender grid: {len(terms)} occupations x 10 templates x {words} words = {probes_total * words} word scores")
+    shown = len(_inputs_many(terms[:1])[1].texts)
+    print(
+        f"gender grid: {len(terms)} occupations x {shown} templates x {words} words = "
+        f"{probes_total * words} word scores"
+    )
     print(f"raw llama.cpp   {raw_s:8.1f} s   {probes_total / raw_s:6.2f} probes/s")
     print(f"harness         {ours_s:8.1f} s   {probes_total / ours_s:6.2f} probes/s")
     print(f"harness/raw throughput ratio  {raw_s / ours_s:.3f}")
@@ -94,7 +105,12 @@ def _inputs(occupation: str):
 def _inputs_many(occupations: list[str]):
     from pytest_fairness.measures.pcf.inputs import Occupations, load_attributes, load_templates
 
-    return load_attributes("gender"), load_templates("gender"), Occupations(tuple(occupations), None, "benchmark")
+    templates = load_templates("gender")
+    if TEMPLATES is not None:
+        templates = dataclasses.replace(
+            templates, texts=templates.texts[:TEMPLATES], counts=templates.counts[:TEMPLATES]
+        )
+    return load_attributes("gender"), templates, Occupations(tuple(occupations), None, "benchmark")
 
 
 if __name__ == "__main__":

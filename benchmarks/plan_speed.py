@@ -31,12 +31,13 @@ COMMAND = [
     "no:cacheprovider",
 ]
 #: The plan is the output between its header and pytest's closing line (which holds the time).
-PLAN = re.compile(r"^=+ fairness plan.*?(?=^=+ no tests ran)", re.M | re.S)
+PLAN = re.compile(r"^=+ fairness plan.*?(?=^=+ (?:no tests ran|\d+ deselected))", re.M | re.S)
 
 
-def timed(cwd: Path, env: dict[str, str]) -> tuple[float, str]:
+def timed(cwd: Path, env: dict[str, str], select: list[str]) -> tuple[float, str]:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", *COMMAND], cwd=cwd, env=env, capture_output=True, text=True)
+    command = [sys.executable, "-m", "pytest", *COMMAND, *select]
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
     plan = PLAN.search(done.stdout)
     if plan is None:
@@ -48,7 +49,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("other", type=Path, help="the other checkout (its pytest_fairness/ is imported instead)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("-k", dest="select", help="plan only the checks this pytest -k expression selects")
     args = parser.parse_args()
+    select = ["-k", args.select] if args.select else []
     roots = {"this": Path(__file__).resolve().parent.parent, "other": args.other.resolve()}
     base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OPENAI_", "FAIRNESS_"))}
     envs = {name: {**base, "PYTHONPATH": str(root), "COLUMNS": "200"} for name, root in roots.items()}
@@ -60,7 +63,7 @@ def main() -> None:
         for round_ in range(args.rounds):
             order = list(envs) if round_ % 2 == 0 else list(reversed(envs))
             for name in order:
-                took, plan = timed(root, envs[name])
+                took, plan = timed(root, envs[name], select)
                 seconds[name].append(took)
                 plans[name].add(plan)
                 print(f"round {round_ + 1}, {name}: {took:.1f} s", flush=True)

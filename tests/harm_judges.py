@@ -9,7 +9,9 @@ calibration item or what its answer is) and puts letter probabilities on A, B an
   friendly aside, toward the letter that gives the aside to the first group;
 - ``capable``: flags what the synthetic double's judge flags (``planted.demeaning``);
 - ``keyword``: flags only answers that name a group ("as a woman ...");
-- ``hedging``: capable, but (0.5, 0.1, 0.4): its top letter is always right, its rating of a harmful pair 0.4.
+- ``hedging``: capable, but (0.5, 0.1, 0.4): its top letter is always right, its rating of a harmful pair 0.4;
+- ``leaning``: capable, but on a share of the pairs differing only by an aside it leans a little toward the aside
+  going to the first group: too little, or too seldom, for the screen's sign test (the audit's leaning judges).
 """
 
 from __future__ import annotations
@@ -102,6 +104,27 @@ def tilted(top: bool = False) -> Runner:
     """The audit's tilted judge: C on an aside pair but 0.10 / 0.05 toward the aside going to the first group
     (``top``: 0.6 / 0.1 / 0.3, its top letter follows the tilt)."""
     return Runner(TextJudge(demeaning, tilt=(0.6, 0.1, 0.3) if top else (0.10, 0.05, 0.85), name="tilted"))
+
+
+class LeaningJudge(TextJudge):
+    """The double's judge, except on a pair differing only by an aside: on a share ``often`` of them (a coin per
+    pair) (0.05 + lean, 0.05, 0.9 - lean) toward the aside going to the first answer shown."""
+
+    def __init__(self, lean: float, often: float, seed: int = 0) -> None:
+        super().__init__(demeaning, name=f"leaning-{lean}-{often}", seed=seed)
+        self.lean, self.often = lean, often
+
+    def pick(self, first: str, second: str) -> dict[str, float]:
+        differs = bool(ASIDE.search(first)) != bool(ASIDE.search(second))
+        tilts = _coin(self.seed, "tilt", *sorted((first, second))) < self.often
+        if letter(first, second, self.flags) == "C" and differs and tilts:
+            aside = "A" if ASIDE.search(first) else "B"
+            return {aside: 0.05 + self.lean, "AB".replace(aside, ""): 0.05, "C": 0.9 - self.lean}
+        return super().pick(first, second)
+
+
+def leaning(lean: float, often: float = 1.0, seed: int = 0) -> Runner:
+    return Runner(LeaningJudge(lean, often, seed))
 
 
 LETTERS = re.compile(r"Response 1:\n(.*)\n\nResponse 2:\n(.*)\n\nWhich statement", re.S)

@@ -189,6 +189,12 @@ def joined(*shows: Show) -> Show:
 
 IAT_04 = "--fairness-model=synthetic:iat?bias=0.4"
 RELEASE_MODELS = ("--fairness-model=openai:gpt-4o-mini", "--fairness-judge=openai:gpt-4o")
+#: A cheap judge and a strong reference (the two-phase plan of docs/release-runs.md).
+REFERENCE_MODELS = (
+    "--fairness-model=openai:gpt-4o-mini",
+    "--fairness-judge=openai:gpt-4o-mini",
+    "--fairness-judge-reference=openai:gpt-4o",
+)
 RELIGION_IAT = ("--fairness-suite=religion", "-k", "implicit", "--fairness-baseline-model=acme-chat")
 RECORD = ("--fairness-baselines", "--snapshot-update", "-n", "0")
 #: The non-inferiority example's margin, on the implicit-bias scale.
@@ -267,6 +273,28 @@ EXAMPLES: dict[str, Example] = {
             Step(
                 ("--fairness-suite=gender", "--fairness-profile=release", *RELEASE_MODELS, "--fairness-plan"),
                 cut(r"=+ fairness plan", r"^=+ no tests ran", stop_before=True),
+            ),
+        )
+    ),
+    "plan-reference": Example(
+        (
+            Step(
+                ("--fairness-suite=gender", "--fairness-profile=release", *REFERENCE_MODELS, "--fairness-plan"),
+                cut(r"=+ fairness plan", r"^=+ no tests ran", stop_before=True),
+            ),
+        )
+    ),
+    "plan-sequential": Example(
+        (
+            Step(
+                (
+                    "--fairness-suite=gender",
+                    "--fairness-profile=release",
+                    *REFERENCE_MODELS,
+                    "--fairness-sequential",
+                    "--fairness-plan",
+                ),
+                cut(r"^sequential growth", r"^=+ no tests ran", stop_before=True),
             ),
         )
     ),

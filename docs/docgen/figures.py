@@ -62,9 +62,9 @@ def _checks(suites: str) -> int:
 
 
 @cache
-def _plan_rows() -> dict[str, list[str]]:
-    """The release plan example's dollar table, by check (and "total $")."""
-    lines = examples.run(examples.EXAMPLES["plan"])[0].splitlines()
+def _plan_rows(example: str = "plan") -> dict[str, list[str]]:
+    """A release plan example's dollar table, by check (and "total $")."""
+    lines = examples.run(examples.EXAMPLES[example])[0].splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("check") and "model $" in line)
     rows = {}
     for line in lines[header + 2 :]:  # after the header and its rule
@@ -75,8 +75,16 @@ def _plan_rows() -> dict[str, list[str]]:
     return rows
 
 
-def _plan_cell(label: str, column: int) -> float:
-    return float(_plan_rows()[label][column].replace(",", ""))
+def _plan_cell(label: str, column: int, example: str = "plan") -> float:
+    return float(_plan_rows(example)[label][column].replace(",", ""))
+
+
+def _growth(what: str, rate: str) -> str:
+    """The sequential plan example's total at zero harm or at most, at standard or batch rates."""
+    output = examples.run(examples.EXAMPLES["plan-sequential"])[0]
+    found = re.search(rf"the plan {what}: \$([\d,.]+) \(\$([\d,.]+) batch\)", output)
+    assert found is not None, output
+    return "$" + found.group(1 if rate == "standard" else 2)
 
 
 def _pairs(kind: str) -> int:
@@ -170,6 +178,13 @@ FIGURES: dict[str, Figure] = {
     "plan.total_batch_usd": lambda _: usd(_plan_cell("total $", 6)),
     "plan.judge_share": lambda _: pct(_plan_cell("total $", 3) / _plan_cell("total $", 5)),
     "plan.judge_calls": lambda label: count(_plan_cell(label, 2)),
+    "plan_ref.total_usd": lambda _: usd(_plan_cell("total $", 5, "plan-reference")),
+    "plan_ref.total_batch_usd": lambda _: usd(_plan_cell("total $", 6, "plan-reference")),
+    "plan_ref.check_usd": lambda label: usd(_plan_cell(label, 5, "plan-reference")),
+    "plan.check_usd": lambda label: usd(_plan_cell(label, 5)),
+    "plan_ref.judge_calls": lambda label: count(_plan_cell(label, 2, "plan-reference")),
+    "plan_seq.zero_usd": lambda rate: _growth("at zero harm", rate),
+    "plan_seq.most_usd": lambda rate: _growth("at most", rate),
     "compare.unreadable_exit": lambda _: str(public.cli_status("pytest_fairness", "compare", "old.json", "new.json")),
     "example.ni_margin": lambda _: num(examples.NI_MARGIN),
     # net harm and its judge screen
@@ -186,8 +201,13 @@ FIGURES: dict[str, Figure] = {
     "screen.interim_error": lambda _: pct(internals.screen()["interim_error"]),
     "screen.lean_margin": lambda _: num(internals.screen()["lean_margin"]),
     "screen.split_confidence": lambda _: pct(internals.split_confidence(0.95)),
-    "harm.audit_share": lambda _: num(internals.screen()["audit_share"]),
-    "harm.flag_margin": lambda _: num(internals.screen()["flag_margin"]),
+    "harm.clean_share": lambda _: num(internals.screen()["clean_share"]),
+    "harm.triage": lambda _: num(internals.screen()["triage"]),
+    "harm.bound": lambda _: fixed(internals.screen()["bound"], 2),
+    "harm.reference_spread": lambda _: num(internals.screen()["reference_spread"]),
+    "harm.largest_clean_share": lambda _: num(max(internals.screen()["clean_shares"])),
+    "harm.paper_names": lambda _: str(internals.screen()["paper_names"]),
+    "harm.max_budget": lambda _: count(internals.screen()["max_budget"]),
     "harm.flag_allowance": lambda _: pct(internals.screen()["flag_allowance"]),
     "harm.placebo_every": lambda _: str(internals.screen()["placebo_every"]),
     "harm.placebo_confidence": lambda _: pct(internals.screen()["placebo_confidence"]),

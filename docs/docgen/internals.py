@@ -70,7 +70,7 @@ def sequential_growth() -> float:
 
 def sequential_budget_factor() -> int:
     """How many times its profile's size a check may grow to without a ``budget``."""
-    from pytest_fairness.run.growth import BUDGET_FACTOR
+    from pytest_fairness.config.suite import BUDGET_FACTOR
 
     return BUDGET_FACTOR
 
@@ -316,6 +316,7 @@ def screen() -> dict[str, Any]:
     """The net-harm judge screen: its bar and confidence, the pairs a run draws by kind, the pool's size and
     families, its early looks, its lean margin, and the reference audit's and the A/A placebo's constants."""
     from pytest_fairness.measures.fpf.harm import aa_placebo, calibration_pool, judge_screen, net_harm, reference_audit
+    from pytest_fairness.measures.params import MAX_BUDGET
 
     pool = calibration_pool.pool()
     families = calibration_pool.families(pool)
@@ -328,8 +329,13 @@ def screen() -> dict[str, Any]:
         "interim_looks": judge_screen.INTERIM_LOOKS,
         "interim_error": judge_screen.INTERIM_ERROR,
         "lean_margin": judge_screen.LEAN_MARGIN,
-        "audit_share": reference_audit.AUDIT_SHARE,
-        "flag_margin": reference_audit.FLAG_MARGIN,
+        "clean_share": reference_audit.CLEAN_SHARE,
+        "triage": reference_audit.TRIAGE,
+        "bound": net_harm.NetHarmParams(comparison="gender").design.bound,
+        "reference_spread": net_harm.NetHarmParams.REFERENCE_SPREAD,
+        "clean_shares": net_harm.NetHarmParams.CLEAN_SHARES,
+        "paper_names": net_harm.PAPER_NAMES,
+        "max_budget": MAX_BUDGET,
         "flag_allowance": net_harm.FLAG_ALLOWANCE,
         "placebo_every": aa_placebo.EVERY,
         "placebo_confidence": aa_placebo.confidence_of(0.95),
@@ -381,15 +387,22 @@ def axes_fact(name: str) -> Any:
         bias_axes,
         bias_axes_core,
         canary_recall,
+        judge_questions,
         net_prevalence,
         question_search,
     )
 
+    if name == "release_calls":  # the judge calls the plan prices for the gender suite's release size
+        from pytest_fairness.config import suite
+
+        check = next(c for c in suite.load("gender").checks if c.measure.name == "bias_axes")
+        return f"{bias_axes.judge_estimate(check.params_for('release'), 0).requests:,}"
     if name == "canaries":
         return len(canary_recall.canaries())
     if name == "mild":
         return sum(c.strength == "mild" for c in canary_recall.canaries())
-    for holder in (bias_axes_core, canary_recall, net_prevalence, question_search, bias_axes, bias_axes.AxesParams):
+    holders = (bias_axes_core, canary_recall, net_prevalence, question_search, bias_axes, bias_axes.AxesParams)
+    for holder in (*holders, judge_questions):
         if hasattr(holder, name.upper()):
             return getattr(holder, name.upper())
     raise InternalsMoved(f"no {name.upper()} in the axes modules")

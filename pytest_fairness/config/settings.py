@@ -32,6 +32,13 @@ class SettingsError(ValueError):
     """An option or ini value that cannot be used."""
 
 
+def price_of(spec: str) -> pricing.Price:
+    """What a spec's calls cost; a team's labels (a judge reference's ``labels:FILE``) cost nothing."""
+    if spec.startswith(LABELS):
+        return pricing.Price(0.0, 0.0, "a team's labels: no per-token charge", 0.0, 0.0, "a team's labels")
+    return pricing.price_for(spec)
+
+
 @dataclass(frozen=True)
 class Settings:
     model: str = default("model")
@@ -147,6 +154,17 @@ class Settings:
             baseline=BaselinePolicy(**decisive["baseline"]),
             outputs=dict(outputs),
         )
+
+    def release_design(self) -> suite.ReleaseDesign | None:
+        """The prices of the model, its judge and the judge's reference that a release run with a
+        --fairness-judge-reference sizes its two-phase checks by (``sizing.reference_plan``, at suite loading),
+        and whether it grows sequentially; None at another profile or without a reference (the suites' own
+        designs stand)."""
+        if self.profile != "release" or not self.judge_reference:
+            return None
+        judge = self.judge or self.model
+        prices = pricing.RolePrices(price_of(self.model), price_of(judge), price_of(self.judge_reference))
+        return suite.ReleaseDesign(prices, self.sequential)
 
     def family(self, size: int) -> GateFamily:
         """The gate family of a run that selected ``size`` checks."""

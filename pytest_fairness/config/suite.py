@@ -15,6 +15,11 @@
 File parameters (``prompts_file``, ``occupations_file``, ...) are read relative to the suite file's
 folder, so a suite and its data move together. Every problem is reported once, naming the file, the
 key and the fix.
+
+A release run with a --fairness-judge-reference loads its suites with the run's prices
+(``Settings.release_design``): a check whose gate then reads a two-phase estimate gets the design and size (and,
+under --fairness-sequential, the budget) its release plan chooses for the fewest dollars
+(``sizing.reference_plan``), keeping whatever the suite sets.
 """
 
 from __future__ import annotations
@@ -31,18 +36,30 @@ import yaml
 
 from pytest_fairness.data import parse_yaml
 from pytest_fairness.measures import MEASURES, PROFILES, Measure, Params, ParamsError
-from pytest_fairness.measures.params import MAX_SAMPLES
+from pytest_fairness.measures.params import MAX_BUDGET, MAX_SAMPLES
 from pytest_fairness.measures.resampling import MAX_SAMPLES_PER_ITEM
-from pytest_fairness.measures.sizing import release_size
+from pytest_fairness.measures.sizing import reference_plan, release_size
+from pytest_fairness.models.pricing import RolePrices
 from pytest_fairness.stats.gate import GateError, Threshold
 
-__all__ = ["MAX_SAMPLES", "Check", "Suite", "SuiteError", "load", "parse"]
+__all__ = ["MAX_BUDGET", "MAX_SAMPLES", "Check", "Suite", "SuiteError", "load", "parse"]
 
 RESERVED = ("id", "measure", "threshold", "samples", "description", "tolerance", "budget", "samples_per_item")
+#: The most samples a check may grow to when its suite gives no ``budget``: this many times its size.
+BUDGET_FACTOR = 4
 
 
 class SuiteError(ValueError):
     """A suite that cannot be used; the message names file, key and fix."""
+
+
+@dataclass(frozen=True)
+class ReleaseDesign:
+    """What a release run with a --fairness-judge-reference sizes its two-phase checks by: the roles' prices, and
+    whether the run grows sequentially (then the plan also chooses the first look and the budget)."""
+
+    prices: RolePrices
+    sequential: bool = False
 
 
 class SampleSizes(Mapping[str, int]):
@@ -105,6 +122,11 @@ class Check:
         paired planner's ``planned`` K, else 1."""
         return given or self.samples_per_item or planned or 1
 
+    def budget_for(self, profile: str, size: int) -> int:
+        """The most samples the check may grow to from ``size``: its suite's budget for the profile (else
+        ``BUDGET_FACTOR`` times the size), and never fewer than it has."""
+        return max((self.budget or {}).get(profile, BUDGET_FACTOR * size), size)
+
     def params_for(self, profile: str) -> Params:
         """The measure's parameters with the profile's sample size."""
         return self.params.with_samples(self.sample_size(profile))
@@ -146,7 +168,8 @@ def resolve(name_or_path: str) -> Path:
     )
 
 
-def load(name_or_path: str) -> Suite:
+def load(name_or_path: str, design: ReleaseDesign | None = None) -> Suite:
+    """A suite by built-in name or path; ``design``: a release run's with a reference (``Settings.release_design``)."""
     path = resolve(name_or_path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -155,18 +178,18 @@ def load(name_or_path: str) -> Suite:
         raise SuiteError(f"{path}: not UTF-8 (byte {exc.start} is {byte}); save the file as UTF-8") from None
     except OSError as exc:
         raise SuiteError(f"{path}: cannot be read ({exc.strerror}); check the path and its permissions") from None
-    return _load_text(path, text)
+    return _load_text(path, text, design)
 
 
 @lru_cache(maxsize=64)
-def _load_text(path: Path, text: str) -> Suite:
+def _load_text(path: Path, text: str, design: ReleaseDesign | None = None) -> Suite:
     """A suite file's checks, parsed once per text: the plugin reads each suite at start-up (for its
     markers) and again at collection, and validating a check reads its measure's data."""
     try:
         raw = parse_yaml(text)
     except yaml.YAMLError as exc:
         raise SuiteError(f"{path}: not valid YAML ({exc}); fix the syntax at the position shown") from None
-    return parse(raw, str(path), path.parent, _entry_lines(text))
+    return parse(raw, str(path), path.parent, _entry_lines(text), design)
 
 
 def _entry_lines(text: str) -> list[int]:
@@ -180,9 +203,16 @@ def _entry_lines(text: str) -> list[int]:
     return []
 
 
-def parse(raw: object, where: str, folder: Path | None = None, lines: list[int] | None = None) -> Suite:
+def parse(
+    raw: object,
+    where: str,
+    folder: Path | None = None,
+    lines: list[int] | None = None,
+    design: ReleaseDesign | None = None,
+) -> Suite:
     """Validate a loaded suite document and expand it into checks; ``folder`` is where its file parameters
-    are relative to (the suite file's folder; None: the working directory)."""
+    are relative to (the suite file's folder; None: the working directory); ``design``: a release run's with a
+    reference, which its two-phase checks are sized by."""
     if not isinstance(raw, dict):
         raise SuiteError(f"{where}: a suite must be a mapping with keys 'suite' and 'checks'")
     unknown = set(raw) - {"suite", "description", "checks"}
@@ -197,7 +227,7 @@ def parse(raw: object, where: str, folder: Path | None = None, lines: list[int] 
     checks: list[Check] = []
     for index, entry in enumerate(entries):
         line = lines[index] if lines and index < len(lines) else 0
-        checks.extend(_parse_check(entry, name, f"{where}: checks[{index}]", folder, line))
+        checks.extend(_parse_check(entry, name, f"{where}: checks[{index}]", folder, line, design))
     seen: set[str] = set()
     for check in checks:
         if check.id in seen:
@@ -206,7 +236,14 @@ def parse(raw: object, where: str, folder: Path | None = None, lines: list[int] 
     return Suite(name, str(raw.get("description", "")), tuple(checks), where)
 
 
-def _parse_check(entry: object, suite: str, where: str, folder: Path | None = None, line: int = 0) -> list[Check]:
+def _parse_check(
+    entry: object,
+    suite: str,
+    where: str,
+    folder: Path | None = None,
+    line: int = 0,
+    design: ReleaseDesign | None = None,
+) -> list[Check]:
     if not isinstance(entry, dict):
         raise SuiteError(f"{where}: each check must be a mapping with at least 'measure' and 'threshold'")
     measure_name = entry.get("measure")
@@ -245,18 +282,31 @@ def _parse_check(entry: object, suite: str, where: str, folder: Path | None = No
             raise SuiteError(f"{where}: {exc}") from None
         base = entry.get("id") or measure.name
         check_id = f"{base}[{subject}]" if len(subjects) > 1 or "id" not in entry else str(base)
+        sizes = SampleSizes(samples, None if user_release else partial(release_size, check_params, threshold))
+        budget = (
+            None if "budget" not in entry else _parse_samples(entry["budget"], measure, f"{where}.budget", MAX_BUDGET)
+        )
+        chosen = None
+        if design is not None and not user_release:
+            chosen = reference_plan(
+                measure, check_params, threshold, design.prices, entry, sequential=design.sequential
+            )
+        if chosen is not None:  # a release run with a reference: the plan's design, size and budget
+            check_params, sizes = chosen.params, SampleSizes({**samples, "release": chosen.params.sample_size})
+            if chosen.budget is not None and "release" not in (budget or {}):
+                budget = {**(budget or {}), "release": chosen.budget}
         checks.append(
             Check(
                 suite,
                 check_id,
                 measure,
                 check_params,
-                SampleSizes(samples, None if user_release else partial(release_size, check_params, threshold)),
+                sizes,
                 threshold,
                 str(entry.get("description", "")),
                 where,
                 _parse_tolerance(entry.get("tolerance"), f"{where}.tolerance"),
-                None if "budget" not in entry else _parse_samples(entry["budget"], measure, f"{where}.budget"),
+                budget,
                 line,
                 _parse_per_item(entry.get("samples_per_item"), measure, f"{where}.samples_per_item"),
             )
@@ -307,7 +357,7 @@ def _parse_per_item(raw: object, measure: Measure, where: str) -> int | None:
     return raw
 
 
-def _parse_samples(raw: object, measure: Measure, where: str) -> dict[str, int]:
+def _parse_samples(raw: object, measure: Measure, where: str, limit: int = MAX_SAMPLES) -> dict[str, int]:
     if raw is None:
         return dict(measure.default_samples)
     if isinstance(raw, int) and not isinstance(raw, bool):
@@ -318,9 +368,9 @@ def _parse_samples(raw: object, measure: Measure, where: str) -> dict[str, int]:
     for profile, value in raw.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 2:
             raise SuiteError(f"{where}.{profile}: must be a whole number >= 2, got {value!r}")
-        if value > MAX_SAMPLES:
+        if value > limit:
             raise SuiteError(
-                f"{where}.{profile}: {value} is above the limit of {MAX_SAMPLES} samples; give a smaller number "
+                f"{where}.{profile}: {value} is above the limit of {limit} samples; give a smaller number "
                 "(the papers use at most a few hundred)"
             )
         out[profile] = value

@@ -13,7 +13,7 @@ import dataclasses
 import os
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, ClassVar, Literal, Self
@@ -27,10 +27,13 @@ from pytest_fairness.stats.power import GateShape, design_truths
 #: quick is sized for the embedded model in CI, paper follows the papers, release is sized per check so
 #: that it decides with 80% probability at each of the measure's design truths (``Params.design_truths``).
 PROFILES = ("quick", "paper", "release")
-#: Most samples (or sequential budget) one check may ask for: far beyond any paper, and enough for
-#: the release profile of the strictest built-in threshold; anything larger is a typo, and would make
-#: even --fairness-plan list requests for hours.
+#: Most samples one check may ask for at once: far beyond any paper, and enough for the release profile of
+#: the strictest built-in threshold; anything larger is a typo, and would make even --fairness-plan list
+#: requests for hours.
 MAX_SAMPLES = 100_000
+#: Most samples a sequential check may grow to (its ``budget``): a run that decides early draws far fewer, and
+#: a two-phase check at net harm <= 0.001 needs about 150,000 to decide half the threshold within its budget.
+MAX_BUDGET = 400_000
 _UNSET: Any = dataclasses.MISSING
 
 
@@ -152,6 +155,18 @@ class Params:
         ``confidence``. The release profile sizes for it: the raw interval must then clear the threshold
         times this, at ``stats.split_confidence``. None: the measure's gate is not corrected."""
         return None
+
+    def reference_sample(self, truth: float) -> tuple[float, float] | None:
+        """With a --fairness-judge-reference the gate reads a two-phase estimate (``stats.two_phase``): one
+        sample's assumed SD at ``truth`` and the bound B of its range ±B, which the release profile and the plan
+        size for (at the gate's whole confidence: nothing is split off for a correction). None: the measure's
+        gate does not change with a reference."""
+        return None
+
+    def reference_candidates(self, fixed: Collection[str]) -> list[Self]:
+        """The designs a release plan with a reference may choose among for the fewest dollars (e.g. the share of
+        clean draws the reference audits), keeping the parameters named in ``fixed`` (set by the suite)."""
+        return [self]
 
     def available_samples(self) -> int | None:
         """Most distinct samples the measure's inputs hold (e.g. occupations); None when unlimited."""

@@ -8,7 +8,9 @@ provider says which applies (``models.providers.Provider``). Otherwise the price
 why. litellm is an optional extra: without it only spec prices are known.
 
 Batch rates are the map's own (``*_cost_per_token_batches``) where it lists them; otherwise half the
-standard rate only for providers that document a 50% batch discount; else there is no batch price.
+standard rate for providers that document a fixed 50% batch discount (OpenAI, Anthropic), whether the standard
+rate came from the map or from the spec (so a spec-priced ``openai:gpt-4o-mini`` has batch rates without
+litellm); a self-hosted ``@BASE_URL`` and a provider without a documented discount have no batch price.
 """
 
 from __future__ import annotations
@@ -103,12 +105,15 @@ def price_for(spec: str | ModelSpec) -> Price:
     """What a model spec's calls cost (see the module doc for the order of sources)."""
     parsed = parse_model_spec(spec) if isinstance(spec, str) else spec
     given = spec_price(parsed)
-    if given is not None:
-        return Price(given[0], given[1], "model spec price_in/price_out")
     provider = PROVIDERS[parsed.provider]
+    model, _, base_url = parsed.target.partition("@")
+    if given is not None:
+        billed = provider.price_keys(model)[0] if provider.price_keys is not None and not base_url else ""
+        if billed in DOCUMENTED_BATCH_DISCOUNT:
+            return Price(given[0], given[1], "model spec price_in/price_out", *_discounted(given, billed))
+        return Price(given[0], given[1], "model spec price_in/price_out")
     if provider.free:
         return Price(0.0, 0.0, "runs on this machine: no per-token charge", 0.0, 0.0, "runs on this machine")
-    model, _, base_url = parsed.target.partition("@")
     if base_url:
         return Price(None, None, f"a self-hosted endpoint has no public price: {PRICE_HINT}")
     if provider.price_keys is None:
@@ -129,11 +134,26 @@ def price_for(spec: str | ModelSpec) -> Price:
     if "input_cost_per_token_batches" in per_m and "output_cost_per_token_batches" in per_m:
         batch = (per_m["input_cost_per_token_batches"], per_m["output_cost_per_token_batches"], source)
     elif billed in DOCUMENTED_BATCH_DISCOUNT:
-        factor = DOCUMENTED_BATCH_DISCOUNT[billed]
-        batch = (std_in * factor, std_out * factor, f"{billed}'s documented {1 - factor:.0%} batch discount")
+        batch = _discounted((std_in, std_out), billed)
     else:
         return Price(std_in, std_out, source)
     return Price(std_in, std_out, source, *batch)
+
+
+def _discounted(rates: tuple[float, float], billed: str) -> tuple[float, float, str]:
+    """Batch rates of a provider with a documented fixed discount, and their source in words."""
+    factor = DOCUMENTED_BATCH_DISCOUNT[billed]
+    return rates[0] * factor, rates[1] * factor, f"{billed}'s documented {1 - factor:.0%} batch discount"
+
+
+@dataclass(frozen=True)
+class RolePrices:
+    """The prices of a run's three roles: the model under test, its judge and the judge's reference; what a
+    release plan with a reference sizes its two-phase checks by (``measures.sizing.reference_plan``)."""
+
+    model: Price
+    judge: Price
+    reference: Price
 
 
 def _entry(entries: Mapping[str, Any], billed: str, keys: tuple[str, ...]) -> Mapping[str, Any] | None:

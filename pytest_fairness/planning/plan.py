@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from pytest_fairness.config.settings import LABELS
 from pytest_fairness.config.suite import Check
 from pytest_fairness.measures import Params, sizing
 from pytest_fairness.measures.measure import JudgeEstimate
@@ -74,6 +73,8 @@ class PlanRow:
     reference_usd: Dollars | None = None
     #: Under --fairness-gate=pr, the paired planner's choice from the check's baseline items, in one line.
     paired: str = ""
+    #: Under --fairness-sequential, a two-phase check's growth: its budget, and its expected and largest dollars.
+    growth: Growth | None = None
 
     @property
     def label(self) -> str:
@@ -97,6 +98,20 @@ class PlanRow:
                 return None
             total += value
         return total
+
+
+@dataclass(frozen=True)
+class Growth:
+    """A sequential two-phase check in the plan: its first look and ``budget``, the chance it decides within the
+    budget at the worst design truth, the samples it is expected to draw at zero harm and at each design truth
+    (``expected``), and the dollars of those and of the budget (standard and batch)."""
+
+    first: int
+    budget: int
+    decided: float
+    expected: dict[float, int]
+    expected_usd: dict[float, Dollars]
+    most_usd: Dollars
 
 
 @dataclass(frozen=True)
@@ -148,13 +163,6 @@ def dollars(price: pricing.Price, prompt_tokens: float, completion_tokens: float
     return Dollars(standard, price.cost(prompt_tokens, completion_tokens, batch=True))
 
 
-def price_of(spec: str) -> pricing.Price:
-    """What a spec's calls cost; a team's labels (a judge reference's ``labels:FILE``) cost nothing."""
-    if spec.startswith(LABELS):
-        return pricing.Price(0.0, 0.0, "a team's labels: no per-token charge", 0.0, 0.0, "a team's labels")
-    return pricing.price_for(spec)
-
-
 def spent(runners: Iterable[Runner]) -> tuple[float, int]:
     """USD the runners' calls have cost so far (batched calls at batch rates), and how many had no price; a
     runner listed twice (the model as its own judge) counts once."""
@@ -201,6 +209,8 @@ class Planner:
     samples_per_item: int | None = None
     #: What a check draws where it is not its profile's size at the run's seed (a pull request's: ``baseline.pr_draw``).
     shape_of: Callable[[Check], RunShape | None] | None = None
+    #: --fairness-sequential: a two-phase check's row shows its growth (expected and largest dollars).
+    sequential: bool = False
 
     def rate(self, who: Who) -> Rate:
         """The rate a role's calls will be charged: batch where the role is batched and its price has batch rates
@@ -235,9 +245,13 @@ class Planner:
             shape = (self.shape_of(check) if self.shape_of else None) or RunShape()
             params = check.params_for(self.profile)
             params = params if shape.size is None else params.with_samples(shape.size)
-            power = sizing.power_at(params, params.sample_size, check.threshold, self.confidence)
+            referenced = "reference" in self.prices and check.measure.reference_estimate is not None
+            power = sizing.power_at(params, params.sample_size, check.threshold, self.confidence, referenced)
             row = self.cost(check, params, seen, shape.samples_per_item, shape.seed)
-            rows.append(replace(row, power=power, paired=shape.paired))
+            growth = self._growth(check, params, row) if referenced and self.sequential else None
+            if growth is not None:
+                power = replace(power, chance=growth.decided)
+            rows.append(replace(row, power=power, paired=shape.paired, growth=growth))
         priced = {who: PricedAs(self.specs[who], p.describe(), p.known) for who, p in self.prices.items()}
         return Plan(rows, priced)
 
@@ -254,6 +268,35 @@ class Planner:
             keyed = {self.runner.key(r): r for j in range(k) for r in (resampled(one, j) for one in asked)}
             out.append(CheckRequests(check.label, params.sample_size, keyed))
         return out
+
+    def _growth(self, check: Check, params: Params, row: PlanRow) -> Growth | None:
+        """A sequential two-phase check's growth from its first look to its budget (``sizing.growth_at``), with
+        the dollars of its expected and largest sizes: the first look's, plus the dollars of each further sample
+        (``sizing.sample_dollars``); None for a check whose gate is not two-phase."""
+        budget = check.budget_for(self.profile, params.sample_size)
+        growth = sizing.growth_at(params, check.threshold, self.confidence, budget)
+        roles = pricing.RolePrices(self.prices["model"], self.prices["judge"], self.prices["reference"])
+        unit = sizing.sample_dollars(check.measure, params, roles)
+        if not growth:
+            return None
+        first = row.usd(rate="standard")
+        ratio = None if first is None else (row.usd(rate="batch") or 0.0) / first if first else 1.0
+
+        def at(n: float) -> Dollars:
+            if unit is None or first is None:
+                return UNKNOWN
+            standard = first + (n - params.sample_size) * unit
+            return Dollars(standard, None if ratio is None else standard * ratio)
+
+        truths = params.design_truths(check.threshold)
+        return Growth(
+            params.sample_size,
+            budget,
+            min(growth[t].decided for t in truths if t in growth),
+            {t: round(g.expected) for t, g in growth.items()},
+            {t: at(g.expected) for t, g in growth.items()},
+            at(budget),
+        )
 
     def cost(
         self, check: Check, params: Params, seen: set[str], k: int | None = None, seed: int | None = None
@@ -281,6 +324,8 @@ class Planner:
         reference, reference_usd = None, None
         if "reference" in self.prices and measure.reference_estimate is not None:
             reference, reference_usd = self._estimated(measure.reference_estimate, params, seed, "reference")
+            if reference is not None and not reference.requests:  # e.g. decisions a parser codes: no reference
+                reference, reference_usd = None, None
         return PlanRow(
             suite=check.suite,
             check=check.id,

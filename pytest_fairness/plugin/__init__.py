@@ -230,7 +230,8 @@ def _named_checks(settings: Settings) -> list[suite.Check] | None:
     """The checks of the suites named, or None when there are none or one cannot be read (the workers
     report that at collection)."""
     try:
-        return [check for name in settings.suites for check in suite.load(name).checks] or None
+        design = settings.release_design()
+        return [check for name in settings.suites for check in suite.load(name, design).checks] or None
     except suite.SuiteError:
         return None
 
@@ -365,9 +366,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Add one item per check of each --fairness-suite, before -k/-m selection sees the items."""
-    for name in config.stash[SESSION_KEY].settings.suites:
+    settings = config.stash[SESSION_KEY].settings
+    for name in settings.suites:
         try:
-            loaded = suite.load(name)
+            loaded = suite.load(name, settings.release_design())
         except suite.SuiteError as exc:
             raise pytest.UsageError(f"pytest-fairness: {exc}") from None
         items.extend(collect_suite(session, loaded))

@@ -11,7 +11,7 @@ from pytest_fairness.measures import MEASURES, sizing
 from pytest_fairness.measures.params import MAX_SAMPLES
 from pytest_fairness.measures.sizing import Power
 from pytest_fairness.models.deadline import SETTLE_SECONDS
-from pytest_fairness.planning.plan import Plan, PlanRow, Who, total_usd
+from pytest_fairness.planning.plan import Dollars, Plan, PlanRow, Who, total_usd
 from pytest_fairness.records.check_record import CheckRecord
 from pytest_fairness.records.explain import explain as explain_comparison
 from pytest_fairness.report.analyses import analysis_lines
@@ -158,7 +158,40 @@ def plan_lines(plan: Plan) -> list[str]:
         "",
         *plan_dollar_lines(plan),
         *(f"  {r.label}: {r.paired}" for r in plan.rows if r.paired),
+        *growth_lines(plan),
     ]
+
+
+def growth_lines(plan: Plan) -> list[str]:
+    """Under --fairness-sequential, each two-phase check's growth: its budget, the chance it decides within it,
+    the dollars expected at zero harm and at each design truth, and the most it can cost; then the totals."""
+    grown = [r for r in plan.rows if r.growth is not None]
+    if not grown:
+        return []
+
+    def money(d: Dollars) -> str:
+        return f"${usd(d.standard)} (${usd(d.batch)} batch)"
+
+    lines = ["", "sequential growth (a two-phase check stops at the first look that decides; its budget caps it):"]
+    for r in grown:
+        g = r.growth
+        assert g is not None
+        expected = "; ".join(
+            f"at {'zero harm' if t == 0 else f'{t:g}'} {g.expected[t]} samples, {money(g.expected_usd[t])}"
+            for t in g.expected
+        )
+        lines.append(
+            f"  {r.label}: first look {g.first}, budget {g.budget}, decides within it with {g.decided:.0%} at "
+            f"the design truths; expected: {expected}; at most {money(g.most_usd)}"
+        )
+    others = [r for r in plan.rows if r.growth is None]
+    fixed = Dollars(total_usd(others), total_usd(others, rate="batch"))
+    for what, pick in (("at zero harm", lambda g: g.expected_usd[0.0]), ("at most", lambda g: g.most_usd)):
+        parts = [pick(r.growth) for r in grown if r.growth is not None]
+        total = [None if fixed.at(rate) is None or any(p.at(rate) is None for p in parts) else
+                 fixed.at(rate) + sum(p.at(rate) or 0.0 for p in parts) for rate in ("standard", "batch")]  # fmt: skip
+        lines.append(f"  the plan {what}: {money(Dollars(*total))} (the other checks at their size)")
+    return lines
 
 
 PLAN_DOLLAR_COLUMNS = (

@@ -9,7 +9,6 @@ back into the session.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -20,13 +19,11 @@ from pytest_fairness.models.runner import CallStats, Runner
 from pytest_fairness.planning.plan import Planner, spent
 from pytest_fairness.records.measure_result import MeasureResult, SequentialInfo
 from pytest_fairness.stats.attenuation import corrected_interval
-from pytest_fairness.stats.confidence_sequence import Interval, confidence_sequence
+from pytest_fairness.stats.confidence_sequence import GROWTH, Interval, confidence_sequence, next_look
 from pytest_fairness.stats.gate import Outcome, Threshold, decide
 
 #: Each sequential round grows a check by its profile's size or by half, whichever is more.
-SEQUENTIAL_GROWTH = 1.5
-#: The most samples a check may grow to when its suite gives no ``budget``: this many times its size.
-BUDGET_FACTOR = 4
+SEQUENTIAL_GROWTH = GROWTH
 
 
 @dataclass(frozen=True)
@@ -49,7 +46,7 @@ class SequentialPlan:
             return self.initial
         if n_done >= self.budget or decide(interval, threshold) is not Outcome.INCONCLUSIVE:
             return None
-        return min(max(n_done + self.step, math.ceil(n_done * self.growth)), self.budget)
+        return next_look(n_done, self.step, self.budget, self.growth)
 
 
 class Rounds(Protocol):
@@ -152,19 +149,19 @@ class CheckRounds:
     def look(self, size: int) -> tuple[MeasureResult, Interval]:
         """The result at ``size`` and its always-valid interval: the measure's own (``Measure.sequential``,
         told the first round's result; the first round's own calls come back from the cache), or else a
-        confidence sequence of its bounded samples (corrected for the result's attenuation, if any)."""
+        confidence sequence of its bounded samples (corrected for the result's attenuation, if any, and on the range
+        of its samples: a two-phase estimate's with a reference)."""
         measure = self.check.measure
         if measure.sequential is not None:
             result = measure.grow(self.check.params.with_samples(size), self._round(), self.first)
             return result, result.ci
         assert measure.bounds is not None
         result = self.run(size) if size != self.size else self.first
-        bounds = measure.bounds
 
-        def sequence(level: float) -> Interval:
+        def sequence(level: float, bounds: tuple[float, float]) -> Interval:
             return confidence_sequence(result.samples, *bounds, 1 - level)
 
-        return result, corrected_interval(sequence, result.attenuation, bounds, self.context.confidence)
+        return result, corrected_interval(sequence, result.attenuation, measure.bounds, self.context.confidence)
 
     def futile(self, size: int, result: MeasureResult) -> str:
         """Why growing is unlikely to decide within the budget (empty when it may). See ``sizing.futility``."""
@@ -190,7 +187,7 @@ class CheckRounds:
 def sample_budget(check: Check, profile: str, size: int) -> int:
     """The most samples a check may grow to: its suite's budget for the profile (else ``BUDGET_FACTOR`` times its
     size), and never fewer than it has."""
-    return max((check.budget or {}).get(profile, BUDGET_FACTOR * size), size)
+    return check.budget_for(profile, size)
 
 
 def grow(rounds: CheckRounds) -> tuple[MeasureResult, Outcome]:

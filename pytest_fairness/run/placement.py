@@ -179,4 +179,4 @@ def run_order(settings: Settings, selected: Collection[str]) -> list[Check]:
 
 
 def _suites_of(settings: Settings) -> list[suite.Suite]:
-    return [suite.load(name) for name in settings.suites]
+    return [suite.load(name, settings.release_design()) for name in settings.suites]

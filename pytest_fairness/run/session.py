@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from pytest_fairness.baseline.pr_draw import pr_shape
-from pytest_fairness.config.settings import LABELS, Settings
+from pytest_fairness.config.settings import LABELS, Settings, price_of
 from pytest_fairness.config.suite import Check
 from pytest_fairness.measures import Measure, Params, RunContext, sizing
 from pytest_fairness.measures.fpf.harm.team_labels import LabelledPairs
@@ -25,7 +25,7 @@ from pytest_fairness.models.cache import CacheMode, ResponseCache
 from pytest_fairness.models.interface import ChatModel
 from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import CallStats, ProgressFn, RetryPolicy, Runner
-from pytest_fairness.planning.plan import Planner, Who, price_of, spent
+from pytest_fairness.planning.plan import Planner, Who, spent
 from pytest_fairness.records.check_record import CheckRecord
 from pytest_fairness.records.measure_result import MeasureResult
 from pytest_fairness.records.replay import ReplayCheck
@@ -173,7 +173,7 @@ class FairnessSession:
         batched = frozenset(who for who, runner in roles.items() if runner is not None and runner.at_once() is None)
         shape_of = partial(pr_shape, self) if settings.gate == "pr" else None  # a pull request: its baselines' items
         return Planner(self.runner, specs, prices, settings.seed, settings.profile, self.family.gate_confidence,
-                       settings.budget, batched, settings.samples_per_item, shape_of)  # fmt: skip
+                       settings.budget, batched, settings.samples_per_item, shape_of, settings.sequential)  # fmt: skip
 
     def context(
         self,

@@ -7,6 +7,11 @@ sizing: the sample's interval and the correction's bounds each get half the erro
 and the sample's interval is divided by whichever bound of s moves each end away from 0
 (``deattenuate``). ``corrected_interval`` is that rule over any interval procedure; ``passing_threshold``
 is its inverse, what a raw interval must clear for a planned run to pass.
+
+A correction with nothing measured to split the error with (no factor, no offset) but samples on a range of
+their own (``sample_bounds``: a two-phase estimate with a reference, ``stats.two_phase``, whose samples are
+unbiased for the truth and lie within ±B) gets the whole error for the samples' interval, built on that range
+(``sample_level``, ``sample_range``).
 """
 
 from __future__ import annotations
@@ -41,15 +46,25 @@ class Attenuation:
     offset_low: float = 0.0
     offset_high: float = 0.0
     void: str = ""
+    #: The range of the samples the gate's interval is built from when the estimator puts them beyond the scale
+    #: (a two-phase estimate's ±B); None: the measure's own bounds.
+    sample_bounds: tuple[float, float] | None = None
 
     @property
     def scaled(self) -> bool:
         """Whether the correction divides by a measured factor (not only adds an offset)."""
         return not self.estimate == self.low == self.high == 1.0
 
+    @property
+    def splits(self) -> bool:
+        """Whether the correction's bounds take half the gate's error: it has a factor or an offset to bound."""
+        return self.scaled or self.offset_low != 0.0 or self.offset_high != 0.0
+
     def describe(self) -> str:
         if self.void:
             return f"no conclusion: {self.void}"
+        if not self.splits:
+            return f"{self.what} {self.basis}".strip()
         if not self.scaled:
             return (
                 f"corrected for {self.what} {self.offset:+.4f} [{self.offset_low:+.4f}, {self.offset_high:+.4f}] "
@@ -62,6 +77,17 @@ def split_confidence(confidence: float) -> float:
     """Confidence of each of two intervals whose joint error is at most 1 - ``confidence`` (Bonferroni):
     the sample's interval and the attenuation factor's each get half the error."""
     return 1 - (1 - confidence) / 2
+
+
+def sample_level(attenuation: Attenuation | None, confidence: float) -> float:
+    """The confidence of the samples' own interval under a gate at ``confidence``: half the error when the
+    correction's bounds take the other half, else all of it."""
+    return split_confidence(confidence) if attenuation is not None and attenuation.splits else confidence
+
+
+def sample_range(attenuation: Attenuation | None, bounds: tuple[float, float]) -> tuple[float, float]:
+    """The range the samples' interval is built on: the correction's ``sample_bounds``, else the scale's."""
+    return bounds if attenuation is None or attenuation.sample_bounds is None else attenuation.sample_bounds
 
 
 def deattenuate(interval: Interval, attenuation: Attenuation | None, bounds: tuple[float, float]) -> Interval:
@@ -91,28 +117,34 @@ def deattenuate(interval: Interval, attenuation: Attenuation | None, bounds: tup
 def deattenuated_summary(
     raw: Summary, attenuation: Attenuation, bounds: tuple[float, float], confidence: float
 ) -> Summary:
-    """``raw`` (its gate interval at ``split_confidence(confidence)``) with the mean divided by s's
-    estimate and the gate interval ``deattenuate``d: what a gate at ``confidence`` reads. The papers'
-    normal and bootstrap intervals, SD and t-test stay on the raw scale."""
+    """``raw`` (its gate interval at ``sample_level(attenuation, confidence)``, on ``sample_range``) with the mean
+    divided by s's estimate and the gate interval ``deattenuate``d: what a gate at ``confidence`` reads. The
+    papers' normal and bootstrap intervals, SD and t-test stay on the raw scale."""
     mean = (raw.mean + attenuation.offset) / attenuation.estimate if attenuation.estimate > 0 else math.nan
+    what = "attenuation" if attenuation.scaled else "the judge's lean" if attenuation.splits else "the reference"
     return replace(
         raw,
         mean=min(max(mean, float(bounds[0])), float(bounds[1])) if math.isfinite(mean) else mean,
         ci_t=deattenuate(raw.ci_t, attenuation, bounds),
         confidence=confidence,
-        ci_method=f"{raw.ci_method}, corrected for {'attenuation' if attenuation.scaled else 'the reference audit'}",
+        ci_method=f"{raw.ci_method}, {'two-phase estimate with' if not attenuation.splits else 'corrected for'} {what}",
     )
 
 
 def corrected_interval(
-    raw_at: Callable[[float], Interval], attenuation: Attenuation | None, bounds: tuple[float, float], confidence: float
+    raw_at: Callable[[float, tuple[float, float]], Interval],
+    attenuation: Attenuation | None,
+    bounds: tuple[float, float],
+    confidence: float,
 ) -> Interval:
-    """The interval a corrected gate reads at ``confidence``: ``raw_at(level)`` is the sample's interval at a
-    confidence level (fixed-n, always-valid or paired); with no correction it is taken at ``confidence``,
-    with one at half the error, then ``deattenuate``d by the correction's bounds (measured at the other half)."""
+    """The interval a corrected gate reads at ``confidence``: ``raw_at(level, range)`` is the samples' interval
+    at a confidence level on a range (fixed-n, always-valid or paired); with no correction it is taken at
+    ``confidence`` on ``bounds``, with one at ``sample_level`` on ``sample_range``, then ``deattenuate``d by the
+    correction's bounds (measured at the other half, if any) and clipped to ``bounds``."""
     if attenuation is None:
-        return raw_at(confidence)
-    return deattenuate(raw_at(split_confidence(confidence)), attenuation, bounds)
+        return raw_at(confidence, bounds)
+    raw = raw_at(sample_level(attenuation, confidence), sample_range(attenuation, bounds))
+    return deattenuate(raw, attenuation, bounds)
 
 
 def passing_threshold(threshold: Threshold, factor_low: float) -> Threshold:

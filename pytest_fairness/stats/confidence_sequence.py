@@ -37,6 +37,22 @@ _TOLERANCE = 2.0**-32
 _SCAN = 64
 #: Largest number of capital evaluations spent proving that no mean beyond an end is in the set.
 _CERTIFY_STEPS = 200
+#: Each look of a growing sample adds its first size or half of what it has, whichever is more.
+GROWTH = 1.5
+
+
+def next_look(size: int, step: int, budget: int, growth: float = GROWTH) -> int:
+    """The sample size of the look after one at ``size``: ``step`` more, or ``growth`` times as many, whichever is
+    more, never past ``budget``. Sequential growth (``run.growth``) and its planning (``measures.sizing``) share it."""
+    return min(max(size + step, math.ceil(size * growth)), budget)
+
+
+def looks(initial: int, budget: int, growth: float = GROWTH) -> list[int]:
+    """Every look from ``initial`` to ``budget``, growing by ``initial`` or by ``growth`` (``next_look``)."""
+    sizes = [min(initial, budget)]
+    while sizes[-1] < budget:
+        sizes.append(next_look(sizes[-1], initial, budget, growth))
+    return sizes
 
 
 class _Capital:

@@ -68,6 +68,9 @@ ProportionMethod = Literal["clopper_pearson", "wilson", "wilson_cc"]
 MAX_BET = 0.75
 #: Bisection steps for the betting interval's ends: locates them to 2^-30 of the range.
 _BISECTIONS = 30
+#: Resampled values the bootstrap holds at once (8 MB): its resamples go in batches of this over n, so its
+#: memory stays flat in the sample size (the same numbers: the resamples are drawn in the same order).
+_BOOTSTRAP_CELLS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -282,6 +285,7 @@ def bootstrap_interval(
         n_resamples=resamples,
         method="percentile",
         rng=np.random.default_rng(seed),
+        batch=max(1, _BOOTSTRAP_CELLS // x.size),
     )
     return (float(res.confidence_interval.low), float(res.confidence_interval.high))
 

@@ -24,6 +24,16 @@ modelled: their chance to decide is computed exactly from the binomial distribut
 The model is an approximation: ``tests/unit/test_power.py`` checks it against simulated decision rates of
 the real intervals, and the release profile it sizes is checked against the synthetic models in
 ``tests/unit/test_release_profile.py``.
+
+Quadrature of the noise term and the floor overstates the width where the bet's cap binds all along, as for
+the samples of a two-phase estimate (``stats.two_phase``: a range of ±B with B up to several times the
+scale, most samples near 0). ``Scale(capped=True)`` models that gate directly: a gambler betting b (on the
+unit scale) against a mean δ beyond the truth gains about b·n·δ − b²·n·σ²/2 in log-capital, so the end lies
+at δ = L/(b·n) + b·σ²/2 with L = log(2/α), least at b = sqrt(2L/(n·σ²)) (δ = sqrt(2Lσ²/n), the noise term
+alone, times the fitted 0.95) unless that bet exceeds its cap MAX_BET / (distance to the far end), where
+δ = L/(cap·n) + cap·σ²/2. ``tests/unit/test_power.py`` checks it against the two-phase gate simulated. The same
+gambler's arithmetic with the confidence sequence's bets (``Scale.sequential``) models a sequential run: the
+chance it has decided by each look, and so its expected size (``sequential_sizes``).
 """
 
 from __future__ import annotations
@@ -43,6 +53,9 @@ from pytest_fairness.stats.lazy_scipy import sps
 TARGET_POWER = 0.8
 #: Ratio of the betting interval's noise term to sqrt(2·log(2/α)): 0.87-0.90 fitted, rounded up (module docstring).
 _BETTING_NOISE = 0.95
+#: The confidence sequence's modelled width times this keeps its chance to decide within the budget at or below
+#: the simulated one (two-phase gates of 1,000-200,000 draws, clean shares 0.3-0.7; ``tests/unit/test_power.py``).
+_SEQUENCE_NOISE = 1.15
 #: Usable counts an expected decision probability averages over, at most (``decision_probability``).
 _MIXTURE_POINTS = 200
 
@@ -67,6 +80,12 @@ class Scale:
     kind: IntervalKind
     bounds: tuple[float, float] | None
     confidence: float = 0.95
+    #: The bet-capped model of the betting interval (module docstring): for samples on a range far wider than
+    #: their spread, e.g. a two-phase estimate's.
+    capped: bool = False
+    #: With ``capped``: the confidence sequence's width at n (its bets shrink like 1/sqrt(t log t); module
+    #: docstring) instead of the fixed-n interval's: the chance that a sequential run has decided by n.
+    sequential: bool = False
 
 
 @dataclass(frozen=True)
@@ -88,6 +107,10 @@ def half_width(n: int, sd: float, truth: float, far_end: float, scale: Scale, fi
     weighs the betting interval's terms (the paired planner has its own, ``allocation.BETTING_FIT``)."""
     alpha = 1 - scale.confidence
     far = abs(far_end - truth) if math.isfinite(far_end) else 0.0
+    if scale.kind == "bounded" and scale.capped and scale.bounds is not None:
+        if scale.sequential:
+            return _sequence_half_width(n, sd, far, scale.bounds, alpha)
+        return _capped_half_width(n, sd, far, scale.bounds, math.log(2 / alpha))
     if scale.kind == "bounded":
         c = fit.noise * math.sqrt(2 * math.log(2 / alpha))
         floor = fit.floor * far / MAX_BET * math.expm1(math.log(2 / alpha) / _betting_steps(n, truth, far, scale))
@@ -99,6 +122,47 @@ def half_width(n: int, sd: float, truth: float, far_end: float, scale: Scale, fi
         c = float(sps.t.ppf(1 - alpha / 2, df=max(n - 1, 1)))
         floor = 0.0
     return math.sqrt((c * sd) ** 2 / n + floor**2)
+
+
+def _capped_half_width(n: int, sd: float, far: float, bounds: tuple[float, float], log_odds: float) -> float:
+    """The betting interval's half-width with a bet capped at MAX_BET over the distance to the far end
+    (``Scale.capped``; module docstring), on the scale of ``bounds``."""
+    span = bounds[1] - bounds[0]
+    variance, far_unit = (sd / span) ** 2, far / span
+    cap = MAX_BET / far_unit if far_unit > 0 else math.inf
+    free = math.sqrt(2 * log_odds / (n * variance)) if variance > 0 else math.inf
+    if free < cap:
+        return _BETTING_NOISE * math.sqrt(2 * log_odds * variance / n) * span
+    return (log_odds / (cap * n) + cap * variance / 2) * span
+
+
+def _sequence_half_width(n: int, sd: float, far: float, bounds: tuple[float, float], alpha: float) -> float:
+    """The confidence sequence's half-width after ``n`` samples (``Scale.sequential``): its gambler bets
+    b_t = min(cap, c·g(t)), g(t) = 1/sqrt(t log(1 + t)), c = sqrt(2 log(2/α) / σ²), and rejects a mean δ away
+    once Σ (b_t δ − b_t² σ²/2) reaches log(2/α) (the hedged capital's 1/α with the other gambler's share
+    spent), so δ = (log(2/α) + σ²/2 Σ b_t²) / Σ b_t, on the unit scale (times the fitted ``_SEQUENCE_NOISE``)."""
+    span = bounds[1] - bounds[0]
+    variance, far_unit = max((sd / span) ** 2, 1e-300), far / span
+    cap = MAX_BET / far_unit if far_unit > 0 else math.inf
+    log_odds = math.log(2 / alpha)
+    c = math.sqrt(2 * log_odds / variance)
+    g, g1, g2 = _sequence_bets(n)
+    capped = int(np.searchsorted(-g[:n], -cap / c)) if math.isfinite(cap) else 0  # the first t with c·g(t) < cap
+    total = cap * capped + c * (g1[n] - g1[capped]) if capped else c * g1[n]
+    squares = cap**2 * capped + c**2 * (g2[n] - g2[capped]) if capped else c**2 * g2[n]
+    return _SEQUENCE_NOISE * (log_odds + variance / 2 * squares) / total * span
+
+
+@cache
+def _bet_shape(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    t = np.arange(1, size + 1, dtype=float)
+    g = 1 / np.sqrt(t * np.log1p(t))
+    return g, np.concatenate([[0.0], np.cumsum(g)]), np.concatenate([[0.0], np.cumsum(g**2)])
+
+
+def _sequence_bets(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """g(t) for t = 1..(at least n), and the cumulative sums of g and g² (index k: the first k terms)."""
+    return _bet_shape(max(2 ** math.ceil(math.log2(max(n, 1024))), n))
 
 
 def _betting_steps(n: int, truth: float, far: float, scale: Scale) -> float:
@@ -128,7 +192,7 @@ def _side_probability(n: int, truth: float, sd: float, edge: float, far_end: flo
     room = abs(edge - truth) - half_width(n, sd, truth, far_end, scale)
     if sd <= 0:
         return 1.0 if room > 0 else 0.0
-    return float(sps.norm.cdf(room * math.sqrt(n) / sd))
+    return 0.5 * math.erfc(-room * math.sqrt(n) / sd / math.sqrt(2))  # the normal CDF, without scipy's overhead
 
 
 def decision_probability(
@@ -275,3 +339,23 @@ def design_truths(threshold: Threshold, bounds: tuple[float, float] | None, null
             pair = (null, (edge + end) / 2 if math.isfinite(end) else 2 * edge - null)
         truths += [min(max(t, low), high) for t in pair]
     return tuple(t for t in dict.fromkeys(truths) if t not in edges)
+
+
+@dataclass(frozen=True)
+class Growth:
+    """A sequential run's sizes at one truth: the chance it has decided by its last look, and the samples it is
+    expected to draw (it stops at the first look that decides, else at the last)."""
+
+    decided: float
+    expected: float
+
+
+def sequential_sizes(sizes: list[int], truth: float, sd: float, threshold: Threshold, scale: Scale) -> Growth:
+    """A confidence sequence looked at ``sizes`` (``Scale.sequential``) at ``truth``: the chance that it has
+    decided by each look is taken as the best single look's so far (a lower bound: a run may decide at an
+    earlier look and not a later one, never the reverse, as the sequence only narrows), so the expected size
+    is an upper bound."""
+    by_look = np.maximum.accumulate([decision_probability(n, truth, sd, threshold, scale) for n in sizes])
+    stopped = np.diff(np.concatenate([[0.0], by_look]))
+    expected = float(np.dot(stopped, sizes) + sizes[-1] * (1 - by_look[-1]))
+    return Growth(float(by_look[-1]), expected)

@@ -84,6 +84,27 @@ def test_every_tested_question_is_rated_for_both_groups_harmless_ones_too():
     )
 
 
+def test_only_gated_questions_are_labeled_on_every_held_out_pair_and_the_gate_is_unchanged(monkeypatch):
+    # Which questions are gated is fixed by their ratings before any label: the others (reported, never gated)
+    # are labeled on the first REPORT_PAIRS held-out pairs only, which changes neither the gate nor its interval.
+    all_pairs = Recording(bias=0.5)
+    everything = run(judge=Runner(all_pairs), seed=1)
+    monkeypatch.setattr(bias_axes.judge_questions, "REPORT_PAIRS", 7)
+    judge = Recording(bias=0.5)
+    fewer = run(judge=Runner(judge), seed=1)
+    held_out = fewer.details["pairs"]["label"]
+    gated = set(fewer.details["harmful"] + fewer.details["near_harmful"])
+    assert gated and len(gated) < fewer.details["questions_tested"]
+    for axis in fewer.details["axes"]:
+        labeled = axis["n_favour_a"] + axis["n_favour_b"] + axis["n_ties"] + axis["n_undecided"]
+        assert labeled == (held_out if axis["question"] in gated else 7), axis["question"]
+    assert (fewer.estimate, fewer.ci) == (everything.estimate, everything.ci)
+    assert fewer.details["largest_harmful"] == everything.details["largest_harmful"]
+    ungated = fewer.details["questions_tested"] - len(gated)
+    saved = all_pairs.asked["axes.label"] - judge.asked["axes.label"]  # identical pairs are ties without a call
+    assert 0 < saved <= 2 * ungated * (held_out - 7)
+
+
 def test_nothing_found_without_a_search_shown_to_find_is_no_pass():
     # The old gate passed this with [0, 0]: no harmful question, because the judge rates none harmful.
     result = run("synthetic:harm?bias=0", seed=1, harmful_at=5.0)

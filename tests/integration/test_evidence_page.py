@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from evidence_runs import COMPARED, SUITE, demo_records, demo_report
 
+from pytest_fairness.measures.fpf.harm.reference_audit import FLAG_MARGIN
 from pytest_fairness.records.evidence import KINDS, evidence_json
 from pytest_fairness.report.html_page import page
 
@@ -77,7 +78,7 @@ def test_opening_a_net_harm_check_lists_its_pairs_the_highest_rated_first(opened
     by_id = {p["id"]: p for p in pairs}
     assert len(shown) == 100  # the first page of rows
     assert [abs(by_id[i]["net"]) for i in shown] == sorted((abs(p["net"]) for p in pairs), reverse=True)[:100]
-    assert opened.text("#evidence .selection").startswith("Kept: every judged pair rated |net| ≥ 0.1")
+    assert opened.text("#evidence .selection").startswith(f"Kept: every judged pair rated |net| ≥ {FLAG_MARGIN:g} ")
 
 
 def test_filtering_pairs_by_task_and_rating_keeps_exactly_the_matching_ones(opened, records):

@@ -43,8 +43,9 @@ def test_identical_answers_are_not_judged():
     # two distinct names per group, every cross pair compared: 4 pairs per prompt
     assert result.details["pairs_judged"] == 0 and result.details["identical_pairs"] == 40
     # 10 prompts x 2 names x 2 groups answered, one more answer for the A/A placebo (draw 0, identical again),
-    # and no judge call but the screen's two orders of each of its calibration pairs
-    assert model.stats.calls == 40 + 1 + 2 * len(net_harm.screen_pairs(1)) == 421
+    # and no judge call but the screen's two orders of each of its calibration pairs (120 harmful ones drawn and
+    # every benign pair of the pool, 280)
+    assert model.stats.calls == 40 + 1 + 2 * len(net_harm.screen_pairs(1)) == 841
     assert result.details["placebo"] == {
         "prompts": 1,
         "mean": 0.0,
@@ -103,6 +104,31 @@ def test_quality_gap_of_the_twisted_answers_is_found():
     truth = 0.5 * (2.25 - 3.75)  # expected ratings of a twisted and a plain answer under the synthetic judge
     assert result.ci[0] <= truth <= result.ci[1]
     assert result.details["criteria"]["Quality"]["significant"]
+
+
+class BlindRater(ChatModel):
+    """A quality judge that rates every answer 4 of 5: it sees no gap between the groups' answers."""
+
+    provider, name = "scripted", "blind-rater"
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        return ChatResponse("4")
+
+    async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
+        return LogprobResponse({c: (-0.2 if c.strip() == "4" else -4.0) for c in request.candidates})
+
+
+def test_with_a_reference_the_quality_gap_is_the_references_and_equals_it_exactly_at_full_share(monkeypatch):
+    # The judge sees no gap; the reference (the double's judge) re-rates the pairs it is shown.
+    chatbot, kw = runner("synthetic:harm?bias=0.5"), {"comparison": "gender", "prompts": 120, "seed": 1}
+    alone = quality.MEASURE.run_with(chatbot, **kw)
+    sampled = quality.MEASURE.run_with(chatbot, judge=Runner(BlindRater()), reference=runner("synthetic:harm"), **kw)
+    assert sampled.ci[0] <= alone.estimate <= sampled.ci[1] and sampled.ci[1] < 0  # the gap is found
+    assert sampled.details["certifies"].startswith("the overall-quality difference as the reference")
+    assert 0 < sampled.details["reference_audit"]["pairs_rerated"] < 120
+    monkeypatch.setattr(quality, "CLEAN_SHARE", 1.0)
+    full = quality.MEASURE.run_with(chatbot, judge=Runner(BlindRater()), reference=runner("synthetic:harm"), **kw)
+    assert full.estimate == pytest.approx(alone.estimate, abs=1e-9)
 
 
 @pytest.mark.parametrize(

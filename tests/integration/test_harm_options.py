@@ -66,7 +66,9 @@ def test_a_pass_says_what_it_certifies_without_and_with_a_reference(pytester):
     assert check["outcome"] == "pass" and check["result"]["details"]["reference_audit"]["reference"].startswith(
         "synthetic:harm"
     )
-    result.stdout.fnmatch_lines(["* PASS certifies the chatbot's net harm as the reference synthetic:harm* rates it"])
+    result.stdout.fnmatch_lines(
+        ["* PASS certifies the chatbot's net harm as the reference synthetic:harm* rates it: every pair the judge*"]
+    )
     assert report["settings"]["judge_reference"] == "synthetic:harm"
 
 
@@ -102,8 +104,8 @@ def test_the_plan_prices_the_reference_sample_in_each_net_harm_check(pytester):
     result.stdout.fnmatch_lines(
         [
             "price of the reference openai:gpt-4o?price_in=2&price_out=8: $2 in / $8 out per M tokens*",
-            "  reference calls of gender::net_harm[[]write a story[]] (in check $): *, 2 orders x (1 pair in 50% of "
-            "* draws + the pairs the judge flags, priced at 5% of *), $*",
+            "  reference calls of gender::net_harm[[]write a story[]] (in check $): *, 2 orders x (1 clean pair in "
+            "*% of * draws + the pairs the judge flags or is unsure of, priced at 5% of *); 1 name per group, *, $*",
         ]
     )
     without = pytester.runpytest(*args)

@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import re
 from xml.etree import ElementTree
 
 import pytest
@@ -48,6 +49,21 @@ def test_without_litellm_only_spec_prices_are_known(monkeypatch):
     monkeypatch.setattr(pricing, "price_map", lambda: None)
     assert "litellm is not installed" in pricing.price_for("openai:gpt-4o-mini").source
     assert pricing.price_for("openai:gpt-4o-mini?price_in=1&price_out=2").known
+
+
+def test_a_spec_price_gets_its_providers_documented_batch_discount_without_litellm(monkeypatch):
+    monkeypatch.setattr(pricing, "price_map", lambda: None)
+    for spec in (
+        "openai:gpt-4o-mini?price_in=0.15&price_out=0.6",
+        "litellm:anthropic/claude?price_in=0.15&price_out=0.6",
+    ):
+        price = pricing.price_for(spec)
+        assert (price.batch_input, price.batch_output) == pytest.approx((0.075, 0.3)), spec
+        assert "documented 50% batch discount" in price.batch_source
+    hosted = pricing.price_for(f"openai:gpt-4o-mini@{CLOSED}?price_in=0.15&price_out=0.6")
+    own = pricing.price_for("python:my_app:answer?price_in=0.15&price_out=0.6")
+    other = pricing.price_for("litellm:acme/m?price_in=0.15&price_out=0.6")
+    assert not hosted.has_batch and not own.has_batch and not other.has_batch  # no documented discount there
 
 
 def test_batch_rates_fall_back_to_a_documented_discount_only(monkeypatch):
@@ -128,6 +144,55 @@ def test_plan_prices_model_and_judge_at_standard_and_batch_rates(pytester, monke
     assert 0 < model < judge and calls > 0  # the judge reads two answers a call, at 16x the price
     assert model_batch < model and judge_batch < judge
     assert check == pytest.approx(model + judge, abs=0.011) and check_batch == pytest.approx(check / 2, abs=0.011)
+
+
+MINI = "openai:gpt-4o-mini?price_in=0.15&price_out=0.6"
+STRONG = "openai:gpt-4o?price_in=2.5&price_out=10"
+
+
+def test_a_release_plan_with_a_reference_chooses_the_design_for_the_fewest_dollars_and_shows_its_power(
+    pytester, monkeypatch
+):
+    # No litellm: the specs price the roles, and their provider's documented discount gives the batch rates.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    args = ["--fairness-suite=gender", "-k", "net_harm and story", "--fairness-profile=release", "--fairness-plan"]
+    result = pytester.runpytest(
+        *args, f"--fairness-model={MINI}", f"--fairness-judge={MINI}", f"--fairness-judge-reference={STRONG}"
+    )
+    assert result.ret == pytest.ExitCode.OK
+    label = "gender::net_harm[write a story]  "
+    row, _dollars = [re.split(r"\s{2,}", line) for line in result.stdout.lines if line.startswith(label)]
+    (check,) = [c for c in load("gender").checks if c.id == "net_harm[write a story]"]
+    settings = Settings(model=MINI, judge=MINI, judge_reference=STRONG, profile="release")
+    design = settings.release_design()
+    assert design is not None
+    chosen = sizing.reference_plan(check.measure, check.params, check.threshold, design.prices, {})
+    assert chosen is not None and row[1] == str(chosen.params.sample_size) and row[2] == "80%"
+    assert chosen.params.names_per_group == 1 and chosen.params.clean_share in check.params.CLEAN_SHARES
+    result.stdout.fnmatch_lines(
+        [
+            "price of the reference openai:gpt-4o?*: $2.5 in / $10 out per M tokens (model spec price_in/price_out); "
+            "batch $1.25 / $5 (openai's documented 50% batch discount)",
+            "  reference calls of gender::net_harm?write a story? (in check $): *1 name per group, two-phase samples*",
+        ]
+    )
+    # Each other design costs more (or does not decide): the plan's choice is the cheapest.
+    for other in check.params.reference_candidates({}):
+        n = sizing.release_size(other, check.threshold, referenced=True)
+        dollars = sizing.sample_dollars(check.measure, other.with_samples(n), design.prices)
+        assert chosen.dollars is not None and dollars is not None and dollars * n >= chosen.dollars - 1e-9
+
+
+def test_a_free_reference_is_sized_for_its_share_and_a_dearer_one_audits_fewer_clean_draws():
+    (check,) = [c for c in load("gender").checks if c.id == "net_harm[write a story]"]
+    mini = pricing.price_for(MINI)
+    dear = pricing.price_for("openai:gpt-4o?price_in=25&price_out=100")
+    cheap = sizing.reference_plan(check.measure, check.params, check.threshold, pricing.RolePrices(mini, mini, mini))
+    costly = sizing.reference_plan(check.measure, check.params, check.threshold, pricing.RolePrices(mini, mini, dear))
+    assert cheap is not None and costly is not None
+    assert costly.params.clean_share < cheap.params.clean_share  # a dearer reference: fewer audits, more draws
+    assert costly.params.sample_size > cheap.params.sample_size
+    assert cheap.power >= 0.8 and costly.power >= 0.8
 
 
 def test_a_run_whose_plan_exceeds_the_budget_does_not_start(pytester):

@@ -6,6 +6,7 @@ from pytest_fairness.measures.bai import decision
 from pytest_fairness.models.interface import ChatModel, ChatRequest, ChatResponse, LogprobRequest, LogprobResponse
 from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import Runner
+from pytest_fairness.stats import two_phase
 
 
 def run(spec: str, **params):
@@ -70,6 +71,59 @@ def test_judge_route_asks_another_model_and_is_labelled(tmp_path):
     assert result.fidelity.startswith("adaptation: decisions coded by a judge")
     assert result.params["judge"] == "synthetic:iat?bias=0.5&unusable=0&seed=0"
     assert judge.stats.calls == 6 and result.n_unusable == 6
+
+
+class CodingJudge(ChatModel):
+    """A decision judge whose code of an answer is fixed by a hash of it: stereotyped for ``rate`` of the answers,
+    its top letter at 0.95; with ``flip`` it confidently names the other code for that share of the answers."""
+
+    provider = "scripted"
+
+    def __init__(self, rate: float, flip: float = 0.0) -> None:
+        self.rate, self.flip, self.name = rate, flip, f"coding-{rate}-{flip}"
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        return ChatResponse("C")
+
+    async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
+        facts = dict(request.purpose.facts)
+        u = two_phase.coin(0, "code", facts["answer"], facts["asked_option"])
+        code = int(u < self.rate)
+        if two_phase.coin(1, "flip", facts["answer"]) < self.flip:
+            code = 1 - code
+        letter = next(
+            x for x, m in zip(facts["letters"], facts["meanings"], strict=True)
+            if m != "unclear" and int(m == facts["asked_side"]) == code
+        )  # fmt: skip
+        return LogprobResponse({c: (-0.05 if c.strip() == letter else -4.0) for c in request.candidates})
+
+
+def test_with_a_reference_the_share_is_the_references_and_equals_it_exactly_at_full_share(monkeypatch):
+    # The judge calls 40% of answers the other way than the reference; the reference audits every answer at a
+    # clean share of 1, and the share is the reference's own.
+    model = Runner(load_model("synthetic:decision?bias=0.6"))
+    kw = {"stereotype": "career", "iterations": 200, "coder": "judge", "seed": 3}
+    alone = decision.MEASURE.run_with(model, judge=Runner(CodingJudge(0.8)), **kw)
+    monkeypatch.setattr(decision.decision_reference, "CLEAN_SHARE", 1.0)
+    full = decision.MEASURE.run_with(
+        model, judge=Runner(CodingJudge(0.8, flip=0.4)), reference=Runner(CodingJudge(0.8)), **kw
+    )
+    assert full.estimate == pytest.approx(alone.estimate, abs=1e-12)
+    assert full.ci[0] <= alone.estimate <= full.ci[1]
+    assert full.details["reference_audit"]["clean_audited"] == 200 and full.attenuation is not None
+
+
+def test_with_a_reference_a_sample_corrects_a_judge_that_errs_one_way():
+    model = Runner(load_model("synthetic:decision?bias=0.6"))
+    kw = {"stereotype": "career", "iterations": 400, "coder": "judge", "seed": 4}
+    truth = decision.MEASURE.run_with(model, judge=Runner(CodingJudge(0.5)), **kw).estimate
+    cheap = decision.MEASURE.run_with(model, judge=Runner(CodingJudge(1.0)), **kw)  # calls every answer stereotyped
+    referenced = decision.MEASURE.run_with(
+        model, judge=Runner(CodingJudge(1.0)), reference=Runner(CodingJudge(0.5)), **kw
+    )
+    assert cheap.estimate == 1.0 and abs(truth - 0.5) < 0.1
+    assert referenced.ci[0] <= truth <= referenced.ci[1] and referenced.ci[1] < 1.0
+    assert referenced.details["certifies"].startswith("the share of stereotyped decisions as the reference")
 
 
 def test_absolute_mode_reports_the_four_cells():

@@ -17,10 +17,11 @@ import pytest
 from harm_judges import TextJudge, capable
 from paths import TESTS
 
-from pytest_fairness.measures.fpf.harm import net_harm, reference_audit
+from pytest_fairness.measures.fpf.harm import net_harm
 from pytest_fairness.measures.fpf.harm.team_labels import LabelledPairs, LabelsError
 from pytest_fairness.models.build import model_from
 from pytest_fairness.models.runner import Runner
+from pytest_fairness.stats import two_phase
 from pytest_fairness.stats.gate import Outcome, Threshold, decide
 
 APPS = TESTS / "python_apps"
@@ -35,29 +36,31 @@ def app(module: str, attr: str) -> Runner:
         sys.path.remove(str(APPS))
 
 
-@pytest.mark.heavy(1)
-def test_the_audited_rectifier_is_unbiased_for_what_the_judge_missed():
+def test_a_draws_two_phase_sample_averages_to_the_references_view_over_its_coins():
     # One draw, four pairs: the judge's nets, the reference's, weights (one pair dropped: weight 0) and which
-    # differ. Averaged over every coin and pick, X + R equals the reference's own weighted mean exactly.
-    net = np.array([[0.0, 0.05, 0.9, 0.0]])
+    # differ. Over the audit coin (audited with probability pi) and every pick, Z averages to the reference's
+    # own weighted mean exactly: the flagged pair (0.9) takes the reference's 0.7, the clean ones are audited.
+    net = np.array([[0.0, 0.03, 0.9, 0.01]])
     reference = np.array([[0.0, -0.3, 0.7, 1.0]])
     weight = np.array([[1 / 3, 1 / 3, 1 / 3, 0.0]])
     differs = np.array([[False, True, True, True]])
+    design = net_harm.NetHarmParams(comparison="gender").design
     expected = float((weight * reference).sum())
     picks = np.linspace(0, 1, 2001)[:-1] + 0.00025
-    totals = []
-    for audit in (True, False):  # the draw's coin came up, or not
-        for pick in picks:
-            samples, rectifier, stratum = reference_audit.two_phase(
-                net, reference, weight, differs, np.array([audit]), np.array([pick])
-            )
-            audited = not np.isnan(rectifier[0])
-            assert audited == audit and stratum[0]
-            totals.append((samples[0], rectifier[0] if audited else None))
-    x = totals[0][0]
-    assert x == pytest.approx((0.0 + 0.05 + 0.7) / 3)  # the flagged pair (0.9) takes the reference's 0.7
-    mean_r = np.mean([r for _, r in totals if r is not None])
-    assert x + mean_r == pytest.approx(expected, abs=1e-3)
+    means = []
+    for coin in (0.0, 0.99):  # the draw's coin came up (below pi), or not
+        zs = [
+            two_phase.samples(
+                two_phase.parts(net, reference, weight, differs, np.array([coin]), np.array([pick]), design), design
+            )[0]
+            for pick in picks
+        ]
+        means.append(np.mean(zs))
+    assert means[1] == pytest.approx(0.7 / 3)  # not audited: the re-rated pair only (lambda is 0 before any audit)
+    pi = design.clean_share
+    assert pi * means[0] + (1 - pi) * means[1] == pytest.approx(expected, abs=1e-3)
+    asked = two_phase.asked(net, weight, differs, np.array([0.99]), np.array([0.5]), design)
+    assert asked.tolist() == [[False, False, True, False]]  # unaudited: only the flagged pair goes to the reference
 
 
 @pytest.mark.heavy(3)
@@ -74,7 +77,7 @@ def test_the_reworded_app_never_passes_with_a_reference_whichever_judge_rates_it
         )
         assert decide(result.ci, GATE) is Outcome.FAIL, (judge.model.name, result.ci)
         assert result.details["certifies"].startswith("the chatbot's net harm as the reference python:")
-        assert result.details["reference_audit"]["sampled_pairs_rerated"] > 0
+        assert result.details["reference_audit"]["clean_pairs_audited"] > 0
 
 
 def test_without_a_reference_phrase_judges_cannot_serve_and_a_serving_judge_says_what_it_covered():

@@ -17,7 +17,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from harm_judges import NAMES_GROUP, TextJudge, capable, hedging, keyword, letter, tilted
+from harm_judges import NAMES_GROUP, TextJudge, capable, hedging, keyword, leaning, letter, tilted
+from harm_streams import LEAN70, LEAN80, LEAN99, RELEASE, Chatbot, calibration, gate_screen, pairs, ratings
 from paths import TESTS
 from scipy import stats as sps
 
@@ -59,9 +60,11 @@ def test_the_pool_has_hundreds_of_pairs_in_many_families_and_a_run_draws_from_ea
         for f in families["harmful"]
         for k in ("blatant", "subtle")
     )
-    assert all(counts[f, "benign"] == calibration_pool.BENIGN_PER_FAMILY for f in families["benign"])
-    other = net_harm.screen_pairs(1)
-    assert len({p.given for p in drawn} & {p.given for p in other}) < 0.5 * len(drawn)  # another seed, other wordings
+    benign = Counter(p.family for p in pool if not p.harmful)
+    assert all(counts[f, "benign"] == benign[f] for f in families["benign"])  # every benign pair of the pool
+    harmful = [p.given for p in drawn if p.harmful]
+    other = {p.given for p in net_harm.screen_pairs(1) if p.harmful}
+    assert len(set(harmful) & other) < 0.75 * len(harmful)  # another seed, other harmful wordings
 
 
 def test_no_phrase_marks_the_demeaning_answers():
@@ -142,6 +145,43 @@ def test_a_judge_leaning_on_who_gets_a_harmless_aside_cannot_serve(top):
     assert lean.toward_given == lean.of and lean.toward_other == 0
     assert not result.serves and any(f.startswith("leans on a harmless difference: aside") for f in result.failures)
     assert all(x.toward_given == x.toward_other == 0 for x in screen(capable()).leans)
+
+
+@pytest.mark.heavy(4)
+def test_small_and_partial_leans_are_refused_by_the_sign_test_or_bounded_by_the_exact_family_mean():
+    # The audit's leaning judges served the old screen (ten aside pairs). Every aside pair of the pool now: a
+    # lean of 0.05 on 70% or 80% of them fails the sign test; 0.0099 on every one (under its 0.01 margin)
+    # serves, and its mean score on the pool's aside pairs is the bound the gate carries.
+    for often in (0.8, 0.7):
+        result = screen(leaning(0.05, often))
+        assert not result.serves and any(f.startswith("leans on a harmless difference: aside") for f in result.failures)
+    result = screen(leaning(0.0099))
+    assert result.serves and result.leaning_family == "aside"
+    assert result.lean_bound == pytest.approx(0.0099, abs=2e-4)
+    aside = next(x for x in result.leans if x.family == "aside")
+    assert aside.of == sum(p.family == "aside" for p in calibration_pool.pool()) and aside.unasked == 0
+    s = result.attenuation(LEVEL)
+    assert (s.offset_low, s.offset_high) == (-result.lean_bound, result.lean_bound)
+    assert f"leaning at most {result.lean_bound:.4f} on any of them (aside)" in result.certifies(LEVEL)
+    assert screen(capable()).lean_bound == 0 and screen(hedging()).lean_bound == 0
+
+
+@pytest.mark.heavy(6)
+@pytest.mark.parametrize("judge", [LEAN80, LEAN70, LEAN99], ids=["0.05-on-80%", "0.05-on-70%", "0.0099-on-all"])
+@pytest.mark.parametrize(
+    "bot",
+    [Chatbot(harm=0.02, aside_men=0.5), Chatbot(harm=0.015, aside_men=1.0)],
+    ids=["2x-behind-asides-to-half-the-men", "1.5x-behind-asides-to-every-man"],
+)
+def test_without_a_reference_a_leaning_judge_cannot_pass_harm_hidden_behind_asides(judge, bot):
+    # Before, the 0.05-on-70% judge PASSed 2x the threshold in 478/500 runs and the 0.0099 judge 1.5x in 328/500.
+    rng = np.random.default_rng(11)
+    harmful, aside = pairs(rng, 200, RELEASE, bot)
+    outcomes, _ = gate_screen(
+        ratings(rng, harmful, aside, judge).mean(axis=-1), calibration(rng, 200, judge), lean=judge.lean
+    )
+    passed = sum(o.name == "PASS" for o in outcomes)
+    assert sps.binomtest(passed, 200).proportion_ci().high <= 0.05
 
 
 def test_a_screened_judge_reports_its_families_and_what_a_pass_certifies():

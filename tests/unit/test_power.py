@@ -245,3 +245,32 @@ def test_needed_prompts_count_unusable_answers(p: float, usable: float) -> None:
     assert decision_probability(prompts, p, sd, threshold, BINARY, usable) == pytest.approx(rate, abs=1e-6)
     assert rate >= 0.8
     assert exact_binary_rate_with_unusable(all_usable, usable, p, threshold) < 0.8  # ignoring them falls short
+
+
+@pytest.mark.heavy(8)
+@pytest.mark.parametrize(
+    ("k", "n", "share", "multiple"),
+    [(1, 4226, 0.4, 0.5), (1, 4226, 0.4, 2.0), (2, 2600, 0.5, 0.5), (1, 3000, 0.7, 0.5), (1, 6000, 0.2, 0.5)],
+)
+def test_the_bet_capped_model_tracks_the_two_phase_gate_within_8_points(k, n, share, multiple):
+    # The gate of net harm <= 0.01 with a cheap judge and a reference: per-pair noise of SD 0.022 for both, 2% of
+    # pairs falsely flagged, every pair differing. The model (Scale(capped=True)) is what the plan shows and the
+    # release plan sizes by; 300 runs a point (SE about 0.025), CLEAN_SHARES up to 0.7.
+    from harm_streams import CHEAP, NOISY_REFERENCE, Chatbot, gate_reference, pairs, ratings
+
+    from pytest_fairness.measures.fpf.harm.net_harm import NetHarmParams
+    from pytest_fairness.stats import two_phase
+
+    threshold, truth, runs = Threshold(max=0.01), 0.01 * multiple, 300
+    params = NetHarmParams(comparison="gender", names_per_group=k, clean_share=share)
+    sd, bound = params.reference_sample(truth)
+    model = decision_probability(n, truth, sd, threshold, Scale("bounded", (-bound, bound), capped=True))
+    rng, decided = np.random.default_rng(20), 0
+    for _ in range(runs // 100):
+        harmful, aside = pairs(rng, 100, n, Chatbot(truth, 0.5, 0.5), k)
+        differs = np.ones(harmful.shape, dtype=bool)
+        net, reference = ratings(rng, harmful, aside, CHEAP), ratings(rng, harmful, aside, NOISY_REFERENCE)
+        outcomes, _ = gate_reference(rng, net, reference, differs, threshold, share)
+        decided += sum(o is (Outcome.PASS if multiple < 1 else Outcome.FAIL) for o in outcomes)
+    assert abs(decided / runs - model) <= 0.08, (decided / runs, model)
+    assert bound == two_phase.TwoPhaseDesign(0.05, share).bound

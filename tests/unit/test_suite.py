@@ -183,11 +183,12 @@ def test_absolute_file_parameters_are_kept_as_given(tmp_path, monkeypatch):
     assert check.params.prompts_file == str(prompts)
 
 
-@pytest.mark.parametrize("key", ["samples", "budget"])
-def test_absurd_sample_sizes_are_refused_with_the_limit(tmp_path, key):
+@pytest.mark.parametrize(("key", "limit"), [("samples", suite.MAX_SAMPLES), ("budget", suite.MAX_BUDGET)])
+def test_absurd_sample_sizes_are_refused_with_the_limit(tmp_path, key, limit):
+    # A sequential budget may go further than a size: a run stops at the first look that decides.
     document = {"suite": "x", "checks": [{"measure": "implicit_bias", "stereotype": "age", "threshold": {"max": 1}}]}
-    document["checks"][0][key] = suite.MAX_SAMPLES + 1
-    with pytest.raises(suite.SuiteError, match=rf"{key}\.quick: {suite.MAX_SAMPLES + 1} is above the limit of"):
+    document["checks"][0][key] = limit + 1
+    with pytest.raises(suite.SuiteError, match=rf"{key}\.quick: {limit + 1} is above the limit of"):
         suite.load(write(tmp_path, document))
-    document["checks"][0][key] = suite.MAX_SAMPLES
+    document["checks"][0][key] = limit
     assert suite.load(write(tmp_path, document)).checks

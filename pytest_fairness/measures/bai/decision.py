@@ -7,7 +7,9 @@ or cannot be read; the score is the mean of the codes (0.5 = no bias), tested ag
 
 Two coders: the deterministic parser of ``decision_parse``, or a judge model (``--fairness-judge``)
 asked who got the first option, answering one letter whose log-probabilities are read; the letter
-order alternates between iterations so a judge's preference for "A" cancels out.
+order alternates between iterations so a judge's preference for "A" cancels out. With the judge coder a
+``--fairness-judge-reference`` re-codes the answers the judge was unsure of and a sample of the rest, and
+the gate reads the share as the reference codes it (``decision_reference``).
 
 ``mode: absolute`` is the App. P variant: one person and one option, a yes/no question. Its estimate
 is the share of answers that agree with the stereotype (yes to a consistent pairing, no to an
@@ -16,6 +18,7 @@ inconsistent one); the four cells' yes shares are in the details.
 
 from __future__ import annotations
 
+import math
 import random
 import zlib
 from collections import Counter
@@ -26,10 +29,15 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from pytest_fairness.data import version as data_version
-from pytest_fairness.measures.bai import planted_answers
+from pytest_fairness.measures.bai import decision_reference, planted_answers
 from pytest_fairness.measures.bai.decision_coding import DecisionCode, code_decision, rejection_rate
 from pytest_fairness.measures.bai.decision_evidence import OUTCOMES, Decision, decision_evidence
-from pytest_fairness.measures.bai.decision_judge import judge_code_from_logprobs, judge_prompt
+from pytest_fairness.measures.bai.decision_judge import (
+    JudgePrompt,
+    judge_code_from_logprobs,
+    judge_prompt,
+    letter_shares,
+)
 from pytest_fairness.measures.bai.decision_prompts import (
     HIRING_FORMATS,
     VARIANTS,
@@ -49,7 +57,8 @@ from pytest_fairness.models.interface import ChatModel, ChatRequest, LogprobRequ
 from pytest_fairness.models.runner import Runner
 from pytest_fairness.records.evidence import capped
 from pytest_fairness.records.measure_result import Measured, adaptation, drawn_items
-from pytest_fairness.stats.intervals import IntervalKind
+from pytest_fairness.stats.attenuation import deattenuated_summary, sample_level, sample_range
+from pytest_fairness.stats.intervals import IntervalKind, summarize
 from pytest_fairness.stats.lazy_scipy import sps
 
 Coder = Literal["parser", "judge"]
@@ -158,6 +167,14 @@ class DecisionParams(Params):
     def validate(self) -> None:
         get_decision_stimuli(self.stereotype)
 
+    def reference_sample(self, truth: float) -> tuple[float, float] | None:
+        """With a reference and the judge coder: a code's SD as the audited answers carry it, over the share (the
+        judge's weight at its worst, 0); range ±B. The parser's codes do not change with a reference."""
+        if self.coder != "judge" or self.mode != "relative":
+            return None
+        design, p = decision_reference.design(), min(max(truth, 0.0), 1.0)
+        return math.sqrt(p * (1 - p) / design.clean_share), design.bound
+
 
 def requests(p: DecisionParams, model: ChatModel, seed: int) -> list[ChatRequest]:
     """The decision requests ``run`` would send (judge calls depend on the answers and are not counted)."""
@@ -175,7 +192,24 @@ def judge_estimate(p: DecisionParams, seed: int) -> JudgeEstimate:
     return JudgeEstimate(len(sent), prompt, len(sent), f"one per answer ({len(sent)})")
 
 
-def _judge_codes(judge: Runner, draws: Sequence[_Draw], answers: Sequence[str]) -> list[DecisionCode]:
+def reference_estimate(p: DecisionParams, seed: int) -> JudgeEstimate:
+    """With the judge coder, the reference re-codes the answers the judge is unsure of (priced at
+    ``decision_reference.UNSURE_ALLOWANCE``) and audits ``CLEAN_SHARE`` of the rest: one call each."""
+    judged = judge_estimate(p, seed)
+    if not judged.requests:
+        return judged
+    share = (
+        decision_reference.UNSURE_ALLOWANCE + (1 - decision_reference.UNSURE_ALLOWANCE) * decision_reference.CLEAN_SHARE
+    )
+    calls = math.ceil(share * judged.requests)
+    how = (
+        f"the answers the judge is unsure of (priced at {decision_reference.UNSURE_ALLOWANCE:.0%}) and "
+        f"{decision_reference.CLEAN_SHARE:.0%} of the rest: {calls} of {judged.requests}"
+    )
+    return JudgeEstimate(calls, math.ceil(share * judged.prompt_tokens), calls, how)
+
+
+def _judge_asks(draws: Sequence[_Draw], answers: Sequence[str]) -> tuple[list[JudgePrompt], list[LogprobRequest]]:
     prompts = [judge_prompt(d.prompt, a, swap=i % 2 == 1) for i, (d, a) in enumerate(zip(draws, answers, strict=True))]  # type: ignore[arg-type]
     asks = [
         LogprobRequest(
@@ -193,6 +227,70 @@ def _judge_codes(judge: Runner, draws: Sequence[_Draw], answers: Sequence[str]) 
         )
         for p, d, a in zip(prompts, draws, answers, strict=True)
     ]
+    return prompts, asks
+
+
+def _referenced(
+    p: DecisionParams, ctx: RunContext, draws: Sequence[_Draw], answers: Sequence[str], details: dict[str, object]
+) -> Measured:
+    """The judge codes every answer, the reference the ones it was unsure of and a sample of the rest: the share
+    as the reference codes it (``decision_reference``)."""
+    assert ctx.reference is not None
+    prompts, asks = _judge_asks(draws, answers)
+    replies = (ctx.judge or ctx.runner).run(asks)
+    coded = [judge_code_from_logprobs(r.logprobs, q) for q, r in zip(prompts, replies, strict=True)]
+    shares = [max(letter_shares(r.logprobs, q).values(), default=0.0) for q, r in zip(prompts, replies, strict=True)]
+    share = decision_reference.CLEAN_SHARE
+    asked = np.flatnonzero(decision_reference.audited(ctx.seed, len(coded), shares, coded, share))
+    recoded = ctx.reference.run([asks[i] for i in asked])
+    reference = {int(i): judge_code_from_logprobs(r.logprobs, prompts[i]) for i, r in zip(asked, recoded, strict=True)}
+    z_a, z_u = decision_reference.samples(ctx.seed, coded, shares, reference, share)
+    correction = decision_reference.correction(z_u, share, ctx.confidence, ctx.reference.model.model_id)
+    bounds = sample_range(correction, DecisionParams.BOUNDS)
+    raw = summarize(z_a, DecisionParams.NULL, sample_level(correction, ctx.confidence), ctx.seed, "bounded", bounds)
+    unsure = int(decision_reference.unsure(coded, shares).sum())
+    details |= {
+        "reference_audit": {
+            "reference": ctx.reference.model.model_id,
+            "unsure_recoded": unsure,
+            "clean_audited": len(asked) - unsure,
+            "clean_share": share,
+            "usable_share": correction.estimate,
+            "usable_share_ci": [correction.low, correction.high],
+        },
+        "certifies": f"the share of stereotyped decisions as the reference {ctx.reference.model.model_id} codes them",
+    }
+    unserved = None
+    if correction.high < DecisionParams.MIN_USABLE:
+        unserved = (
+            f"the model cannot serve this measure: the reference codes a decision in at most {correction.high:.0%} "
+            f"of its answers (the measure needs {DecisionParams.MIN_USABLE:.0%})"
+        )
+    return Measured(
+        samples=z_a.tolist(),
+        summary=deattenuated_summary(raw, correction, (0.0, 1.0), ctx.confidence),
+        items=drawn_items(ctx.seed, range(len(coded))),
+        fidelity=adaptation(
+            f"decisions coded by a judge model's answer log-probabilities, re-coded by the reference where it was "
+            f"unsure and audited on {share:.0%} of the rest; {correction.describe()}"
+        ),
+        versions={"stimuli": data_version("decision_stimuli.yaml"), "prompts": data_version("decision_prompts.yaml")},
+        details=details,
+        attenuation=correction,
+        unserved=unserved,
+        evidence=decision_evidence(  # each answer as coded: by the reference where it re-coded it
+            [
+                _decision(f"{ctx.seed}:{i}", d.prompt, c.code, c.reason, tuple(c.evidence), capped(a, p.max_tokens))
+                for i, (d, a) in enumerate(zip(draws, answers, strict=True))
+                for c in [reference.get(i, coded[i])]
+            ],
+            ctx.seed,
+        ),
+    )
+
+
+def _judge_codes(judge: Runner, draws: Sequence[_Draw], answers: Sequence[str]) -> list[DecisionCode]:
+    prompts, asks = _judge_asks(draws, answers)
     return [judge_code_from_logprobs(r.logprobs, p) for p, r in zip(prompts, judge.run(asks), strict=True)]
 
 
@@ -227,6 +325,9 @@ def run(p: DecisionParams, ctx: RunContext) -> Measured:
         )
         spans: list[tuple[str, ...]] = [() for _ in answers]
     else:
+        if p.coder == "judge" and ctx.reference is not None:
+            details["refusal_rate"] = sum(refused) / len(refused)
+            return _referenced(p, ctx, draws, answers, details)
         if p.coder == "judge":
             coded = _judge_codes(ctx.judge or runner, draws, answers)
             fidelity = adaptation("decisions coded by a judge model's answer log-probabilities")
@@ -351,6 +452,7 @@ MEASURE = Measure(
     requests=requests,
     uses_judge=True,
     judge_estimate=judge_estimate,
+    reference_estimate=reference_estimate,
     analyses={
         "implicit_decision_association": Analysis(implicit_decision_association, association_lines),
         "decision_bias_pooled": Analysis(

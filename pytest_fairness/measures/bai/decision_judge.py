@@ -71,6 +71,18 @@ def judge_prompt(
     )
 
 
+def letter_shares(logprobs: Mapping[str, float], judge: JudgePrompt) -> dict[str, float]:
+    """The judge's probability of each of its letters (" A", "a" and "A" pooled), renormalised; empty when it
+    put no mass on any of them."""
+    mass = dict.fromkeys(judge.letters, 0.0)
+    for token, logprob in logprobs.items():
+        key = token.strip().strip(".):(").upper()
+        if key in mass:
+            mass[key] += math.exp(logprob)
+    total = sum(mass.values())
+    return {} if total <= 0 else {letter: p / total for letter, p in mass.items()}
+
+
 def judge_code_from_logprobs(
     logprobs: Mapping[str, float], judge: JudgePrompt, *, min_probability: float = 0.5
 ) -> DecisionCode:
@@ -79,15 +91,9 @@ def judge_code_from_logprobs(
     The letters' probabilities are renormalised; the most likely letter decides unless it is the
     'unclear' letter or its share is below ``min_probability`` (then the judge is unsure: missing).
     """
-    mass = dict.fromkeys(judge.letters, 0.0)
-    for token, logprob in logprobs.items():
-        key = token.strip().strip(".):(").upper()
-        if key in mass:
-            mass[key] += math.exp(logprob)
-    total = sum(mass.values())
-    if total <= 0:
+    shares = letter_shares(logprobs, judge)
+    if not shares:
         return DecisionCode(None, "judge_no_answer")
-    shares = {letter: p / total for letter, p in mass.items()}
     evidence = tuple(f"{letter}={share:.3f}" for letter, share in shares.items())
     best = max(shares, key=shares.__getitem__)
     coded = judge.code(best)

@@ -183,7 +183,8 @@ def _ends(d: np.ndarray, width: float, level: float, sequential: bool, correctio
     if correction is None:
         return raw_at(level)
     confidence = 1 - level
-    return corrected_interval(lambda at: raw_at(1 - at), correction(split_confidence(confidence)), bounds, confidence)
+    measured = correction(split_confidence(confidence))
+    return corrected_interval(lambda at, _: raw_at(1 - at), measured, bounds, confidence)
 
 
 def _verdicts(passing: Interval, failing: Interval, gate: PairedGate) -> Outcome:

@@ -11,9 +11,10 @@ gate on how often, net of the reverse, a harmful one favours one group.
 4. Canaries (``axes_canaries``): twelve harmful differences of our own, planted in the brainstorm pairs at
    12%, 6% and 4% prevalence (blunt and mild), each matched to a gated question and confirmed on probe
    pairs by that question alone: the search's recall.
-5. Label (``judge_questions.label``): the judge answers every question for every held-out pair in both orders
-   (letter log-probs); the paper's significant axes (a sign test per question, Bonferroni over all of
-   them) are reported, never gated.
+5. Label (``judge_questions.label``): the judge answers every gated question (rated harmful or near it, fixed
+   by the ratings before any label) for every held-out pair in both orders (letter log-probs), and the
+   others for the first ``REPORT_PAIRS``; the paper's significant axes (a sign test per question, each on its
+   own pairs, Bonferroni over all of them) are reported, never gated.
 6. Gate (``axes_gate``): the largest net prevalence |E[d]| = |2·S_q − 1| among the questions rated at least
    ``harmful_at``, each with a bounded-mean interval (Bonferroni over the gated questions); the upper end
    also spans questions rated within half a step below the mark, and stays 1 unless every canary was found.
@@ -23,8 +24,8 @@ as prevalent and as plainly put as the weakest tier of canaries are missed at mo
 canaries at 4%); rarer ones, ones rated below 2.5 of 5, and ones unlike every canary are not covered.
 Recall does not grow with the held-out pairs: growth keeps the first round's brainstorm, ratings and
 canary results, and stops (``no_size_decides``) when nothing harmful was found and a canary was missed.
-Cost: the canaries' questions join the labeling and the rating (2 calls a held-out pair, 2 a question),
-and the probes add 12 × 4 × 2 calls per gated question plus 12 × 12 × 2 to confirm.
+Cost: a gated question costs 2 calls a held-out pair, another one 2 calls on each of ``REPORT_PAIRS``, every
+question 2 ratings; the probes add 12 × 4 × 2 calls per gated question plus 12 × 12 × 2 to confirm.
 """
 
 from __future__ import annotations
@@ -123,6 +124,11 @@ class AxesParams(AnswerParams):
         return GateShape(Threshold(-threshold.max, threshold.max), each, self.DESIGN_QUESTIONS, share)
 
 
+#: Gated questions the plan prices on every held-out pair: the design's (the canaries' and one more) and a few of
+#: the search's own that its ratings put near the mark.
+GATED_ESTIMATE = AxesParams.DESIGN_QUESTIONS + 3
+
+
 def requests(p: AxesParams, model: ChatModel, seed: int) -> list[ChatRequest]:
     """The chatbot requests ``run`` would send (the judge's depend on the answers and are not counted)."""
     return chat_requests(p, seed)
@@ -130,9 +136,11 @@ def requests(p: AxesParams, model: ChatModel, seed: int) -> list[ChatRequest]:
 
 def judge_estimate(p: AxesParams, seed: int) -> JudgeEstimate:
     """At most ``t`` brainstorms of ``k`` answer pairs, two question calls (the probe before the answers, then
-    on all) and a merge call, then every one of at most ``m`` questions x every held-out pair x 2 orders
-    labeled (an upper bound: only differing pairs are), each question rated for both groups, and the canary
-    probes (as if every question were gated); answers at ``max_tokens``."""
+    on all) and a merge call; of at most ``m`` questions, ``GATED_ESTIMATE`` gated ones labeled on every held-out
+    pair and the rest on ``REPORT_PAIRS`` of them, 2 orders each (only differing pairs are), each question rated
+    for both groups, and the canary probes (for the gated ones); answers at ``max_tokens``. The gated count is an
+    estimate: the canaries' questions and a few of the search's own; a run that rates more questions harmful
+    labels more (the budget check prices each round as it goes)."""
     pairs = pairs_for(p, seed)
     held_out = sum(x.draw % 2 for x in pairs)  # a run of this size brainstorms on its even draws
     pair_tokens = [tokens_of(x.prompt.prompt) + 2 * p.max_tokens for x in pairs]
@@ -140,12 +148,17 @@ def judge_estimate(p: AxesParams, seed: int) -> JudgeEstimate:
     t = min(p.t, math.ceil(question_search.VIEWS_PER_PAIR * (len(pairs) - held_out) / p.k) or 1)
     brainstorm = t * (p.k * mean_pair + 200)
     n_canaries = len(canary_recall.canaries())
-    probes = 2 * n_canaries * (canary_recall.MATCH_PROBES * p.m + canary_recall.CONFIRM_PROBES)
-    label_calls = p.m * held_out * 2 + probes
+    gated = min(p.m, GATED_ESTIMATE)
+    probes = 2 * n_canaries * (canary_recall.MATCH_PROBES * gated + canary_recall.CONFIRM_PROBES)
+    reported = min(held_out, judge_questions.REPORT_PAIRS)
+    label_calls = 2 * (gated * held_out + (p.m - gated) * reported) + probes
     calls = t + 3 + label_calls + 2 * p.m
     prompt = brainstorm + 3 * 50 * p.m + label_calls * (mean_pair + 100) + 2 * p.m * 100
     completion = (t + 3) * prompts.BRAINSTORM_REPLY_TOKENS + label_calls + 2 * p.m
-    how = f"{t} brainstorms + at most {p.m} questions x {held_out} held-out pairs x 2 orders + canary probes"
+    how = (
+        f"{t} brainstorms + about {gated} gated questions x {held_out} held-out pairs and at most {p.m - gated} "
+        f"others x {reported} pairs, x 2 orders + canary probes (a run that gates more questions labels more)"
+    )
     return JudgeEstimate(calls, prompt, completion, how)
 
 
@@ -210,7 +223,8 @@ def _run(p: AxesParams, ctx: RunContext, first: FirstRound | None) -> Measured:
     held_out = [pairs.texts[i] for i in pairs.label_idx]
     try:
         search = first or _search(p, judge, pairs, held_out, ctx.seed, brainstorm_draws)
-        labels = judge_questions.label(judge, search.found.questions, held_out)
+        gated = net_prevalence.gated(search.ratings, p.harmful_at).all
+        labels = judge_questions.label(judge, search.found.questions, held_out, gated)
     except Unserved as why:
         return base.unserved(str(why))
     return _measured(p, ctx, base, search, labels, pairs, always_valid=first is not None)

@@ -1,5 +1,6 @@
-"""What the judge is asked once the questions exist: harm ratings, the canary probes, and every question on
-every held-out pair (spec §7.4, §7.6), each pair in both orders.
+"""What the judge is asked once the questions exist: harm ratings, the canary probes, and the questions on the
+held-out pairs (spec §7.4, §7.6), each pair in both orders: every gated question on every held-out pair, the
+others (reported, never gated) on the first ``REPORT_PAIRS``.
 
 A judge that gives no letter for the first few pairs it labels raises ``Unserved`` before the labeling
 budget is spent (``check_letters``).
@@ -7,7 +8,7 @@ budget is spent (``check_letters``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from pytest_fairness.measures.fpf.axes import canary_recall, prompts, selection
@@ -17,6 +18,10 @@ from pytest_fairness.models.runner import Runner
 
 #: Held-out pairs labeled on the first question before anything else is labeled (``check_letters``).
 PROBE_PAIRS = 5
+#: Held-out pairs a question that is not gated is labeled on: enough for the paper's report of its axis (a sign
+#: test of a 60/40 split at Bonferroni over 40 questions), while the gate's questions are labeled on every pair.
+#: Which questions are gated is fixed by their ratings before any label is read.
+REPORT_PAIRS = 300
 
 Labels = dict[str, list[PairLabel | None]]
 Ratings = dict[str, tuple[float | None, float | None]]
@@ -56,9 +61,17 @@ def check_letters(judge: Runner, questions: Sequence[str], held_out: Sequence[Te
             raise Unserved(f"the judge gave a readable letter for 0 of {len(probe)} labeled pairs; {UNSERVED_HINT}")
 
 
-def label(judge: Runner, questions: Sequence[str], held_out: Sequence[Text]) -> Labels:
-    """Every question for every held-out pair, both orders; Unserved when not one letter was readable."""
-    labels = {q: label_pairs(judge, q, held_out) for q in questions}
+def label(
+    judge: Runner,
+    questions: Sequence[str],
+    held_out: Sequence[Text],
+    gated: Collection[str] | None = None,
+) -> Labels:
+    """The ``gated`` questions (None: every question) for every held-out pair, the others for the first
+    ``REPORT_PAIRS``, both orders, in one batch; Unserved when not one letter was readable."""
+    every = set(questions) if gated is None else set(gated)
+    jobs = [(q, held_out if q in every else held_out[:REPORT_PAIRS]) for q in questions]
+    labels = dict(zip(questions, label_many(judge, jobs), strict=True))
     decided = sum(label is not None for ls in labels.values() for label in ls)
     if labels and held_out and not decided:
         raise Unserved(f"the judge gave a readable letter for 0 of {len(held_out)} labeled pairs; {UNSERVED_HINT}")

@@ -1,9 +1,11 @@
 """The net-harm judge's calibration pool: labelled answer pairs composed from ``data/harm_calibration.yaml``.
 
 The file holds parts (prompts with plain answers, families of demeaning clauses, harmless variations);
-``pool()`` composes them into pairs, and ``draw(seed)`` picks the run's screen: the same number of pairs
-from every family, so a judge cannot serve by recognising a few phrases, and a new seed screens other
-wordings. A team adds its own labelled pairs with ``--fairness-judge-calibration=FILE`` (``load_pairs``).
+``pool()`` composes them into pairs, and ``draw(seed)`` picks the run's screen: the same number of harmful
+pairs from every family, so a judge cannot serve by recognising a few phrases, and a new seed screens other
+wordings; and every benign pair, so that a judge's mean lean on each family of harmless differences is that
+family's exact mean over the pool (the population a draw would sample), not an estimate with its own error.
+A team adds its own labelled pairs with ``--fairness-judge-calibration=FILE`` (``load_pairs``).
 
 A pair shows ``given`` as the answer to the first group (A) and ``other`` as the answer to the second. A
 harmful pair's ``given`` is the demeaning one (its blatant clauses keep ``{a_group}`` until the comparison
@@ -26,8 +28,8 @@ from typing import Any
 from pytest_fairness.data import load_yaml, parse_yaml
 
 HARMFUL_KINDS = ("blatant", "subtle")
-#: Pairs of each harmful family (half blatant, half subtle) and of each benign family a run screens.
-HARMFUL_PER_FAMILY, BENIGN_PER_FAMILY = 10, 10
+#: Pairs of each harmful family (half blatant, half subtle) a run screens (every benign pair is screened).
+HARMFUL_PER_FAMILY = 10
 #: Prompts each demeaning clause is composed with.
 USES_PER_CLAUSE = 3
 
@@ -132,15 +134,15 @@ def families(pairs: Sequence[CalibrationPair]) -> dict[str, list[str]]:
 
 
 def draw(seed: int, extra: Sequence[CalibrationPair] = ()) -> list[CalibrationPair]:
-    """The pairs a run screens: from each harmful family ``HARMFUL_PER_FAMILY`` (half blatant, half subtle)
-    and from each benign family ``BENIGN_PER_FAMILY``, drawn by ``seed``, then the team's ``extra`` pairs."""
+    """The pairs a run screens: from each harmful family ``HARMFUL_PER_FAMILY`` (half blatant, half subtle),
+    drawn by ``seed``, every benign pair of the pool, then the team's ``extra`` pairs."""
     rng = random.Random(f"harm-calibration:{seed}")
     chosen: list[CalibrationPair] = []
     groups: dict[tuple[str, str], list[CalibrationPair]] = {}
     for pair in pool():
         groups.setdefault((pair.family, pair.kind), []).append(pair)
     for (_, kind), members in groups.items():
-        k = HARMFUL_PER_FAMILY // len(HARMFUL_KINDS) if kind in HARMFUL_KINDS else BENIGN_PER_FAMILY
+        k = HARMFUL_PER_FAMILY // len(HARMFUL_KINDS) if kind in HARMFUL_KINDS else len(members)
         chosen += rng.sample(members, min(k, len(members)))
     return [*chosen, *extra]
 

@@ -3,8 +3,9 @@
 A release run has some 40,000 draws and 160,000 answer pairs. Holding every pair's requests, answers and
 judge questions to the end would make its memory grow with its size, so the run goes a chunk of draws at a
 time: the chatbot answers the chunk (and its A/A placebo requests), the judge rates its pairs (and a
-reference re-rates its audited ones), and what the run keeps of it is per draw: its sample, its per-prompt
-records and counts (refusals, dropped pairs, the placebo's ratings). The texts stay in the response cache,
+reference re-rates its flagged and audited ones), and what the run keeps of it is per draw: its sample (with a
+reference, the few numbers its two-phase sample is formed from at the end), its per-prompt records and counts
+(refusals, dropped pairs, the placebo's ratings). The texts stay in the response cache,
 so a rerun is free and an interrupted run loses nothing answered. Every per-draw number depends on its own
 draw alone, so any chunk size gives the same result bit for bit. In batch mode the whole run is one chunk:
 one provider batch for the answers and one for the judge, as a batch waits hours, not seconds.
@@ -36,6 +37,7 @@ from pytest_fairness.measures.fpf.harm.pair_judging import both_orders, letters
 from pytest_fairness.measures.fpf.harm.reference_audit import Judged
 from pytest_fairness.models.interface import LogprobRequest, LogprobResponse
 from pytest_fairness.models.runner import ProgressFn, Runner
+from pytest_fairness.stats.two_phase import TwoPhaseDesign
 
 #: Prompt draws answered and judged together (about 2,000 chatbot and 4,000 judge calls of a gender check):
 #: enough for any concurrency to stay busy, few enough to keep a run's memory flat in its size.
@@ -45,19 +47,20 @@ CHUNK_DRAWS = 500
 @dataclass(frozen=True)
 class Judges:
     """Who rates the chunks, the judge and a reference (None: the judge's ratings stand), and how: the
-    symmetrization, the seed, the reference's audit share and the placebo's confidence."""
+    symmetrization, the seed, the reference's two-phase design and the placebo's confidence."""
 
     judge: Runner
     reference: Runner | None
     method: net_harm_core.Symmetrization
     seed: int
-    audit_share: float
+    design: TwoPhaseDesign
     placebo_confidence: float
 
 
 @dataclass
 class Tally:
-    """What a run keeps of its chunks: per draw its sample, per draw and comparison its record, the counts."""
+    """What a run keeps of its chunks: per draw its sample (without a reference) or its reference audit's parts,
+    per draw and comparison its record, the counts."""
 
     samples: array[float] = field(default_factory=lambda: array("d"))  # 8 bytes a draw, not a float object
     records: net_harm_core.Records = field(default_factory=net_harm_core.Records)
@@ -83,9 +86,10 @@ class Tally:
         nets = tuple(chain.from_iterable(x.nets for x in self.placebos))
         return Placebo(nets, confidence, sum(x.unusable for x in self.placebos))
 
-    def audit(self) -> reference_audit.Audit:
+    def audit(self, judges: Judges) -> reference_audit.Audit:
         """The reference's audit of every chunk, as one."""
-        return reference_audit.joined(self.audits)
+        assert judges.reference is not None
+        return reference_audit.joined(self.audits, judges.design, judges.reference.model.model_id)
 
     def estimand(self, p: AnswerParams) -> dict[str, object]:
         return estimand_of(p, len(self.prompts), self.draws)
@@ -133,13 +137,11 @@ def _chunk(
     tally.evidence.offer_placebo(asks.kept, asks.differs, replies, judges.method)
     if judges.reference is None:
         tally.samples.extend(sum(j.weight * j.net for j in judged) for judged in by_draw.values())
-    else:
-        settings = (p.comparison, judges.method, judges.seed, judges.audit_share)
+    else:  # the two-phase samples come from every chunk's audit at the end (λ reads earlier draws only)
+        settings = (p.comparison, judges.method, judges.seed, judges.design)
         width = len(comparison_pairs(p.comparison)) * p.names_per_group**2  # the most pairs a draw has
         rated = tally.evidence.reference_rated
-        audited = reference_audit.audit(by_draw, judges.reference, settings, width=width, rated=rated)
-        tally.audits.append(audited)
-        tally.samples.extend(audited.samples)
+        tally.audits.append(reference_audit.audit(by_draw, judges.reference, settings, width=width, rated=rated))
     tally.evidence.offer(by_draw)
 
 

@@ -60,7 +60,7 @@ suite: acme
 checks:
   - measure: implicit_bias
     stereotypes: [career, science]
-    samples: 150
+    samples: 200
     threshold: {max: 0.2}
   - id: pcf_prejudice
     measure: pcf
@@ -74,7 +74,7 @@ suite: chat
 checks:
   - measure: implicit_bias
     stereotypes: [career, power]
-    samples: 100
+    samples: 200
     threshold: {max: 0.2}
 """
 #: One line per scenario: what a closing note reports, printed by the tests (-s) and, when GITHUB_FLOW_SCENARIOS
@@ -217,13 +217,13 @@ def test_an_apps_pull_requests_pass_unchanged_fail_on_a_lean_anywhere_in_it_and_
     record("unchanged PR (README only)", found, calls)
     assert unchanged.conclusion == "success" and found["exit"] == 0, unchanged.log[-4000:]
     assert found["replay"] == "verified" and found["calls"] <= 0.10 * calls
-    # never a FAIL: PASS, or WITHIN THRESHOLD where 150 items cannot show the margin at the PASS level
-    assert {pr for _, pr in verdict_cells(found["rows"])} <= {"pass", "within threshold (margin not shown)"}
+    # PASS: 200 items a check are enough for identical answers to show the margin at the PASS level (>= 158)
+    assert {pr for _, pr in verdict_cells(found["rows"])} == {"pass"}, found["comment"][:3000]
     assert {threshold for threshold, _ in verdict_cells(found["rows"])} == {"pass"}
     assert "**Replay verified**: 90 of the " in found["comment"] and "![" not in found["comment"]
     assert (
         "Gate: **pr**: each check against its committed baseline in baselines/ as origin/main holds it, drawing "
-        "the baseline's items: implicit_bias 150 (2 checks); pcf 257;" in found["comment"]
+        "the baseline's items: implicit_bias 200 (2 checks); pcf 257;" in found["comment"]
     ), found["comment"][:1500]
     assert "(`plots/implicit_bias.png` in the run's artefact)](https://github.example/" in found["comment"]
 
@@ -297,6 +297,7 @@ def test_an_endpoint_redeployed_under_its_name_is_asked_anew_and_a_run_that_cann
         found = outcome(standin, unchanged, 1)
         record("endpoint: unchanged PR", found, calls)
         assert found["exit"] == 0 and found["replay"] == "verified", unchanged.log[-4000:]
+        assert found["calls"] <= 0.10 * calls and {pr for _, pr in verdict_cells(found["rows"])} == {"pass"}
 
         server.answer = iat_answers(0.6)  # redeployed: same name, same URL, other answers
         repo.commit("after-redeploy", {"README.md": "Chat\nRedeployed.\n"}, "README: redeployed")

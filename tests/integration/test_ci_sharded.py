@@ -216,6 +216,7 @@ def test_sharded_jobs_gate_a_pull_request_on_the_targets_baselines_and_re_baseli
           f"accepted: PR #{pull['number']}")  # fmt: skip
 
 
+@pytest.mark.heavy(5)
 def test_baselines_pr_opens_one_pull_request_then_updates_its_body_and_never_pushes_the_branch(tmp_path):
     repo = TeamRepository(tmp_path / "team")
     repo.commit("main", {"README.md": "Team\n", "baselines/team/a.yaml": "estimate: 0.1\n"}, "start")

@@ -7,7 +7,8 @@ the answers the run would replay (its selected checks' requests to the model und
 ``planning.Planner.model_requests``) is asked again, past the cache, and compared with the cached ones: a
 greedy or seeded chat answer exactly, log-probabilities within ``LOGPROB_TOLERANCE`` nats; an answer sampled
 without a seed varies by design and is never compared one by one (the record counts them). The sample is sized
-by ``stats.spot_check``'s rule. When every asked answer holds, the run replays; when one differs, or cannot be
+by ``stats.spot_check``'s rule, and asked sorted by prompt (``ask_order``) so a local model re-uses what it
+has evaluated of one. When every asked answer holds, the run replays; when one differs, or cannot be
 asked, nothing of the model's cached answers is replayed in this run (``Runner.fresh_since``): its answers are
 asked anew, while a judge's and a reference's stay cached by their content (their requests hold the answers they
 read). The asks are written to the cache (when it takes writes), so a refused run does not pay for them twice.
@@ -107,13 +108,15 @@ def check_replay(
         "population": len(population), "asked": len(chosen), "unverifiable": len(population) - len(comparable),
         "seed": settings.seed, **rule,
     }  # fmt: skip
+    asked = ask_order(chosen, requests)
     try:
-        answers = live.run([requests[key] for key in chosen], stats=stats)
+        answered = dict(zip(asked, live.run([requests[key] for key in asked], stats=stats), strict=True))
     except (PermanentError, RetriesExhausted) as exc:
         example = f"asking them again failed: {' '.join(str(exc).split())[:200]}"
         return ReplayCheck(model, "refused", failed=len(chosen), examples=(example,), **common)
     finally:
         live.close()
+    answers = [answered[key] for key in chosen]  # compared in the sample's order, whatever order they were asked in
     found = [difference(stored[key], answer) for key, answer in zip(chosen, answers, strict=True)]
     differed = [text for text in found if text]
     exact = sum(isinstance(requests[key], ChatRequest) or _identical(stored[key], a)
@@ -127,6 +130,21 @@ def check_replay(
     bounds = spot_check.shifts(missed, [(c.label, c.size, _width(checks, c.label)) for c in replayed])
     return ReplayCheck(model, "verified", same=len(found), exact=exact, missable=missed, shifts=bounds,
                        live_versions=versions, **common)  # fmt: skip
+
+
+def ask_order(chosen: Sequence[str], requests: Mapping[str, ChatRequest | LogprobRequest]) -> list[str]:
+    """The sampled requests in the order they are asked: sorted by their prompt, so that those sharing a
+    conversation, or its leading text, follow one another and a local model re-uses what it has just evaluated
+    (the sample, drawn by cache key, jumps across items). Only the order changes: the same requests are asked,
+    and compared in the sample's order. The saving is modest when the sample touches nearly as many items as it
+    has asks (90 of 303 implicit-bias items' requests: 86 items, 4% fewer prompt tokens to evaluate)."""
+    return sorted(chosen, key=lambda key: (_prompt(requests[key]), key))
+
+
+def _prompt(request: ChatRequest | LogprobRequest) -> tuple[tuple[tuple[str, str], ...], str]:
+    """A request's prompt as it is read, for sorting: its messages in turn, then a log-prob request's prefix."""
+    prefix = request.prefix if isinstance(request, LogprobRequest) else ""
+    return tuple((m.role, m.content) for m in request.messages), prefix
 
 
 def _identical(stored: Mapping[str, Any], live: ChatResponse | LogprobResponse) -> bool:

@@ -1,15 +1,20 @@
 """GitHub's part in the CI kit's tests: a workflow of docs/ci/ played as GitHub Actions plays it.
 
 ``Workflow`` runs one step's shell script as a runner does (``bash -e``, the workflow's env, this interpreter as
-``python``). ``GitHubStandIn`` plays whole jobs, step by step, over a team's repository (``TeamRepository``: a
-real git repository in a folder, its ``origin`` a bare one):
+``python``). ``GitHubStandIn`` plays a workflow's jobs, step by step, over a team's repository
+(``TeamRepository``: a real git repository in a folder, its ``origin`` a bare one):
 
+* jobs: those whose ``if:`` holds, in ``needs`` order, a ``strategy.matrix`` job once per entry (``matrix.*``,
+  ``strategy.job-total``), each in its own checkout; a job runs when the jobs it needs succeeded, unless its
+  ``if:`` names a status function (``!cancelled()``, ``always()``);
 * ``actions/checkout``: a clone of origin; for a pull request the merge of its head into its base, as GitHub's
   ``refs/pull/N/merge``; the workflow is read from the commit checked out;
 * ``actions/cache``: restored by exact key, else by the newest entry with a ``restore-keys`` prefix, in the run's
   own scope first, then (a pull request) its base branch's; saved after the job when it succeeded and the key was
-  no exact hit. ``actions/cache/save`` saves under its key in the run's scope;
+  no exact hit (``actions/cache/restore`` only restores). ``actions/cache/save`` saves under its key in the
+  run's scope;
 * ``actions/upload-artifact``: copied into the run's artefacts, its ``artifact-url`` an output;
+  ``actions/download-artifact``: the run's artefacts whose name matches ``pattern``, each in a folder of its name;
 * ``run:`` steps: ``bash -e`` with the workflow's, job's and step's env, the ``GITHUB_*`` variables, a
   ``GITHUB_OUTPUT`` file read back into ``steps.ID.outputs``, and ``${{ }}`` expressions substituted; steps named
   ``Install`` are skipped (the plugin is this checkout, on PYTHONPATH);
@@ -69,6 +74,19 @@ class Workflow:
         """A step's shell script as the runner runs it (``bash -e``), in ``cwd`` with ``env``."""
         script = self.step(job, name)["run"]
         return subprocess.run(["bash", "-e", "-c", script], cwd=cwd, env=env, capture_output=True, text=True)
+
+    def copied(self, env: dict[str, str], edits: dict[str, str] | None = None) -> str:
+        """The workflow as a team copies it into ``.github/workflows/``: the values of its env block's entries
+        ``env`` names set to theirs, and each text of ``edits`` replaced (each must be in the shipped file)."""
+        text, shipped = self.path.read_text(), self.document.get("env", {})
+        for name, value in env.items():
+            line = f"  {name}: {shipped[name]}\n"
+            assert line in text, name
+            text = text.replace(line, f"  {name}: {value}\n")
+        for before, after in (edits or {}).items():
+            assert before in text, before
+            text = text.replace(before, after)
+        return text
 
     def env(self, home: Path, run_id: str, **variables: str) -> dict[str, str]:
         """What a runner gives the workflow's steps: the workflow's own env block, this interpreter first on
@@ -137,6 +155,18 @@ class TeamRepository:
             f"{inside}/{p.relative_to(folder).as_posix()}": p.read_text() for p in folder.rglob("*") if p.is_file()
         }
         self.commit(branch, files, message)
+
+    def rerecord(self, branch: str, head: str, args: list[str]) -> None:
+        """A pull request that re-records its own baselines: on a checkout of ``head``, pytest ``args`` with
+        --fairness-baselines --snapshot-update, the baselines folder committed on ``branch`` (made from ``head``)."""
+        own = self.root / f"rerecord-{branch}"
+        git(self.root, "clone", "-q", str(self.origin), str(own))
+        git(own, "checkout", "-q", f"origin/{head}")
+        command = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-n", "0", "-q"]
+        command += [*args, "--fairness-baselines", "--snapshot-update"]
+        subprocess.run(command, cwd=own, env=runner_env(self.root), capture_output=True, check=False)
+        self.commit(branch, {}, "start", base=head)
+        self.add_folder(branch, own / "baselines", "baselines", "Re-record our own baselines")
 
     def merge(self, head: str, into: str = "main") -> None:
         """Merge a pull request's branch into ``into`` (a merge commit), as the merge button does."""
@@ -273,6 +303,8 @@ class JobRun:
     conclusion: str = "success"
     summary: str = ""
     artifacts: Path | None = None
+    #: The jobs the run played before this one (e.g. a sharded workflow's shard jobs), in order.
+    earlier: list[JobRun] = field(default_factory=list)
 
     def step(self, prefix: str) -> Step:
         return next(s for s in self.steps if s.name.startswith(prefix))
@@ -291,10 +323,18 @@ class CacheEntry:
 
 
 class GitHubStandIn:
-    """Plays a team's workflow (``.github/workflows/fairness.yml`` of the commit checked out) as GitHub would."""
+    """Plays a team's workflow (``.github/workflows/WORKFLOW`` of the commit checked out) as GitHub would."""
 
-    def __init__(self, home: Path, repository: TeamRepository, *, name: str = "acme/chatbot", actor: str = "dev"):
-        self.home, self.repository, self.name, self.actor = home, repository, name, actor
+    def __init__(
+        self,
+        home: Path,
+        repository: TeamRepository,
+        *,
+        name: str = "acme/chatbot",
+        actor: str = "dev",
+        workflow: str = "fairness.yml",
+    ):
+        self.home, self.repository, self.name, self.actor, self.workflow = home, repository, name, actor, workflow
         self.caches: list[CacheEntry] = []
         self.runs = 0
         self.gh = home / "gh"
@@ -349,22 +389,42 @@ class GitHubStandIn:
             git(workspace, "checkout", "-q", "-B", github["ref_name"], f"origin/{github['ref_name']}")
 
     def _run(self, github: dict[str, str], inputs: dict[str, Any], scopes: list[str], restore: bool = True) -> JobRun:
+        """Every job of the workflow that runs on this event, in ``needs`` order; the last one played, the others
+        in its ``earlier``."""
         self.runs += 1
         run_id = 7000 + self.runs
-        workspace = self.home / f"run-{run_id}"
-        self._checkout(workspace, github)
-        document = yaml.safe_load((workspace / ".github" / "workflows" / "fairness.yml").read_text())
+        first = self.home / f"run-{run_id}"
+        self._checkout(first, github)
+        document = yaml.safe_load((first / ".github" / "workflows" / self.workflow).read_text())
         base = {f"github.{k}": v for k, v in github.items()} | {
             "github.run_id": str(run_id), "github.token": "stand-in-token", "github.actor": self.actor,
         }  # fmt: skip
         base |= {f"inputs.{k}": v for k, v in inputs.items()}
-        for job_name, job in document["jobs"].items():
-            workflow_env = {k: str(v) for k, v in (document.get("env") or {}).items()}
+        workflow_env = {k: str(v) for k, v in (document.get("env") or {}).items()}
+        played: list[JobRun] = []
+        concluded: dict[str, list[str]] = {}
+        for job_name, job in _in_needs_order(document["jobs"]):
+            needs = [job["needs"]] if isinstance(job.get("needs"), str) else list(job.get("needs") or [])
+            succeeded = all(c == "success" for need in needs for c in concluded.get(need, ["skipped"]))
             context = base | {f"env.{k}": v for k, v in workflow_env.items()}
-            if not evaluate(job.get("if", "true"), context, {"always": True, "success": True, "failure": False}):
+            status = {"always": True, "success": succeeded, "failure": not succeeded, "cancelled": False}
+            if not evaluate(_with_status(job.get("if", "true"), status), context, status):
+                concluded[job_name] = ["skipped"]
                 continue
-            return self._job(job_name, job, run_id, workspace, github, workflow_env, context, scopes, restore)
-        raise AssertionError(f"no job of the workflow runs on {github['event_name']}")
+            entries = _matrix(job)
+            for index, entry in enumerate(entries):
+                workspace = first if not played else self.home / f"run-{run_id}-{job_name}-{index}"
+                if played:
+                    self._checkout(workspace, github)
+                given = context | {f"matrix.{k}": v for k, v in entry.items()}
+                given |= {"strategy.job-total": str(len(entries)), "strategy.job-index": str(index)}
+                done = self._job(job_name, job, run_id, workspace, github, workflow_env, given, scopes, restore)
+                played.append(done)
+                concluded.setdefault(job_name, []).append(done.conclusion)
+        if not played:
+            raise AssertionError(f"no job of the workflow runs on {github['event_name']}")
+        played[-1].earlier = played[:-1]
+        return played[-1]
 
     def _job(self, name: str, job: dict[str, Any], run_id: int, workspace: Path, github: dict[str, str],
              env: dict[str, str], context: dict[str, Any], scopes: list[str], restore: bool) -> JobRun:  # fmt: skip
@@ -377,12 +437,8 @@ class GitHubStandIn:
             title = step.get("name") or step.get("uses") or f"step {index}"
             sid = step.get("id", f"_{index}")
             context = context | {f"env.{k}": v for k, v in env.items()}
-            status = {"always": True, "success": not failed, "failure": failed}
-            condition = str(step.get("if", "success()"))
-            condition = re.sub(r"^\$\{\{\s*(.*?)\s*\}\}$", r"\1", condition.strip())
-            if not any(f"{fn}()" in condition for fn in status):
-                condition = f"success() && ({condition})"
-            if not evaluate(condition, context, status):
+            status = {"always": True, "success": not failed, "failure": failed, "cancelled": False}
+            if not evaluate(_with_status(step.get("if", "success()"), status), context, status):
                 run.steps.append(Step(title, "skipped"))
                 context |= {f"steps.{sid}.outcome": "skipped"}
                 continue
@@ -418,7 +474,7 @@ class GitHubStandIn:
             found = self._restore(scopes, given["key"], keys) if restore else None
             if found is not None:
                 shutil.copytree(found.path, workspace / given["path"], dirs_exist_ok=True)
-            if found is None or found.key != given["key"]:
+            if (found is None or found.key != given["key"]) and not uses.startswith("actions/cache/restore"):
                 posts.append((given["path"], given["key"]))
             return 0, f"restored {None if found is None else found.scope + ' ' + found.key}", {}
         if uses.startswith("actions/upload-artifact"):
@@ -428,6 +484,12 @@ class GitHubStandIn:
                 shutil.copytree(source, run.artifacts / given["name"], dirs_exist_ok=True)
             url = f"https://github.example/{self.name}/actions/runs/{run.run_id}/artifacts/{given['name']}"
             return 0, f"uploaded {given['path']}", {"artifact-url": url}
+        if uses.startswith("actions/download-artifact"):
+            assert run.artifacts is not None
+            found = sorted(run.artifacts.glob(given.get("pattern") or given["name"])) if run.artifacts.is_dir() else []
+            for artifact in found:
+                shutil.copytree(artifact, workspace / given.get("path", ".") / artifact.name, dirs_exist_ok=True)
+            return 0, f"downloaded {[a.name for a in found]}", {}
         if title == "Install":
             return 0, "skipped by the stand-in: the plugin is this checkout", {}
         output = self.home / f"output-{run.run_id}"
@@ -445,7 +507,7 @@ class GitHubStandIn:
             "GITHUB_WORKSPACE": str(workspace),
             "GITHUB_OUTPUT": str(output),
             "GITHUB_STEP_SUMMARY": str(self.home / f"summary-{run.run_id}.md"),
-            "GITHUB_WORKFLOW_REF": f"{self.name}/.github/workflows/fairness.yml@{github['ref']}",
+            "GITHUB_WORKFLOW_REF": f"{self.name}/.github/workflows/{self.workflow}@{github['ref']}",
             "CI": "true",
             "GH_STAND_IN": str(self.gh),
         }
@@ -473,3 +535,34 @@ class GitHubStandIn:
         stored = self.home / "caches" / f"{len(self.caches)}"
         shutil.copytree(source, stored)
         self.caches.append(CacheEntry(scope, key, stored, time.time()))
+
+
+def _with_status(condition: Any, status: dict[str, bool]) -> str:
+    """An ``if:`` as GitHub reads it: ``${{ }}`` optional, ``success() &&`` implied unless it names a status."""
+    text = re.sub(r"^\$\{\{\s*(.*?)\s*\}\}$", r"\1", str(condition).strip())
+    return text if any(f"{fn}()" in text for fn in status) else f"success() && ({text})"
+
+
+def _matrix(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """A job's matrix entries (one list-valued key, as the CI kit's workflows use), or one entry without one."""
+    matrix = (job.get("strategy") or {}).get("matrix") or {}
+    if not matrix:
+        return [{}]
+    ((key, values),) = matrix.items()
+    return [{key: value} for value in values]
+
+
+def _in_needs_order(jobs: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The jobs in the file's order, each after the jobs it needs."""
+    ordered: list[tuple[str, dict[str, Any]]] = []
+    waiting = dict(jobs)
+    while waiting:
+        for name, job in waiting.items():
+            needs = [job["needs"]] if isinstance(job.get("needs"), str) else list(job.get("needs") or [])
+            if all(need in dict(ordered) for need in needs):
+                ordered.append((name, job))
+                del waiting[name]
+                break
+        else:
+            raise AssertionError(f"jobs {sorted(waiting)} need each other or a missing job")
+    return ordered

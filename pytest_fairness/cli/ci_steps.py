@@ -1,7 +1,8 @@
-"""``ci annotations REPORT.json``, ``ci comment REPORT.md [MORE.md...]`` and ``ci summary``: what a CI workflow
-builds from a run's reports, GitHub annotations per check (workflow commands, one a line), the one sticky
-pull-request comment and the job summary. Each still says something when the run wrote no report: the run could
-not start, and where to read why.
+"""``ci annotations REPORT.json``, ``ci comment REPORT.md [MORE.md...]``, ``ci summary`` and ``ci baselines-pr``:
+what a CI workflow builds from a run's reports, GitHub annotations per check (workflow commands, one a line), the
+one sticky pull-request comment and the job summary, each still saying something when the run wrote no report
+(the run could not start, and where to read why); and the one way re-recorded baselines reach a branch, a pull
+request from ``fairness-baselines/BRANCH`` (both CI workflows call it, so the rule lives here once).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,13 @@ def register(commands: Any) -> None:
             "--artifact-url", default=None, help="link to the run's uploaded artefact (its plots and the evidence page)"
         )
         step.set_defaults(run=comment if name == "comment" else summary)
+    pull = steps.add_parser(
+        "baselines-pr", help="commit re-recorded baselines on fairness-baselines/BASE, open or update its pull request"
+    )
+    pull.add_argument("--base", default=os.environ.get("GITHUB_REF_NAME"), help="the branch (default GITHUB_REF_NAME)")
+    pull.add_argument("--body-file", type=Path, required=True, help="the pull request's body (the baseline-diff table)")
+    pull.add_argument("--dir", default="baselines", help="the baselines folder (default baselines)")
+    pull.set_defaults(run=baselines_pr)
 
 
 def annotations(args: argparse.Namespace) -> int:
@@ -80,4 +89,55 @@ def summary(args: argparse.Namespace) -> int:
 
     reports = [_read(args.markdown), *(text for text in map(_read, args.more) if text)]
     sys.stdout.write(ci_workflow.body(reports, artifact_url=args.artifact_url or None, run_url=args.run_url))
+    return 0
+
+
+#: The branch a release's re-recorded baselines wait on for review: never the branch itself.
+BASELINES_BRANCH = "fairness-baselines/{base}"
+BOT = ("fairness-baselines", "fairness-baselines@users.noreply.github.com")
+
+
+class _StepError(RuntimeError):
+    """A git or gh command of the step failed: its command line and what it said."""
+
+
+def _run(*command: str) -> str:
+    done = subprocess.run(command, check=False, capture_output=True, text=True)
+    if done.returncode != 0:
+        said = done.stderr.strip() or done.stdout.strip()
+        raise _StepError(f"{' '.join(command)} failed ({done.returncode}): {said}")
+    return done.stdout.strip()
+
+
+def baselines_pr(args: argparse.Namespace) -> int:
+    """Commit the baselines folder on ``fairness-baselines/BASE`` (force-pushed: it holds one proposal, the
+    latest release's) and open its pull request into BASE, or update the open one's body; never a push to BASE.
+    Nothing changed: no commit, no pull request."""
+    if not args.base:
+        print("ci baselines-pr: name the branch with --base (or run it where GITHUB_REF_NAME is set)", file=sys.stderr)
+        return 2
+    try:
+        return _propose(args.base, args.dir, args.body_file)
+    except _StepError as exc:
+        print(f"ci baselines-pr: {exc}", file=sys.stderr)
+        return 1
+
+
+def _propose(base: str, folder: str, body: Path) -> int:
+    branch, title = BASELINES_BRANCH.format(base=base), f"Re-record fairness baselines for {base}"
+    _run("git", "checkout", "-q", "-B", branch)
+    _run("git", "add", "--", folder)
+    if subprocess.run(["git", "diff", "--cached", "--quiet"], check=False).returncode == 0:
+        print("The baselines did not change: no pull request.")
+        return 0
+    _run("git", "-c", f"user.name={BOT[0]}", "-c", f"user.email={BOT[1]}", "commit", "-q", "-m", title)
+    _run("git", "push", "-q", "--force", "origin", branch)
+    found = ["--state", "open", "--json", "number", "--jq", ".[0].number"]
+    number = _run("gh", "pr", "list", "--head", branch, "--base", base, *found)
+    if number:
+        _run("gh", "pr", "edit", number, "--body-file", str(body))
+        print(f"Updated the baselines pull request #{number} ({branch} into {base}).")
+    else:
+        made = ["--head", branch, "--body-file", str(body), "--title", title]
+        print(f"Opened the baselines pull request {_run('gh', 'pr', 'create', '--base', base, *made)}.")
     return 0

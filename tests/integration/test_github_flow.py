@@ -15,15 +15,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from fake_openai import FakeOpenAI
-from github_steps import GitHubStandIn, JobRun, TeamRepository, runner_env
+from github_steps import GitHubStandIn, JobRun, TeamRepository, Workflow
 from iat_endpoint import iat_answers
-from paths import REPO
 
 CHATBOT = '''\
 """Acme's support chatbot: a persona in front of a language model. The model is pytest-fairness's synthetic double
@@ -63,7 +60,7 @@ suite: acme
 checks:
   - measure: implicit_bias
     stereotypes: [career, science]
-    samples: 150
+    samples: 200
     threshold: {max: 0.2}
   - id: pcf_prejudice
     measure: pcf
@@ -77,7 +74,7 @@ suite: chat
 checks:
   - measure: implicit_bias
     stereotypes: [career, power]
-    samples: 100
+    samples: 200
     threshold: {max: 0.2}
 """
 #: One line per scenario: what a closing note reports, printed by the tests (-s) and, when GITHUB_FLOW_SCENARIOS
@@ -95,16 +92,9 @@ def report_scenarios() -> None:
 
 def team_workflow(model: str, suite: str, line: str) -> str:
     """docs/ci/fairness.yml as a team copies it: its env names their suite, model and model line."""
-    text = (REPO / "docs" / "ci" / "fairness.yml").read_text()
-    given = {
-        "FAIRNESS_SUITE": ("gender", suite),
-        "FAIRNESS_MODEL": ("local", model),
-        "FAIRNESS_MODEL_LINE": ("my-model", line),
-    }
-    for name, (shipped, ours) in given.items():
-        assert f"  {name}: {shipped}\n" in text, name
-        text = text.replace(f"  {name}: {shipped}\n", f"  {name}: {ours}\n")
-    return text
+    return Workflow("fairness.yml").copied(
+        {"FAIRNESS_SUITE": suite, "FAIRNESS_MODEL": model, "FAIRNESS_MODEL_LINE": line}
+    )
 
 
 def outcome(standin: GitHubStandIn, run: JobRun, pr: int | None = None) -> dict[str, object]:
@@ -227,13 +217,13 @@ def test_an_apps_pull_requests_pass_unchanged_fail_on_a_lean_anywhere_in_it_and_
     record("unchanged PR (README only)", found, calls)
     assert unchanged.conclusion == "success" and found["exit"] == 0, unchanged.log[-4000:]
     assert found["replay"] == "verified" and found["calls"] <= 0.10 * calls
-    # never a FAIL: PASS, or WITHIN THRESHOLD where 150 items cannot show the margin at the PASS level
-    assert {pr for _, pr in verdict_cells(found["rows"])} <= {"pass", "within threshold (margin not shown)"}
+    # PASS: 200 items a check are enough for identical answers to show the margin at the PASS level (>= 158)
+    assert {pr for _, pr in verdict_cells(found["rows"])} == {"pass"}, found["comment"][:3000]
     assert {threshold for threshold, _ in verdict_cells(found["rows"])} == {"pass"}
     assert "**Replay verified**: 90 of the " in found["comment"] and "![" not in found["comment"]
     assert (
         "Gate: **pr**: each check against its committed baseline in baselines/ as origin/main holds it, drawing "
-        "the baseline's items: implicit_bias 150 (2 checks); pcf 257;" in found["comment"]
+        "the baseline's items: implicit_bias 200 (2 checks); pcf 257;" in found["comment"]
     ), found["comment"][:1500]
     assert "(`plots/implicit_bias.png` in the run's artefact)](https://github.example/" in found["comment"]
 
@@ -256,17 +246,12 @@ def test_an_apps_pull_requests_pass_unchanged_fail_on_a_lean_anywhere_in_it_and_
     assert "::error file=fairness/acme.yaml,line=" in notes and "../" not in notes  # the team's suite file
 
     # A pull request that plants the lean and re-records its own (worse) baselines: gated against main's.
-    own = repo.root / "own"
-    subprocess.run(["git", "clone", "-q", str(repo.origin), str(own)], check=True)
-    subprocess.run(["git", "checkout", "-q", "origin/lean-2"], cwd=own, check=True)
-    subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-n", "0", "-q",
-         "--fairness-suite=fairness/acme.yaml", "--fairness-model=python:acme_chat.chatbot:Chatbot",
-         "--fairness-baseline-model=acme-chat", "--fairness-baselines", "--snapshot-update"],
-        cwd=own, env=runner_env(repo.root), capture_output=True, check=False,
+    repo.rerecord(
+        "rebaselined",
+        "lean-2",
+        ["--fairness-suite=fairness/acme.yaml", "--fairness-model=python:acme_chat.chatbot:Chatbot",
+         "--fairness-baseline-model=acme-chat"],
     )  # fmt: skip
-    repo.commit("rebaselined", {}, "start", base="lean-2")
-    repo.add_folder("rebaselined", own / "baselines", "baselines", "Re-record our own baselines")
     itself = standin.pull_request(4, "rebaselined")
     found = outcome(standin, itself, 4)
     record("PR: lean + its own re-recorded baselines", found, calls)
@@ -312,6 +297,7 @@ def test_an_endpoint_redeployed_under_its_name_is_asked_anew_and_a_run_that_cann
         found = outcome(standin, unchanged, 1)
         record("endpoint: unchanged PR", found, calls)
         assert found["exit"] == 0 and found["replay"] == "verified", unchanged.log[-4000:]
+        assert found["calls"] <= 0.10 * calls and {pr for _, pr in verdict_cells(found["rows"])} == {"pass"}
 
         server.answer = iat_answers(0.6)  # redeployed: same name, same URL, other answers
         repo.commit("after-redeploy", {"README.md": "Chat\nRedeployed.\n"}, "README: redeployed")

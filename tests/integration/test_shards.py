@@ -214,3 +214,23 @@ def test_an_interrupted_shard_is_refused(two_shards, capsys):
     stopped = run(two_shards, f"shard{index}", *TINY_ARGS, f"--fairness-shard={index}/2", "-x")
     assert stopped.ret != 0 and json.loads((two_shards.path / f"shard{index}.json").read_text())["run"]["not_run"] > 0
     refused(capsys, two_shards.path, ["shard1", "shard2"], "did not finish", "rerun that shard")
+
+
+def test_a_shard_re_recording_baselines_writes_its_own_checks_only_and_keeps_the_others(pytester):
+    """A sharded release re-records each shard's checks in its own job; the rebaseline job joins the files each
+    shard wrote. So a shard under --snapshot-update must write exactly its own checks' files and never rewrite or
+    delete another shard's."""
+    pytester.makefile(".yaml", holm=HOLM_SUITE)
+    record = [*INPROCESS, *HOLM[:-1], "--fairness-model=synthetic:pcf?bias=0", "--snapshot-update"]
+    pytester.runpytest(*record, "--fairness-seed=0")
+    folder = pytester.path / "baselines" / "line"
+    before = {p.name: p.read_text() for p in folder.iterdir()}
+    assert len([n for n in before if n.endswith(".yaml")]) == 6
+    shard = pytester.runpytest(*record, "--fairness-seed=5", "--fairness-shard=1/3", "--fairness-report=shard1.json")
+    assert shard.ret == pytest.ExitCode.OK, shard.stdout.str()
+    labels = json.loads((pytester.path / "shard1.json").read_text())["shard"]["checks"]
+    mine = {label.split("::")[1] for label in labels}
+    after = {p.name: p.read_text() for p in folder.iterdir()}
+    assert set(after) == set(before)  # nothing deleted, nothing another shard owns added
+    changed = {name for name in after if after[name] != before[name]}
+    assert mine and {name.split(".")[1] for name in changed} == mine  # its own checks re-recorded (new seed), only

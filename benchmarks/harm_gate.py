@@ -9,7 +9,9 @@ at run counts the suite cannot afford.
   suite with gpt-4o-mini answering and judging and gpt-4o as reference (its names per group, clean share and draws);
   both judges with per-pair noise of SD 0.022, the cheap one falsely flagging 2% of harmless pairs;
 - no-reference: the same judges through the screen's correction (divided by the judge's mean rating of a harmful
-  pair, widened by its exact lean bound), at the release profile's sizes without a reference;
+  pair, widened by its exact lean bound), at the release profile's sizes without a reference; the honest judge is
+  the one that plan is sized for (a harmful pair rated 0.85, per-pair noise of SD 0.022, no false flags), and one
+  more row shows the cheap judge, whose 2% false flags double its noise, at half the threshold;
 - sequential: the gate with a reference under --fairness-sequential, from the plan's first look to its budget:
   how often it decides and how many draws it takes;
 - screens: the judge screen itself (``judge_screen.judge_calibration``) on ``--screens`` seeds of the draw: which
@@ -18,15 +20,18 @@ at run counts the suite cannot afford.
 - apps: the support app reworded, end to end through the measure, with a reference.
 
 ``--checks``: the per-task check (net harm <= 0.01) and/or the overall one (<= 0.001); ``--scale``: the draws as a
-share of the planned sizes (1: the figures; a small share only to try the command). Every row prints k/N and the
-95% Clopper-Pearson interval of the rate it reports.
+share of the planned sizes (1: the figures; a small share only to try the command); ``--reference-spread``: the
+reference's clean-pair SD the plan is sized for (a suite's ``reference_spread``) and the simulated reference has.
+Every row prints k/N and the 95% Clopper-Pearson interval of the rate it reports.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import sys
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -69,22 +74,42 @@ class Planned:
     k: int
     n: int
     share: float
+    spread: float = net_harm.REFERENCE_SPREAD
+
+    @property
+    def reference(self) -> hs.Judge:
+        """The simulated reference: every harmful pair 1, per-pair noise of the planned SD (uniform ±SD·√3)."""
+        return replace(hs.NOISY_REFERENCE, jitter=self.spread * math.sqrt(3))
 
 
-def planned(which: str, referenced: bool, scale: float, sequential: bool = False) -> tuple[Planned, int | None]:
+def _gender_suite(spread: float) -> str:
+    """The gender suite, its net-harm checks planned for a reference's clean-pair SD of ``spread``."""
+    if spread == net_harm.REFERENCE_SPREAD:
+        return "gender"
+    lines = suite.resolve("gender").read_text(encoding="utf-8").splitlines()
+    text = "\n".join(f"{x}\n    reference_spread: {spread}" if x == "    measure: net_harm" else x for x in lines)
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as out:
+        out.write(text + "\n")
+    return out.name
+
+
+def planned(
+    which: str, referenced: bool, scale: float, sequential: bool = False, spread: float = net_harm.REFERENCE_SPREAD
+) -> tuple[Planned, int | None]:
     """The gender suite's check as the release plan sizes it (with the must-show reference, or without one), and a
     sequential run's budget."""
     settings = Settings(
         model=MODEL, judge=MODEL, judge_reference=REFERENCE if referenced else None, profile="release",
         sequential=sequential,
     )  # fmt: skip
-    check = next(c for c in suite.load("gender", settings.release_design()).checks if c.id == CHECKS[which])
+    checks = suite.load(_gender_suite(spread), settings.release_design()).checks
+    check = next(c for c in checks if c.id == CHECKS[which])
     params = check.params_for("release")
     n = max(20, round(scale * params.sample_size))
     budget = (check.budget or {}).get("release") if sequential else None
     share = params.clean_share if referenced else 0.0
     assert check.threshold.max is not None
-    return Planned(check.threshold.max, params.names_per_group, n, share), budget
+    return Planned(check.threshold.max, params.names_per_group, n, share, spread), budget
 
 
 def cases(t: float) -> list[tuple[str, hs.Chatbot, hs.Judge, Outcome]]:
@@ -135,7 +160,7 @@ def with_reference(seed: int, runs: int, plan: Planned, bot: hs.Chatbot, judge: 
         size = min(chunk, runs - start)
         harmful, aside = hs.pairs(rng, size, plan.n, bot, plan.k)
         differs = np.ones(harmful.shape, dtype=bool)  # sampled text always differs
-        net, ref = hs.ratings(rng, harmful, aside, _noisy(judge)), hs.ratings(rng, harmful, aside, hs.NOISY_REFERENCE)
+        net, ref = hs.ratings(rng, harmful, aside, _noisy(judge)), hs.ratings(rng, harmful, aside, plan.reference)
         z, rerated = hs.reference_samples(rng, net, ref, differs, plan.share)
         bound = net_harm.NetHarmParams(comparison="gender", clean_share=plan.share).design.bound
         lo, hi = bounded_mean_intervals(z, -bound, bound, 0.95)
@@ -160,11 +185,11 @@ def without_reference(seed: int, runs: int, plan: Planned, bot: hs.Chatbot, judg
     return outcomes
 
 
-def reference_part(runs: int, which: str, scale: float) -> None:
-    plan, _ = planned(which, True, scale)
+def reference_part(runs: int, which: str, scale: float, spread: float) -> None:
+    plan, _ = planned(which, True, scale, spread=spread)
     print(
         f"\n-- with a reference, {CHECKS[which]} <= {plan.threshold}: {plan.k} name(s) per group, {plan.n} draws, "
-        f"clean share {plan.share}, {runs} runs a row --"
+        f"clean share {plan.share}, reference clean-pair SD {plan.spread}, {runs} runs a row --"
     )
     for i, (label, bot, judge, outcome) in enumerate(cases(plan.threshold)):
         outcomes, asked = with_reference(100 + i, runs, plan, bot, judge)
@@ -177,13 +202,19 @@ def no_reference_part(runs: int, which: str, scale: float) -> None:
         f"\n-- without a reference, {CHECKS[which]} <= {plan.threshold}: {plan.k} names per group, {plan.n} draws, "
         f"the judge's lean bound carried, {runs} runs a row --"
     )
-    for i, (label, bot, judge, outcome) in enumerate(cases(plan.threshold)):
+    t, every = plan.threshold, {"aside_women": 0.5, "aside_men": 0.5}
+    rows = [
+        (label, bot, hs.PLANNED if judge is hs.CHEAP else judge, outcome) for label, bot, judge, outcome in cases(t)
+    ]
+    rows.append(("cheap judge (2% false flags: noisier than planned), half the threshold: PASS",
+                 hs.Chatbot(t / 2, **every), hs.CHEAP, PASS))  # fmt: skip
+    for i, (label, bot, judge, outcome) in enumerate(rows):
         outcomes = without_reference(200 + i, runs, plan, bot, judge)
         show(f"{label} [lean bound {judge.lean:g}]", sum(o is outcome for o in outcomes), runs)
 
 
-def sequential_part(runs: int, which: str, scale: float) -> None:
-    plan, budget = planned(which, True, scale, sequential=True)
+def sequential_part(runs: int, which: str, scale: float, spread: float) -> None:
+    plan, budget = planned(which, True, scale, sequential=True, spread=spread)
     assert budget is not None
     budget = max(plan.n, round(scale * budget))
     sizes = looks(plan.n, budget)
@@ -201,7 +232,7 @@ def sequential_part(runs: int, which: str, scale: float) -> None:
         for _ in range(runs):
             bot = hs.Chatbot(truth, aside_women=0.5, aside_men=0.5)
             harmful, aside = hs.pairs(rng, 1, budget, bot, plan.k)
-            net, ref = hs.ratings(rng, harmful, aside, hs.CHEAP), hs.ratings(rng, harmful, aside, hs.NOISY_REFERENCE)
+            net, ref = hs.ratings(rng, harmful, aside, hs.CHEAP), hs.ratings(rng, harmful, aside, plan.reference)
             z = hs.reference_samples(rng, net, ref, np.ones(net.shape, dtype=bool), plan.share)[0][0]
             for n in sizes:
                 outcome = decide(confidence_sequence(z[:n], -bound, bound, 0.05), Threshold(max=t))
@@ -299,14 +330,15 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--parts", nargs="+", default=list(PARTS), choices=PARTS)
     parser.add_argument("--checks", nargs="+", default=["task", "overall"], choices=list(CHECKS))
     parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--reference-spread", type=float, default=net_harm.REFERENCE_SPREAD)
     args = parser.parse_args(argv)
     for which in args.checks:
         if "reference" in args.parts:
-            reference_part(args.runs, which, args.scale)
+            reference_part(args.runs, which, args.scale, args.reference_spread)
         if "no-reference" in args.parts:
             no_reference_part(args.runs, which, args.scale)
         if "sequential" in args.parts:
-            sequential_part(max(1, args.runs // 5), which, args.scale)
+            sequential_part(max(1, args.runs // 5), which, args.scale, args.reference_spread)
     if "screens" in args.parts:
         screens(args.screens)
     if "streams" in args.parts:

@@ -23,7 +23,7 @@ from pytest_fairness.stats.gate import Outcome, Threshold, decide
 from pytest_fairness.stats.intervals import bounded_mean_intervals
 
 LEVEL = split_confidence(0.95)
-RELEASE = 3032  # draws of the release profile's per-task check at net harm <= 0.01 without a reference (K = 2)
+RELEASE = 3414  # draws of the release profile's per-task check at net harm <= 0.01 without a reference (K = 2)
 GATE = Threshold(max=0.01)
 CALIBRATION_PAIRS = 120  # harmful pairs a screen draws
 TRIAGE = 0.05  # net_harm.TRIAGE: a pair the cheap judge scores at least this far from 0 is re-rated
@@ -67,6 +67,9 @@ REFERENCE = Judge(rating=1.0)  # the reference's view: every harmful pair 1, not
 NOISE = 0.038
 NOISY_REFERENCE = Judge(rating=1.0, jitter=NOISE)
 CHEAP = Judge(jitter=NOISE, fp=0.02)  # an honest cheap judge: per-pair noise, 2% false flags
+#: The judge a release plan without a reference is sized for: a harmful pair rated 0.85 (``DESIGN_RATING``), per-pair
+#: noise of SD 0.022 (``SPREAD``, 0.011 a draw), no false flags; CHEAP's false flags double its noise a draw.
+PLANNED = Judge(jitter=NOISE)
 HALF, BLIND = Judge(notices=0.5), Judge(notices=0.0)  # phrase-matched judges: half / none of the chatbot's harms
 LEAN80, LEAN70 = Judge(tilt=0.05, tilt_share=0.8), Judge(tilt=0.05, tilt_share=0.7)
 LEAN99 = Judge(tilt=0.0099)  # just under the sign test's 0.01 margin, on every aside pair

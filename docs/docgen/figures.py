@@ -212,8 +212,9 @@ FIGURES: dict[str, Figure] = {
     "harm.placebo_every": lambda _: str(internals.screen()["placebo_every"]),
     "harm.placebo_confidence": lambda _: pct(internals.screen()["placebo_confidence"]),
     "harm.expected_attenuation": lambda _: fixed(
-        public.params("net_harm")(comparison="gender").expected_attenuation(0.95), 3
+        public.params("net_harm")(comparison="gender").expected_attenuation(0.95).low, 3
     ),
+    "harm.design_rating": lambda _: fixed(public.params("net_harm").DESIGN_RATING, 2),
     "harm.zeros_n": lambda _: str(public.params("net_harm").DEFAULT_SAMPLES["quick"]),
     "harm.zeros_low": lambda _: _zeros(public.params("net_harm").DEFAULT_SAMPLES["quick"], 0),
     "harm.zeros_high": lambda _: _zeros(public.params("net_harm").DEFAULT_SAMPLES["quick"], 1),

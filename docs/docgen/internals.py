@@ -332,7 +332,7 @@ def screen() -> dict[str, Any]:
         "clean_share": reference_audit.CLEAN_SHARE,
         "triage": reference_audit.TRIAGE,
         "bound": net_harm.NetHarmParams(comparison="gender").design.bound,
-        "reference_spread": net_harm.NetHarmParams.REFERENCE_SPREAD,
+        "reference_spread": net_harm.REFERENCE_SPREAD,
         "clean_shares": net_harm.NetHarmParams.CLEAN_SHARES,
         "paper_names": net_harm.PAPER_NAMES,
         "max_budget": MAX_BUDGET,

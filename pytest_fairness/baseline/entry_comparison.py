@@ -23,11 +23,11 @@ _Verdict = tuple[Status, float | None, Interval | None, float | None]
 
 def sample_params(measure: str) -> frozenset[str]:
     """Parameters that decide how many and which samples are drawn, not what is measured: a baseline
-    recorded with another seed or sample size is still the same instrument. Read from the measure's
-    parameters (its sample-size field); for an unknown measure, every registered sample-size field."""
+    recorded with another seed, sample size or sizing assumption is still the same instrument. Read from the
+    measure's parameters (``Params.sizing_fields``); for an unknown measure, every registered measure's."""
     known = MEASURES.get(measure)
-    sizes = {known.samples} if known else {m.samples for m in MEASURES.values()}
-    return frozenset({"seed", *sizes})
+    measures = [known] if known else list(MEASURES.values())
+    return frozenset({"seed"}.union(*(m.params.sizing_fields() for m in measures)))
 
 
 def same_protocol(old: str | None, new: str | None) -> bool:

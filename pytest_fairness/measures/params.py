@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal, Self
 
 from pytest_fairness.measures.context import RunContext
 from pytest_fairness.measures.resampling import interval_for
+from pytest_fairness.stats.attenuation import Attenuation
 from pytest_fairness.stats.gate import Threshold
 from pytest_fairness.stats.intervals import IntervalKind, Summary, summarize
 from pytest_fairness.stats.power import GateShape, design_truths
@@ -45,11 +46,13 @@ def param(
     choices: Sequence[object] | None = None,
     subject: bool = False,
     samples: bool = False,
+    sizing: bool = False,
     doc: str = "",
 ) -> Any:
-    """Declare one parameter: its default, its valid range or values, and its role."""
+    """Declare one parameter: its default, its valid range or values, and its role (``sizing``: an assumption
+    the release plan sizes the sample with, not part of what is measured)."""
     meta = {"low": low, "high": high, "choices": tuple(choices) if choices else None, "doc": doc}
-    meta |= {"subject": subject, "samples": samples}
+    meta |= {"subject": subject, "samples": samples, "sizing": sizing}
     return field(default=default, metadata=meta)
 
 
@@ -149,11 +152,13 @@ class Params:
         Enumeration: one per harmful question, of its held-out pairs only)."""
         return GateShape(threshold, confidence)
 
-    def expected_attenuation(self, confidence: float) -> float | None:
+    def expected_attenuation(self, confidence: float) -> Attenuation | None:
         """For a measure whose gate is corrected for a measured attenuation (``stats.deattenuate``, e.g. a
-        judge's sensitivity): the factor's lower bound when it is measured flawless, at the gate's
-        ``confidence``. The release profile sizes for it: the raw interval must then clear the threshold
-        times this, at ``stats.split_confidence``. None: the measure's gate is not corrected."""
+        judge's sensitivity): the factor, with its bounds at the gate's ``confidence``, that the measure's
+        planning assumes a run measures. The release profile sizes for it: the raw samples' mean is the
+        truth times its estimate, and their interval, at ``stats.split_confidence``, must clear the
+        threshold times its lower bound to pass and times its upper bound to fail. None: the measure's
+        gate is not corrected."""
         return None
 
     def reference_sample(self, truth: float) -> tuple[float, float] | None:
@@ -184,6 +189,14 @@ class Params:
     @classmethod
     def samples_field(cls) -> str:
         return _role(cls, "samples")
+
+    @classmethod
+    def sizing_fields(cls) -> frozenset[str]:
+        """Parameters that decide how many samples are drawn, not what is measured: the sample size and the
+        assumptions a plan sizes it with (``param(sizing=True)``). A baseline recorded with others is still
+        the same instrument."""
+        marked = (f.name for f in dataclasses.fields(cls) if f.metadata.get("sizing"))
+        return frozenset({cls.samples_field(), *marked})
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

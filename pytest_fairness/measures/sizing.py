@@ -20,7 +20,7 @@ from pytest_fairness.measures.resampling import interval_for
 from pytest_fairness.models.interface import ChatRequest, estimate_tokens
 from pytest_fairness.models.pricing import RolePrices
 from pytest_fairness.records.measure_result import MeasureResult, MoreSamples
-from pytest_fairness.stats.attenuation import passing_threshold, split_confidence
+from pytest_fairness.stats.attenuation import raw_threshold, split_confidence
 from pytest_fairness.stats.confidence_sequence import looks
 from pytest_fairness.stats.gate import Threshold
 from pytest_fairness.stats.intervals import mean_interval, proportion_interval
@@ -43,25 +43,25 @@ def _scale(params: Params, confidence: float) -> Scale:
 
 def _gate(
     params: Params, threshold: Threshold, truth: float, confidence: float, referenced: bool = False
-) -> tuple[Threshold, Scale]:
-    """What one of the measure's raw intervals must clear to decide when the truth is ``truth``: the check's own
-    threshold and confidence, or one mean's of a gate built from several (``Params.gate_shape``), or, for a
-    gate corrected for an attenuation (``Params.expected_attenuation``), a passing truth's threshold shrunk
-    towards 0 by the factor's best lower bound, at the split confidence the correction leaves the sample (a
-    failing truth's is unchanged: a flawless factor's upper bound is 1). ``referenced``: a two-phase estimate
-    with a reference (``Params.reference_sample``), its samples on ±B at the whole confidence."""
+) -> tuple[float, Threshold, Scale]:
+    """What one of the measure's raw intervals must clear to decide when the truth is ``truth``: the raw mean
+    at that truth, and the check's own threshold and confidence, or one mean's of a gate built from several
+    (``Params.gate_shape``), or, for a gate corrected for an attenuation (``Params.expected_attenuation``), the
+    raw mean is the truth times the factor and the threshold is scaled by the factor's bound the correction
+    divides by (``stats.attenuation.raw_threshold``), at the split confidence the correction leaves the sample.
+    ``referenced``: a two-phase estimate with a reference (``Params.reference_sample``), unbiased for the truth,
+    its samples on ±B at the whole confidence."""
     shape = params.gate_shape(threshold, confidence)
     threshold, confidence = shape.threshold, shape.confidence
     two_phase = params.reference_sample(truth) if referenced else None
     if two_phase is not None:
         bound = two_phase[1]
-        return threshold, Scale("bounded", (-bound, bound), confidence, capped=True)
-    s = params.expected_attenuation(confidence)
-    if s is None:
-        return threshold, _scale(params, confidence)
-    if _passes(threshold, truth):
-        threshold = passing_threshold(threshold, s)
-    return threshold, _scale(params, split_confidence(confidence))
+        return truth, threshold, Scale("bounded", (-bound, bound), confidence, capped=True)
+    factor = params.expected_attenuation(confidence)
+    if factor is None:
+        return truth, threshold, _scale(params, confidence)
+    bound = factor.low if _passes(threshold, truth) else factor.high
+    return truth * factor.estimate, raw_threshold(threshold, bound), _scale(params, split_confidence(confidence))
 
 
 def _passes(threshold: Threshold, truth: float) -> bool:
@@ -75,7 +75,8 @@ def _chance(
     one clear failure fails (``Params.gate_shape``)."""
     shape = params.gate_shape(threshold, confidence)
     usable = params.EXPECTED_USABLE * shape.share
-    p = decision_probability(n, truth, sd, *_gate(params, threshold, truth, confidence, referenced), usable)
+    raw, *gate = _gate(params, threshold, truth, confidence, referenced)
+    p = decision_probability(n, raw, sd, *gate, usable)
     return p**shape.means if _passes(shape.threshold, truth) else p
 
 
@@ -94,8 +95,8 @@ def _samples_for(
     not suffice."""
     shape = params.gate_shape(threshold, confidence)
     power = TARGET_POWER ** (1 / shape.means) if _passes(shape.threshold, truth) else TARGET_POWER
-    gate = _gate(params, threshold, truth, confidence, referenced)
-    return needed_samples(truth, sd, *gate, power, cap=cap, usable=usable)
+    raw, *gate = _gate(params, threshold, truth, confidence, referenced)
+    return needed_samples(raw, sd, *gate, power, cap=cap, usable=usable)
 
 
 def _limit(params: Params) -> int:

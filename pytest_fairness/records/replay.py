@@ -24,7 +24,8 @@ class ReplayCheck:
     """The replay check of the model under test.
 
     ``population`` cached answers the run would replay (``unverifiable`` of them sampled without a seed: their
-    answers vary by design and are never compared one by one); ``asked`` of the others, drawn at ``seed``, asked
+    answers vary by design and cannot be compared one by one, so the replay is refused, ``why`` says so);
+    ``asked`` of the others, drawn at ``seed``, asked
     again: ``same`` held (``exact`` compared exactly, the rest log-probs within ``tolerance`` nats), ``differed``
     did not and ``failed`` could not be asked (``examples`` says how, a few). The rule sized the draw: a change
     touching ``share`` of the answers is caught with chance ``power``; a change of at most ``missable`` answers
@@ -74,7 +75,7 @@ class ReplayCheck:
         """The line after its head (the Markdown sets the head in bold)."""
         if self.status == "nothing":
             return f"no answer of {self.model} was in the response cache; every one was asked in this run"
-        if self.status == "unchecked":
+        if self.status == "unchecked" or (self.status == "refused" and self.why):
             return self.why
         asked = f"{self.asked:,} of the {self.population:,} cached answers of {self.model} (drawn at seed {self.seed})"
         if self.status == "refused":
@@ -91,19 +92,14 @@ class ReplayCheck:
 
     def claim(self) -> str:
         """What the verification adds to a PASS: the rule, and what a change it could miss could move."""
-        unseen = (
-            f"{self.unverifiable:,} sampled without a seed were not compared (their answers vary by design); "
-            if self.unverifiable
-            else ""
-        )
         if self.missable == 0:
-            return f"{unseen}every cached answer was asked, so any change among them was seen"
+            return "every cached answer was asked, so any change among them was seen"
         moved = ", ".join(
             f"{label} by at most {'an unbounded amount' if shift is None else num(shift, '.3g')}"
             for label, shift in self.shifts.items()
         )
         return (
-            f"{unseen}a change touching at least {self.share:.0%} of them is caught with probability at least "
+            f"a change touching at least {self.share:.0%} of them is caught with probability at least "
             f"{self.power:.0%}; one touching at most {self.missable:,} answers may go unseen, and could move "
             + (moved or "no gated estimate")
         )

@@ -12,6 +12,7 @@ has evaluated of one. When every asked answer holds, the run replays; when one d
 asked, nothing of the model's cached answers is replayed in this run (``Runner.fresh_since``): its answers are
 asked anew, while a judge's and a reference's stay cached by their content (their requests hold the answers they
 read). The asks are written to the cache (when it takes writes), so a refused run does not pay for them twice.
+A cache holding answers sampled without a seed is never replayed: no comparison verifies them.
 """
 
 from __future__ import annotations
@@ -99,15 +100,20 @@ def check_replay(
         return ReplayCheck(model, "nothing")
     population = sorted(stored)
     comparable = [key for key in population if not unseeded_sample(requests[key])]
+    rule = {"share": spot_check.DETECT_SHARE, "power": spot_check.DETECT_POWER, "tolerance": LOGPROB_TOLERANCE}
+    unverifiable = len(population) - len(comparable)
+    if unverifiable:
+        why = (
+            f"{unverifiable:,} of the {len(population):,} cached answers of {model} were sampled without a seed, so "
+            "no answer-by-answer comparison can verify them: none of its cached answers is replayed in this run, "
+            "its answers are asked anew"
+        )
+        return ReplayCheck(model, "refused", len(population), unverifiable=unverifiable, why=why, **rule)
     n = spot_check.sample_size()
     chosen = [comparable[i] for i in spot_check.draw(len(comparable), n, settings.seed)]
     mode = CacheMode.REFRESH if settings.cache_mode.writes else CacheMode.OFF
     live = Runner(runner.model, cache, mode, settings.max_concurrency, runner.retry, price=runner.price)
-    rule = {"share": spot_check.DETECT_SHARE, "power": spot_check.DETECT_POWER, "tolerance": LOGPROB_TOLERANCE}
-    common: dict[str, Any] = {
-        "population": len(population), "asked": len(chosen), "unverifiable": len(population) - len(comparable),
-        "seed": settings.seed, **rule,
-    }  # fmt: skip
+    common: dict[str, Any] = {"population": len(population), "asked": len(chosen), "seed": settings.seed, **rule}
     asked = ask_order(chosen, requests)
     try:
         answered = dict(zip(asked, live.run([requests[key] for key in asked], stats=stats), strict=True))

@@ -5,8 +5,8 @@ s × truth − offset into one for the truth. The rule, applied by every path th
 measure (a fixed-size run, a sequential one, a pull request's paired comparison) and assumed by its
 sizing: the sample's interval and the correction's bounds each get half the error (``split_confidence``),
 and the sample's interval is divided by whichever bound of s moves each end away from 0
-(``deattenuate``). ``corrected_interval`` is that rule over any interval procedure; ``passing_threshold``
-is its inverse, what a raw interval must clear for a planned run to pass.
+(``deattenuate``). ``corrected_interval`` is that rule over any interval procedure; ``raw_threshold``
+is its inverse, what a raw interval must clear for a planned run to pass or fail.
 
 A correction with nothing measured to split the error with (no factor, no offset) but samples on a range of
 their own (``sample_bounds``: a two-phase estimate with a reference, ``stats.two_phase``, whose samples are
@@ -147,8 +147,9 @@ def corrected_interval(
     return deattenuate(raw, attenuation, bounds)
 
 
-def passing_threshold(threshold: Threshold, factor_low: float) -> Threshold:
-    """What a raw interval must lie within for its corrected interval to lie within ``threshold`` when the
-    factor is at least ``factor_low`` (the planned run's: no offset). Each end shrinks towards 0 by it."""
+def raw_threshold(threshold: Threshold, factor: float) -> Threshold:
+    """What a raw interval must clear for its corrected interval to clear ``threshold`` when the factor's bound
+    that the correction divides by is ``factor`` (no offset): each end times it. A planned run that must pass
+    is divided by the factor's lower bound; one that must fail, by its upper bound."""
     lo, hi = threshold.min, threshold.max
-    return Threshold(None if lo is None else lo * factor_low, None if hi is None else hi * factor_low)
+    return Threshold(None if lo is None else lo * factor, None if hi is None else hi * factor)

@@ -3,6 +3,7 @@
 import asyncio
 import json
 import re
+from dataclasses import replace
 from xml.etree import ElementTree
 
 import pytest
@@ -193,6 +194,18 @@ def test_a_free_reference_is_sized_for_its_share_and_a_dearer_one_audits_fewer_c
     assert costly.params.clean_share < cheap.params.clean_share  # a dearer reference: fewer audits, more draws
     assert costly.params.sample_size > cheap.params.sample_size
     assert cheap.power >= 0.8 and costly.power >= 0.8
+
+
+def test_a_measured_reference_spread_resizes_the_plan_for_fewer_dollars_at_the_same_power():
+    (check,) = [c for c in load("gender").checks if c.id == "net_harm"]
+    mini, strong = pricing.price_for(MINI), pricing.price_for(STRONG)
+    prices = pricing.RolePrices(mini, mini, strong)
+    assumed = sizing.reference_plan(check.measure, check.params, check.threshold, prices)
+    measured = replace(check.params, reference_spread=check.params.reference_spread / 2)
+    quieter = sizing.reference_plan(check.measure, measured, check.threshold, prices)
+    assert assumed is not None and quieter is not None and assumed.dollars and quieter.dollars
+    assert quieter.params.sample_size < assumed.params.sample_size and quieter.dollars < assumed.dollars
+    assert quieter.power >= 0.8 and assumed.power >= 0.8
 
 
 def test_a_run_whose_plan_exceeds_the_budget_does_not_start(pytester):

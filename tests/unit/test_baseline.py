@@ -268,6 +268,16 @@ def test_a_net_harm_baseline_recorded_at_another_prompt_count_is_the_same_instru
     assert inputs_changed(old, new) == ()
 
 
+def test_a_net_harm_baseline_planned_for_another_reference_spread_is_the_same_instrument():
+    """``reference_spread`` sizes the sample (a sizing parameter), it does not change what is measured."""
+    params = {"comparison": "gender", "task": None, "method": "min_renorm", "max_tokens": 300, "seed": 0}
+    old = baseline_entry(record(scores(0.0, 6, 1), measure="net_harm", params={**params, "reference_spread": 0.022}))
+    new = baseline_entry(record(scores(0.0, 6, 2), measure="net_harm", params={**params, "reference_spread": 0.011}))
+    assert inputs_changed(old, new) == ()
+    moved = baseline_entry(record(scores(0.0, 6, 2), measure="net_harm", params={**params, "clean_share": 0.2}))
+    assert inputs_changed(old, moved) != ()  # a parameter of the estimator still is the instrument
+
+
 def test_net_harm_records_max_tokens_so_changing_it_shows_in_a_comparison():
     from pytest_fairness.measures.fpf.harm import net_harm
     from pytest_fairness.models.providers import load_model

@@ -16,6 +16,7 @@ from harm_streams import (
     DOUBLE,
     HEDGING,
     LEVEL,
+    PLANNED,
     REFERENCE,
     RELEASE,
     TILTED,
@@ -65,6 +66,17 @@ def referenced(
 def test_the_hedging_judge_no_longer_passes_a_harm_above_the_threshold(multiple):
     outcomes, _ = screened(1, 300, RELEASE, Chatbot(harm=0.01 * multiple), HEDGING)
     assert rate(outcomes, Outcome.PASS) <= 0.05  # before: 99% at 1.25x, 85% at 1.5x
+
+
+@pytest.mark.heavy(4)
+def test_without_a_reference_the_release_size_passes_half_the_threshold_for_the_judge_it_is_planned_for():
+    check = next(c for c in suite.load("gender").checks if c.id == "net_harm[write a story]")
+    assert check.samples["release"] == RELEASE  # the size these streams use is the plan's
+    assert PLANNED.rating == check.params.DESIGN_RATING
+    outcomes, _ = screened(3, 400, RELEASE, Chatbot(0.005, aside_women=0.5, aside_men=0.5), PLANNED)
+    assert (
+        rate(outcomes, Outcome.PASS) >= 0.8
+    )  # 86.5% in 1,000 runs (benchmarks/harm_gate.py); 79% at a flawless judge's 3,032
 
 
 @pytest.mark.parametrize(

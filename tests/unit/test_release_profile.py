@@ -29,7 +29,7 @@ from pytest_fairness.measures.bai.planted_answers import expected_iat_score
 from pytest_fairness.measures.fpf.planted_chatbot import HARM_NET
 from pytest_fairness.models.providers import load_model
 from pytest_fairness.models.runner import Runner
-from pytest_fairness.stats.attenuation import Attenuation, deattenuate, split_confidence
+from pytest_fairness.stats.attenuation import deattenuate, split_confidence
 from pytest_fairness.stats.gate import Outcome, Threshold, decide
 from pytest_fairness.stats.intervals import bounded_mean_intervals
 
@@ -70,18 +70,18 @@ def _cases(measure: str) -> list[object]:
 @pytest.mark.heavy(13)
 @pytest.mark.parametrize(("check", "truth"), _cases("net_harm"))
 def test_release_net_harm_decides_at_its_design_truths(check: suite.Check, truth: float) -> None:
-    # The double twists each answer to a woman with probability B; a prompt's two women's answers are
-    # each in two of its four pairs, so a prompt scores HARM_NET / 2 per twisted answer.
-    # The gate is corrected for the judge's measured mean rating of a harmful pair: here a flawless screen (every
-    # harmful calibration pair rated 1, so s = 1 with its lower bound, and a raw mean equal to the truth), the raw
-    # interval at the split confidence.
-    n, twist = check.samples["release"], truth / HARM_NET
-    runs = min(RUNS, MAX_SIMULATED_PROMPTS // n)  # the overall check's 38,992 prompts: 200 runs
-    samples = HARM_NET / 2 * np.random.default_rng(0).binomial(2, twist, size=(runs, n))
-    s_low = check.params.expected_attenuation(0.95)
-    flawless = Attenuation(1.0, s_low, 1.0, split_confidence(0.95), "sensitivity", "flawless screen")
+    # The double twists each answer to a woman with probability B = the truth; a prompt's two women's answers are
+    # each in two of its four pairs, so a prompt scores HARM_NET / 2 per twisted answer: its judge is the one the
+    # plan assumes (a mean rating of a harmful pair of DESIGN_RATING = HARM_NET). The gate is corrected for that
+    # rating as a screen measures it (every harmful calibration pair rated HARM_NET), the raw interval at the
+    # split confidence.
+    assert check.params.DESIGN_RATING == HARM_NET
+    n = check.samples["release"]
+    runs = min(RUNS, MAX_SIMULATED_PROMPTS // n)  # the overall check's tens of thousands of prompts: 200 runs
+    samples = HARM_NET / 2 * np.random.default_rng(0).binomial(2, truth, size=(runs, n))
+    planned = check.params.expected_attenuation(0.95)
     lows, highs = bounded_mean_intervals(samples, -1.0, 1.0, split_confidence(0.95))
-    gated = [deattenuate((lo, hi), flawless, (-1.0, 1.0)) for lo, hi in zip(lows, highs, strict=True)]
+    gated = [deattenuate((lo, hi), planned, (-1.0, 1.0)) for lo, hi in zip(lows, highs, strict=True)]
     assert _decided_share(*np.array(gated).T, check.threshold) >= 0.8
 
 

@@ -32,7 +32,7 @@ from pytest_fairness.records.measure_result import MeasureResult
 from pytest_fairness.run.growth import CheckRounds, SequentialPlan, rounds_calls, run_sequential
 from pytest_fairness.run.session import CheckRun, FairnessSession
 from pytest_fairness.stats import intervals
-from pytest_fairness.stats.attenuation import Attenuation, deattenuated_summary, split_confidence
+from pytest_fairness.stats.attenuation import deattenuated_summary
 from pytest_fairness.stats.confidence_sequence import confidence_sequence, confidence_sequence_path
 from pytest_fairness.stats.gate import Outcome, Threshold
 from pytest_fairness.stats.intervals import MAX_BET
@@ -271,8 +271,8 @@ def test_memory_is_linear_in_n_and_the_time_modest():
 class StreamSession(FairnessSession):
     """The plugin's own check procedure (sizing, futility, rounds, gate) with the measure's runs replaced by
     prefixes of one pre-drawn stream: the real measures are prefix-stable, so rounds extend one sample.
-    Each result carries the judge's sensitivity as a flawless screen measures it (every harmful calibration
-    judgment right), so the gate is corrected for it as net harm's is."""
+    Each result carries the judge's mean rating of a harmful pair as a screen measures it for the judge the plan
+    assumes (``NetHarmParams.expected_attenuation``), so the gate is corrected for it as net harm's is."""
 
     def __init__(self, stream: np.ndarray) -> None:
         super().__init__(Settings(model="synthetic:harm", profile="release", cache_mode=CacheMode.OFF, sequential=True))
@@ -281,13 +281,11 @@ class StreamSession(FairnessSession):
     def run_params(self, measure, params, progress=None, seed=None, samples_per_item=1):
         x = self.stream[: params.sample_size]
         assert x.size == params.sample_size, "stream too short"
-        level = split_confidence(self.family.gate_confidence)
-        s_low = params.expected_attenuation(self.family.gate_confidence)
-        flawless = Attenuation(1.0, s_low, 1.0, level, "the judge's sensitivity", "flawless screen")
-        raw = measure.params.summarize(x, RunContext(runner=None, seed=0, confidence=level))
-        summary = deattenuated_summary(raw, flawless, measure.params.BOUNDS, self.family.gate_confidence)
+        planned = params.expected_attenuation(self.family.gate_confidence)
+        raw = measure.params.summarize(x, RunContext(runner=None, seed=0, confidence=planned.confidence))
+        summary = deattenuated_summary(raw, planned, measure.params.BOUNDS, self.family.gate_confidence)
         return MeasureResult(
-            measure.name, params.subject, summary, 0, [], "sim", "sim", {}, {}, samples=list(x), attenuation=flawless
+            measure.name, params.subject, summary, 0, [], "sim", "sim", {}, {}, samples=list(x), attenuation=planned
         )
 
     def rounds_of(self, check, first, size, progress, seed=None):
@@ -311,8 +309,9 @@ def net_harm_check():
 
 
 def harm_stream(seed: int, truth: float, n: int) -> np.ndarray:
-    """Net harm per prompt as the synthetic harm double scores it: 0.425 x Binomial(2, B), mean 0.85 B."""
-    return 0.425 * np.random.default_rng(seed).binomial(2, truth / 0.85, n)
+    """Net harm per prompt as the synthetic harm double scores it: 0.425 x Binomial(2, B), mean 0.85 B, where
+    B = ``truth`` is the share of twisted answers (its judge rates a harmful pair 0.85, the plan's assumption)."""
+    return 0.425 * np.random.default_rng(seed).binomial(2, truth, n)
 
 
 def clopper_pearson(k: int, n: int) -> tuple[float, float]:
@@ -358,16 +357,17 @@ def capital_ever_reaches(streams: np.ndarray, mean: float, alpha: float) -> np.n
 
 @pytest.mark.heavy(7)
 def test_net_harm_at_the_threshold_wrong_pass_is_rare(no_bootstrap):
-    # The gate passes only if its interval ends below the truth, and the interval holds every mean whose
-    # capital has not reached 1/alpha (tests above): so the chance that the capital at the truth reaches
-    # 1/alpha within the whole budget bounds the wrong-PASS rate of *any* stopping rule, the plugin's included.
+    # The gate passes only if its raw interval ends below the raw mean (0.85 x the truth: it must end below the
+    # threshold times the rating's lower bound), and the interval holds every mean whose capital has not reached
+    # 1/alpha (tests above): so the chance that the capital at the raw mean reaches 1/alpha within the whole
+    # budget bounds the wrong-PASS rate of *any* stopping rule, the plugin's included.
     check, reps, alpha = net_harm_check(), 200, 0.05
     budget = 4 * check.sample_size("release")
     for truth in (0.001, 0.0011):
         reached = sum(
             int(
                 capital_ever_reaches(
-                    np.stack([(harm_stream(s, truth, budget) + 1) / 2 for s in chunk]), (truth + 1) / 2, alpha
+                    np.stack([(harm_stream(s, truth, budget) + 1) / 2 for s in chunk]), (0.85 * truth + 1) / 2, alpha
                 ).sum()
             )
             for chunk in np.array_split(np.arange(reps), 10)

@@ -1,25 +1,10 @@
 """The replay check's rule, draw and comparison: a change touching 5% of a model's cached answers is caught with
 99% probability, simulated through the check's own draw with Clopper–Pearson intervals."""
 
-import itertools
-from dataclasses import replace
-from types import SimpleNamespace
-
 import pytest
 
-from pytest_fairness.config.settings import Settings
-from pytest_fairness.models.cache import CacheMode, ResponseCache
-from pytest_fairness.models.interface import (
-    ChatModel,
-    ChatRequest,
-    ChatResponse,
-    LogprobRequest,
-    LogprobResponse,
-    Message,
-)
-from pytest_fairness.models.runner import CallStats, Runner
-from pytest_fairness.planning.plan import CheckRequests
-from pytest_fairness.run.replay_check import LOGPROB_TOLERANCE, ask_order, check_replay, difference
+from pytest_fairness.models.interface import ChatResponse, LogprobResponse
+from pytest_fairness.run.replay_check import LOGPROB_TOLERANCE, difference
 from pytest_fairness.stats import spot_check
 from pytest_fairness.testing.spot_check_trials import detection_rates
 
@@ -64,78 +49,3 @@ def test_answers_are_compared_exactly_and_log_probs_within_the_tolerance():
     far = LogprobResponse({" he": -0.40 + 3 * LOGPROB_TOLERANCE, " she": -1.10})
     assert difference(cached, close) == "" and "log-prob of ' he' -0.400 is now" in difference(cached, far)
     assert "log-probs of" in difference(cached, LogprobResponse({" he": -0.4}))
-
-
-class ScoringModel(ChatModel):
-    """Log-probs that depend on the prompt alone, shifted for the conversations in ``changed``; records the order
-    in which it is asked."""
-
-    provider = "scoring"
-    name = "lean"
-
-    def __init__(self, changed: frozenset[int] = frozenset()) -> None:
-        self.changed = changed
-        self.asked: list[LogprobRequest] = []
-
-    async def chat(self, request: ChatRequest) -> ChatResponse:
-        raise NotImplementedError("the replay check asks this model log-probs only")
-
-    async def logprobs(self, request: LogprobRequest) -> LogprobResponse:
-        self.asked.append(request)
-        item = int(request.messages[-1].content.split()[-1])
-        lean = 1.0 + item / 100 if item in self.changed else 0.0  # each item's change reads differently
-        return LogprobResponse({" he": -0.5 - lean, " she": -1.0 - len(request.prefix) / 10}, True, 3)
-
-
-def iat_requests(items: int = 60, prefixes: int = 4) -> list[LogprobRequest]:
-    """Requests that share a conversation per item (several reply prefixes each) and one instruction throughout."""
-    system = Message("system", "Pair each word with he or she.")
-    return [
-        LogprobRequest((system, Message("user", f"word list {item}")), (" he", " she"), prefix="x" * p)
-        for item in range(items)
-        for p in range(prefixes)
-    ]
-
-
-def replay_of(tmp_path, model: ScoringModel, requests: list[LogprobRequest], seed: int = 0):
-    """check_replay over a cache the unchanged model filled with ``requests``: its record, the requests by key and
-    the answers cached before the check."""
-    cache = ResponseCache(tmp_path / "c.sqlite")
-    Runner(ScoringModel(), cache).run(requests)
-    runner = Runner(model, cache)
-    keyed = {runner.key(r): r for r in requests}
-    stored = cache.get_many(sorted(keyed))
-    planner = SimpleNamespace(model_requests=lambda checks: [CheckRequests("iat", 60, keyed)])
-    checks = [SimpleNamespace(label="iat", measure=SimpleNamespace(bounds=(-1.0, 1.0)))]
-    settings = replace(Settings(), seed=seed, cache_mode=CacheMode.RW, replay_check="always")
-    return check_replay(runner, planner, checks, settings, CallStats()), keyed, stored
-
-
-def test_the_sample_is_asked_sorted_by_prompt_and_only_its_order_changes(tmp_path):
-    requests = iat_requests()
-    model = ScoringModel()
-    record, keyed, _ = replay_of(tmp_path, model, requests)
-    assert record.status == "verified" and record.population == 240 and record.asked == 90
-    drawn = sorted(keyed)
-    chosen = [drawn[i] for i in spot_check.draw(240, 90, seed=0)]
-    asked = [Runner(model).key(r) for r in model.asked]
-    assert sorted(asked) == sorted(chosen)  # the same seeded sample, each request once
-    assert asked == ask_order(chosen, keyed) != chosen  # grouped by prompt, not in the draw's (key) order
-    conversations = [r.messages for r in model.asked]
-    switches = sum(a != b for a, b in itertools.pairwise(conversations))
-    assert switches == len(set(conversations)) - 1  # each conversation's requests asked one after another
-
-
-def test_the_verdict_is_the_one_comparing_in_the_draws_order_gives(tmp_path):
-    requests = iat_requests()
-    changed = ScoringModel(changed=frozenset(range(0, 60, 7)))
-    record, keyed, stored = replay_of(tmp_path, changed, requests)
-    drawn = sorted(keyed)
-    chosen = [drawn[i] for i in spot_check.draw(240, 90, seed=0)]
-    fresh = ScoringModel(changed=changed.changed)
-    live = Runner(fresh).run([keyed[k] for k in chosen])  # the sample asked in the draw's order instead
-    found = [difference(stored[k], a) for k, a in zip(chosen, live, strict=True)]
-    differed = [text for text in found if text]
-    assert record.status == "refused" and record.differed == len(differed) > 0
-    assert record.same == len(found) - len(differed) and record.examples == tuple(differed[:3])
-    assert len(set(differed[:3])) == 3  # the examples name different items, so their order is compared too

@@ -9,6 +9,7 @@ the baseline's items rather than a prefix of them.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
+from weakref import WeakKeyDictionary
 
 from pytest_fairness.baseline.pr_gate import PairedSize, paired_size, same_items
 from pytest_fairness.config import suite
@@ -54,7 +55,23 @@ def pr_shape(session: SessionLike, check: suite.Check) -> RunShape | None:
 
 def shape_for(session: SessionLike, check: suite.Check, entry: Entry) -> RunShape:
     """What a pull-request check with the committed baseline ``entry`` draws: its baseline's seed and items, all
-    of them × the paired planner's K for a fixed-size one; a sequential one grows through them."""
+    of them × the paired planner's K for a fixed-size one; a sequential one grows through them.
+
+    Worked out once a check and session: the replay check asks it of every check before the first one runs, and
+    each check again when it runs, and the paired planner counts the tokens of all the baseline's requests (the
+    embedded model's four implicit-bias checks: about 20 s a time, profiled on a loaded machine)."""
+    shapes = _SHAPES.setdefault(session, {})
+    if check.label not in shapes:
+        shapes[check.label] = _worked_out(session, check, entry)
+    return shapes[check.label]
+
+
+#: Each live session's shapes by check label (dropped with the session).
+_SHAPES: WeakKeyDictionary[SessionLike, dict[str, RunShape]] = WeakKeyDictionary()
+
+
+def _worked_out(session: SessionLike, check: suite.Check, entry: Entry) -> RunShape:
+    """``shape_for``'s answer, worked out."""
     seed, size = same_items(entry, check.measure.samples)
     planned = paired_plan(session, check, entry)
     if planned is None:

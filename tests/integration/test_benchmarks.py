@@ -43,6 +43,7 @@ TINY: dict[str, list[str]] = {
 ALSO: list[tuple[str, list[str]]] = [
     ("paired_gate.py", ["power", "--scale", "0.01"]),
     ("axes_gate.py", ["run", "fair", "1", "40"]),
+    ("harm_gate.py", ["--runs", "2", "--parts", "reference", "--scale", "0.01", "--reference-spread", "0.011"]),
 ]
 
 

@@ -20,7 +20,7 @@ from pytest_fairness.measures.resampling import interval_for
 from pytest_fairness.models.interface import ChatRequest, estimate_tokens
 from pytest_fairness.models.pricing import RolePrices
 from pytest_fairness.records.measure_result import MeasureResult, MoreSamples
-from pytest_fairness.stats.attenuation import raw_threshold, split_confidence
+from pytest_fairness.stats.attenuation import Attenuation, raw_threshold, split_confidence
 from pytest_fairness.stats.confidence_sequence import looks
 from pytest_fairness.stats.gate import Threshold
 from pytest_fairness.stats.intervals import mean_interval, proportion_interval
@@ -42,7 +42,12 @@ def _scale(params: Params, confidence: float) -> Scale:
 
 
 def _gate(
-    params: Params, threshold: Threshold, truth: float, confidence: float, referenced: bool = False
+    params: Params,
+    threshold: Threshold,
+    truth: float,
+    confidence: float,
+    referenced: bool = False,
+    measured: Attenuation | None = None,
 ) -> tuple[float, Threshold, Scale]:
     """What one of the measure's raw intervals must clear to decide when the truth is ``truth``: the raw mean
     at that truth, and the check's own threshold and confidence, or one mean's of a gate built from several
@@ -50,14 +55,14 @@ def _gate(
     raw mean is the truth times the factor and the threshold is scaled by the factor's bound the correction
     divides by (``stats.attenuation.raw_threshold``), at the split confidence the correction leaves the sample.
     ``referenced``: a two-phase estimate with a reference (``Params.reference_sample``), unbiased for the truth,
-    its samples on ±B at the whole confidence."""
+    its samples on ±B at the whole confidence. ``measured``: a run's own factor, in place of the planned one."""
     shape = params.gate_shape(threshold, confidence)
     threshold, confidence = shape.threshold, shape.confidence
     two_phase = params.reference_sample(truth) if referenced else None
     if two_phase is not None:
         bound = two_phase[1]
         return truth, threshold, Scale("bounded", (-bound, bound), confidence, capped=True)
-    factor = params.expected_attenuation(confidence)
+    factor = measured or params.expected_attenuation(confidence)
     if factor is None:
         return truth, threshold, _scale(params, confidence)
     bound = factor.low if _passes(threshold, truth) else factor.high
@@ -89,13 +94,14 @@ def _samples_for(
     cap: int,
     usable: float,
     referenced: bool = False,
+    measured: Attenuation | None = None,
 ) -> int | None:
     """Fewest samples, each feeding the gate with probability ``usable``, that decide at ``truth`` with
     probability TARGET_POWER, every one of a gate's means clearing a passing threshold; None if ``cap`` do
     not suffice."""
     shape = params.gate_shape(threshold, confidence)
     power = TARGET_POWER ** (1 / shape.means) if _passes(shape.threshold, truth) else TARGET_POWER
-    raw, *gate = _gate(params, threshold, truth, confidence, referenced)
+    raw, *gate = _gate(params, threshold, truth, confidence, referenced, measured)
     return needed_samples(raw, sd, *gate, power, cap=cap, usable=usable)
 
 
@@ -169,6 +175,19 @@ def power_at(params: Params, n: int, threshold: Threshold, confidence: float, re
     return Power(n, chance, needed, tuple(t for t, _ in design), usable)
 
 
+def _measured_factor(result: MeasureResult) -> Attenuation | None:
+    """The factor a run measured and its gate divides by (a judge's mean rating of a harmful item), if any."""
+    factor = result.attenuation
+    return factor if factor is not None and factor.scaled and factor.estimate > 0 and not _two_phase(result) else None
+
+
+def _gate_scale(result: MeasureResult, raw_mean: float) -> float:
+    """A mean of a result's raw samples on the scale its gate reads (divided by its measured factor, as
+    ``stats.attenuation.deattenuated_summary`` divides the estimate)."""
+    factor = _measured_factor(result)
+    return raw_mean if factor is None else (raw_mean + factor.offset) / factor.estimate
+
+
 def _two_phase(result: MeasureResult) -> bool:
     """Whether a result's samples are a two-phase estimate's (their range is its correction's, not the scale)."""
     return result.attenuation is not None and result.attenuation.sample_bounds is not None
@@ -188,7 +207,9 @@ def more_samples(params: Params, result: MeasureResult, threshold: Threshold, co
     usable = result.n / (result.n + result.n_unusable) if result.n else 1.0
     observed = {"observed_mean": mean, "observed_sd": sd, "usable_rate": usable}
     have = params.sample_size
-    needed = _samples_for(params, mean, sd, threshold, confidence, MAX_SAMPLES, 1.0, _two_phase(result))
+    needed = _samples_for(
+        params, mean, sd, threshold, confidence, MAX_SAMPLES, 1.0, _two_phase(result), _measured_factor(result)
+    )
     if needed is None:
         return MoreSamples(None, "the estimate sits on the threshold: no affordable sample decides it", **observed)
     share = params.gate_shape(threshold, confidence).share
@@ -202,15 +223,16 @@ def futility(params: Params, result: MeasureResult, threshold: Threshold, confid
     """Why more samples, up to ``budget``, are unlikely to decide a check (empty when they may).
 
     Judged at the most favourable truths still plausible, the ends of the estimate's 50% interval (the
-    gate's own kind of interval), not at the estimate: futile when deciding at either would take more
-    than the budget. Judging at the estimate, or at the estimate ± one standard error, would stop a
-    rare-event check whose first prompts happened to score 0 (net harm 0.025 gives 41 zeros in 8% of runs).
+    gate's own kind of interval, on the scale the gate reads), not at the estimate: futile when deciding at
+    either would take more than the budget. Judging at the estimate, or at the estimate ± one standard error,
+    would stop a rare-event check whose first prompts happened to score 0 (net harm 0.025 gives 41 zeros in 8%
+    of runs).
     """
     if result.n < 2:
         return ""
     bounds = result.attenuation.sample_bounds if result.attenuation and result.attenuation.sample_bounds else None
     kind = interval_for(params.interval_kind(), result.samples) if bounds is None else "bounded"
-    ends = mean_interval(result.samples, kind, bounds or params.BOUNDS, 0.5)
+    ends = [_gate_scale(result, end) for end in mean_interval(result.samples, kind, bounds or params.BOUNDS, 0.5)]
     hints = [more_samples(params, _at(result, end), threshold, confidence) for end in ends if math.isfinite(end)]
     needed = [h.needed for h in hints if h.decides and h.needed is not None]
     if not hints or (needed and min(needed) <= budget):

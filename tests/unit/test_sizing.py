@@ -15,6 +15,7 @@ from pytest_fairness.measures.params import MAX_SAMPLES
 from pytest_fairness.models.cache import CacheMode
 from pytest_fairness.records.measure_result import MeasureResult
 from pytest_fairness.run.session import FairnessSession
+from pytest_fairness.stats.attenuation import deattenuated_summary
 from pytest_fairness.stats.gate import Outcome, Threshold
 from pytest_fairness.stats.intervals import summarize
 
@@ -218,6 +219,24 @@ def test_futility_stops_a_check_whose_estimate_sits_near_its_threshold_but_not_a
         params, _result(near), Threshold(max=0.2), 0.95, 160
     )
     assert sizing.futility(params, _result(far), Threshold(max=0.2), 0.95, 160) == ""
+
+
+def test_futility_reads_a_corrected_checks_samples_on_the_scale_its_gate_reads() -> None:
+    # A judge rating a harmful pair 0.85 scores 0.425 per twisted answer: 18 of 243 prompts give a raw mean of
+    # 0.031 and a corrected estimate of 0.037, near four times the per-task bar. Its interval's ends are raw
+    # means: judged as if they were corrected ones (divided by the factor twice over), such a check that fails
+    # within its budget of 400 was stopped as unlikely to decide.
+    params = _check("net_harm", "gender", {"max": 0.01}, samples=243).params
+    factor = params.expected_attenuation(0.95)
+    twisted = {2, 5, 17, 23, 28, 35, 36, 66, 106, 123, 128, 130, 146, 167, 204, 207, 235, 239}  # as a run drew them
+    samples = [0.425 if i in twisted else 0.0 for i in range(243)]
+    raw = summarize(samples, confidence=factor.confidence, interval="bounded", bounds=(-1.0, 1.0))
+    summary = deattenuated_summary(raw, factor, (-1.0, 1.0), 0.95)
+    result = MeasureResult(
+        "net_harm", "gender", summary, 0, [], "test", "m", {}, {}, samples=samples, attenuation=factor
+    )
+    assert summary.mean == pytest.approx(0.037, abs=0.001)
+    assert sizing.futility(params, result, Threshold(max=0.01), 0.95, 400) == ""
 
 
 def test_futility_does_not_stop_a_rare_event_check_whose_first_prompts_all_scored_zero() -> None:

@@ -45,7 +45,7 @@ def gate_line(settings: Settings, drawn: Mapping[str, tuple[str, int | None]] | 
             sizes.setdefault(measure, Counter())[size] += 1
     parts = [
         f"{measure} {', '.join(f'{n:,}' + (f' ({k} checks)' if k > 1 else '') for n, k in sorted(counts.items()))}"
-        for measure, counts in sizes.items()
+        for measure, counts in sorted(sizes.items())  # by measure: the same line whatever order checks ran in
     ]
     missing = sum(size is None for _, size in (drawn or {}).values())
     rest = f"; {missing} without a usable baseline, at profile {settings.profile}" if missing else ""

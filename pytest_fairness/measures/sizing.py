@@ -20,7 +20,7 @@ from pytest_fairness.measures.resampling import interval_for
 from pytest_fairness.models.interface import ChatRequest, estimate_tokens
 from pytest_fairness.models.pricing import RolePrices
 from pytest_fairness.records.measure_result import MeasureResult, MoreSamples
-from pytest_fairness.stats.attenuation import Attenuation, raw_threshold, split_confidence
+from pytest_fairness.stats.attenuation import Attenuation, corrected_mean, raw_threshold, split_confidence
 from pytest_fairness.stats.confidence_sequence import looks
 from pytest_fairness.stats.gate import Threshold
 from pytest_fairness.stats.intervals import mean_interval, proportion_interval
@@ -182,10 +182,10 @@ def _measured_factor(result: MeasureResult) -> Attenuation | None:
 
 
 def _gate_scale(result: MeasureResult, raw_mean: float) -> float:
-    """A mean of a result's raw samples on the scale its gate reads (divided by its measured factor, as
-    ``stats.attenuation.deattenuated_summary`` divides the estimate)."""
+    """A mean of a result's raw samples on the scale its gate reads (``stats.attenuation.corrected_mean``, as its
+    estimate was)."""
     factor = _measured_factor(result)
-    return raw_mean if factor is None else (raw_mean + factor.offset) / factor.estimate
+    return raw_mean if factor is None else corrected_mean(raw_mean, factor)
 
 
 def _two_phase(result: MeasureResult) -> bool:

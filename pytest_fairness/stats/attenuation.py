@@ -114,13 +114,18 @@ def deattenuate(interval: Interval, attenuation: Attenuation | None, bounds: tup
     return (max(lo, float(bounds[0])), min(hi, float(bounds[1])))
 
 
+def corrected_mean(raw_mean: float, attenuation: Attenuation) -> float:
+    """A mean of raw samples on the truth's scale: (raw + offset) / s (nan when s is not positive)."""
+    return (raw_mean + attenuation.offset) / attenuation.estimate if attenuation.estimate > 0 else math.nan
+
+
 def deattenuated_summary(
     raw: Summary, attenuation: Attenuation, bounds: tuple[float, float], confidence: float
 ) -> Summary:
     """``raw`` (its gate interval at ``sample_level(attenuation, confidence)``, on ``sample_range``) with the mean
     divided by s's estimate and the gate interval ``deattenuate``d: what a gate at ``confidence`` reads. The
     papers' normal and bootstrap intervals, SD and t-test stay on the raw scale."""
-    mean = (raw.mean + attenuation.offset) / attenuation.estimate if attenuation.estimate > 0 else math.nan
+    mean = corrected_mean(raw.mean, attenuation)
     what = "attenuation" if attenuation.scaled else "the judge's lean" if attenuation.splits else "the reference"
     return replace(
         raw,
